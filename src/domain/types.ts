@@ -1,0 +1,53 @@
+/**
+ * Plain data shapes shared by the domain layer. Nothing here knows about GraphQL or Prisma:
+ * the schema layer maps to and from these, and the pure functions (context assembly, fork
+ * rules, token counting) take and return them.
+ */
+
+export type MessageRole = 'SYSTEM' | 'USER' | 'ASSISTANT' | 'TOOL';
+
+export type TokenEncoding = 'O200K_BASE' | 'CL100K_BASE' | 'CHARS_DIV_4';
+
+/** One part of a message, as stored in `Message.parts` (a JSON array). */
+export type StoredPart =
+  | { type: 'text'; text: string }
+  | { type: 'toolCall'; callId: string; name: string; arguments: unknown }
+  | { type: 'toolResult'; callId: string; content: string; isError: boolean }
+  | { type: 'attachment'; attachmentId: string; name: string; mimeType: string; size: number };
+
+/** Stored content token counts of a message (framing excluded), per real encoding. */
+export interface TokenCounts {
+  O200K_BASE: number;
+  CL100K_BASE: number;
+}
+
+/** A message as the domain sees it: its absolute index in the viewing session and its parts. */
+export interface DomainMessage {
+  id: string;
+  index: number;
+  role: MessageRole;
+  parts: StoredPart[];
+  generating: boolean;
+  /** Content tokens counted once at write time; null when not counted yet (then counted on demand). */
+  tokens: TokenCounts | null;
+}
+
+/** A compaction: messages [0, uptoIndex) are replaced by `summary` when assembling context. */
+export interface DomainCompaction {
+  id: string;
+  uptoIndex: number;
+  summary: string;
+  tokens: TokenCounts | null;
+}
+
+/** A stored attachment's content as resolved for context assembly. */
+export interface ResolvedAttachment {
+  id: string;
+  name: string;
+  mimeType: string;
+  size: number;
+  /** Text content, or null when the attachment is missing or not readable as text. */
+  content: string | null;
+  /** Why `content` is null, when it is. */
+  problem?: string;
+}
