@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { WebSocketServer } from 'ws';
+import { WorkspaceAuth } from './auth.js';
+import type { AppConfig } from './config.js';
+import { createGraphQLContext, type AppServices, type GraphQLContext } from './context.js';
+import { createDatabase, type Database } from './db/database.js';
+import { DomainError } from './errors.js';
+import { createLogger, type Logger } from './logger.js';
+import { createEventBus, type EventBus } from './pubsub.js';
+import { schema } from './schema/index.js';
+import { SessionService } from './services/sessions.js';
+
+export interface App {
+  yoga: YogaServerInstance<Record<string, unknown>, GraphQLContext>;
+  server: Server;
+  services: AppServices;
+  /** Starts listening; resolves with the URL of the GraphQL endpoint. */
+  listen(port?: number, host?: string): Promise<string>;
+  /** Closes WebSocket clients, drains HTTP, then closes pub/sub and the database. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface BuildAppOptions {
+  /** An already open database (tests); otherwise one is opened from the config. */
+  database?: Database;
+  bus?: EventBus;
+  logger?: Logger;
+  /** Apply pending migrations at start (default true). */
+  migrate?: boolean;
+}
+
+/**
+ * Builds the whole server: database (migrated), pub/sub, GraphQL over HTTP, SSE and WebSocket on
+ * one `http.Server`, and the health endpoints. Touches no process globals: `main.ts` owns the
+ * environment, signals and the port.
+ */
+export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const db =
+    options.database ??
+    (await createDatabase(
+      config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl } : { kind: 'pglite', dataDir: config.dataDir },
+    ));
+  let bus: EventBus | undefined;
+  try {
+    if (options.migrate !== false) {
+      const report = await db.migrate();
+      if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
+    }
+    bus = options.bus ?? createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
+    const auth = new WorkspaceAuth(db.prisma);
+    await auth.init(config.apiKeys);
+    const services: AppServices = {
+      config,
+      logger,
+      db,
+      bus,
+      auth,
+      sessions: new SessionService(db.prisma, bus),
+    };
+    return assemble(services);
+  } catch (error) {
+    await bus?.close();
+    await db.close();
+    throw error;
+  }
+}
+
+function assemble(services: AppServices): App {
+  const { config, logger, db, bus } = services;
+
+  const yoga = createYoga<Record<string, unknown>, GraphQLContext>({
+    schema,
+    logging: false,
+    graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
+    renderGraphiQL,
+    landingPage: false,
+    maskedErrors: {
+      maskError(error) {
+        const original = error instanceof GraphQLError ? error.originalError : error;
+        if (error instanceof GraphQLError && (!original || original instanceof GraphQLError)) return error;
+        const errorId = randomUUID();
+        logger.error('unexpected error', { errorId, error: original ?? error });
+        return new GraphQLError(`Unexpected error (id ${errorId}); it has been logged.`, {
+          extensions: { code: 'INTERNAL_SERVER_ERROR', errorId },
+        });
+      },
+    },
+    context: ({ request, connectionParams }: { request?: Request; connectionParams?: Record<string, unknown> }) =>
+      createGraphQLContext(services, {
+        authorization: authorizationFrom(request, connectionParams),
+        requestId: request?.headers.get('x-request-id'),
+      }),
+  });
+
+  const server = createServer(async (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      const checks = await Promise.allSettled([db.ping(), bus.ping()]);
+      const [database, pubsub] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : `error: ${(c.reason as Error).message}`));
+      const ready = checks.every((c) => c.status === 'fulfilled');
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : 'unavailable', database, pubsub });
+    }
+    return yoga.handle(req, res);
+  });
+
+  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
+  const wsServer = useServer<Record<string, unknown>, { request: IncomingMessage }>(
+    {
+      execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
+      subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      onSubscribe: async (ctx, _id, params) => {
+        const { schema: envelopedSchema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          ...ctx,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params,
+        });
+        let contextValue: GraphQLContext;
+        try {
+          contextValue = (await contextFactory()) as unknown as GraphQLContext;
+        } catch (error) {
+          if (error instanceof GraphQLError) return [error];
+          throw error;
+        }
+        const document = parse(params.query);
+        const errors = validate(envelopedSchema, document);
+        if (errors.length) return errors;
+        return {
+          schema: envelopedSchema,
+          operationName: params.operationName,
+          document,
+          variableValues: params.variables,
+          contextValue,
+          rootValue: { execute, subscribe },
+        };
+      },
+    },
+    wss,
+  );
+
+  let closing: Promise<void> | null = null;
+  return {
+    yoga,
+    server,
+    services,
+    listen(port = config.port, host = config.host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const address = server.address() as AddressInfo;
+          const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+          resolve(`http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`);
+        });
+      });
+    },
+    close() {
+      closing ??= (async () => {
+        for (const client of wss.clients) client.close(1001, 'Server shutting down');
+        await wsServer.dispose();
+        await new Promise<void>((resolve) => wss.close(() => resolve()));
+        if (server.listening) {
+          const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+          server.closeIdleConnections();
+          const force = setTimeout(() => server.closeAllConnections(), 5_000);
+          await drained;
+          clearTimeout(force);
+        }
+        await bus.close();
+        await db.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function authorizationFrom(request: Request | undefined, connectionParams: Record<string, unknown> | undefined): string | null {
+  const header = request?.headers.get('authorization');
+  if (header) return header;
+  const fromParams = connectionParams?.Authorization ?? connectionParams?.authorization;
+  if (typeof fromParams === 'string') return fromParams;
+  return null;
+}
+
+function sendJson(res: import('node:http').ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+

@@ -1,0 +1,117 @@
+import { resolve } from 'node:path';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+/** An API key configured at start: the key selects (and creates, if needed) the named workspace. */
+export interface ApiKeyConfig {
+  workspace: string;
+  key: string;
+}
+
+/** Everything the server is configured by. `buildApp` takes this; only `main.ts` reads the environment. */
+export interface AppConfig {
+  port: number;
+  host: string;
+  /** PGlite data folder for the embedded default; `memory://` keeps everything in memory. */
+  dataDir: string;
+  /** A postgres:// URL selects real PostgreSQL instead of PGlite. */
+  databaseUrl: string | null;
+  /** A redis:// URL selects Redis pub/sub instead of the in-memory one. */
+  redisUrl: string | null;
+  /** Prefix of the Redis channels, so several deployments can share one Redis. */
+  redisPrefix: string;
+  logLevel: LogLevel;
+  apiKeys: ApiKeyConfig[];
+  /** Masked errors and GraphiQL limits follow this. */
+  production: boolean;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+/**
+ * Parses and validates the environment once. Throws a ConfigError naming the variable at fault.
+ *
+ * | variable | default | meaning |
+ * | PORT | 4000 | TCP port |
+ * | HOST | 0.0.0.0 | interface to bind |
+ * | DATA_DIR | ./.data | PGlite folder when DATABASE_URL is unset |
+ * | DATABASE_URL | — | postgres:// URL: real PostgreSQL |
+ * | REDIS_URL | — | redis:// URL: Redis pub/sub |
+ * | REDIS_PREFIX | session-graph: | Redis channel prefix |
+ * | LOG_LEVEL | info | debug, info, warn, error, silent |
+ * | API_KEYS | — | comma-separated workspace:key pairs |
+ * | NODE_ENV | — | production hides error details |
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const port = parsePort(env.PORT);
+  const host = env.HOST?.trim() || '0.0.0.0';
+
+  const dataDirRaw = env.DATA_DIR?.trim() || './.data';
+  const dataDir = dataDirRaw.startsWith('memory://') ? dataDirRaw : resolve(dataDirRaw);
+
+  const databaseUrl = env.DATABASE_URL?.trim() || null;
+  if (databaseUrl && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
+    throw new ConfigError(`DATABASE_URL must be a postgres:// or postgresql:// URL (got "${redact(databaseUrl)}").`);
+  }
+  if (databaseUrl) checkUrl('DATABASE_URL', databaseUrl);
+
+  const redisUrl = env.REDIS_URL?.trim() || null;
+  if (redisUrl && !/^rediss?:\/\/.+/.test(redisUrl)) {
+    throw new ConfigError(`REDIS_URL must be a redis:// or rediss:// URL (got "${redact(redisUrl)}").`);
+  }
+  if (redisUrl) checkUrl('REDIS_URL', redisUrl);
+
+  const logLevel = (env.LOG_LEVEL?.trim().toLowerCase() || 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${env.LOG_LEVEL}").`);
+  }
+
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    redisUrl,
+    redisPrefix: env.REDIS_PREFIX ?? 'session-graph:',
+    logLevel,
+    apiKeys: parseApiKeys(env.API_KEYS),
+    production: env.NODE_ENV === 'production',
+  };
+}
+
+function parsePort(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return 4000;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`PORT must be an integer from 0 to 65535 (got "${raw}").`);
+  }
+  return port;
+}
+
+function checkUrl(name: string, url: string) {
+  try {
+    new URL(url);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL.`);
+  }
+}
+
+function parseApiKeys(raw: string | undefined): ApiKeyConfig[] {
+  if (!raw || raw.trim() === '') return [];
+  return raw.split(',').map((entry) => {
+    const at = entry.indexOf(':');
+    const workspace = entry.slice(0, at).trim();
+    const key = entry.slice(at + 1).trim();
+    if (at <= 0 || !workspace || key.length < 16) {
+      throw new ConfigError('API_KEYS must be comma-separated workspace:key pairs, each key at least 16 characters.');
+    }
+    return { workspace, key };
+  });
+}
+
+/** A URL with its password hidden, for logs and errors. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+}

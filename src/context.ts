@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { initContextCache } from '@pothos/core';
+import DataLoader from 'dataloader';
+import type { WorkspaceAuth } from './auth.js';
+import type { AppConfig } from './config.js';
+import type { Database } from './db/database.js';
+import type { PrismaClient, Session } from './generated/prisma/client.js';
+import type { Logger } from './logger.js';
+import type { EventBus } from './pubsub.js';
+import { createMessageRangeLoader } from './services/messages.js';
+import type { SessionService } from './services/sessions.js';
+
+/** The long-lived parts of one app instance, shared by every request. */
+export interface AppServices {
+  config: AppConfig;
+  logger: Logger;
+  db: Database;
+  bus: EventBus;
+  auth: WorkspaceAuth;
+  sessions: SessionService;
+}
+
+/** One request's (or one WebSocket operation's) context: who is asking, and its loaders. */
+export interface GraphQLContext {
+  services: AppServices;
+  prisma: PrismaClient;
+  workspaceId: string;
+  requestId: string;
+  loaders: ReturnType<typeof createLoaders>;
+}
+
+function createLoaders(prisma: PrismaClient, workspaceId: string) {
+  return {
+    messageRange: createMessageRangeLoader(prisma),
+    sessionById: new DataLoader<string, Session | null>(async (ids) => {
+      const rows = await prisma.session.findMany({ where: { id: { in: [...ids] }, workspaceId } });
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }),
+  };
+}
+
+/**
+ * Builds the context for HTTP and WebSocket alike: credentials come from the `Authorization`
+ * header or, over WebSocket, from `connectionParams.Authorization` (or `authorization`).
+ */
+export async function createGraphQLContext(
+  services: AppServices,
+  source: { authorization?: string | null; requestId?: string | null },
+): Promise<GraphQLContext> {
+  const workspaceId = await services.auth.workspaceFor(source.authorization);
+  const prisma = services.db.prisma;
+  return {
+    ...initContextCache(),
+    services,
+    prisma,
+    workspaceId,
+    requestId: source.requestId || randomUUID(),
+    loaders: createLoaders(prisma, workspaceId),
+  };
+}
+
+/** Fresh loaders and Pothos caches for the next event of a long-lived subscription (hayes/pothos#1421). */
+export function resetContextCaches(ctx: GraphQLContext) {
+  Object.assign(ctx, initContextCache(), { loaders: createLoaders(ctx.prisma, ctx.workspaceId) });
+}

@@ -1,0 +1,154 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPg } from '@prisma/adapter-pg';
+import type { SqlDriverAdapter, SqlDriverAdapterFactory, Transaction } from '@prisma/driver-adapter-utils';
+import pg from 'pg';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { redact } from '../config.js';
+import { PrismaClient } from '../generated/prisma/client.js';
+import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
+
+export type DatabaseKind = 'pglite' | 'postgres';
+
+/** Counts the SQL statements sent to the database (tests use it to catch N+1 regressions). */
+export class QueryCounter {
+  count = 0;
+  statements: string[] = [];
+  record(sql: string) {
+    this.count++;
+    if (this.statements.length < 1000) this.statements.push(sql);
+  }
+  reset() {
+    this.count = 0;
+    this.statements = [];
+  }
+}
+
+export interface Database {
+  kind: DatabaseKind;
+  /** One line for the start-up log: where the data lives. */
+  description: string;
+  prisma: PrismaClient;
+  queries: QueryCounter;
+  migrate(): Promise<MigrationReport>;
+  /** Throws when the database cannot answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type DatabaseOptions =
+  | { kind: 'postgres'; url: string; poolSize?: number }
+  | { kind: 'pglite'; dataDir: string }
+  /** An already open PGlite (tests clone a migrated template); closed with the database. */
+  | { kind: 'pglite'; instance: PGlite };
+
+const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
+
+/**
+ * Opens the database: real PostgreSQL through `pg` and @prisma/adapter-pg, or PGlite in process.
+ * The same schema, migrations and SQL serve both.
+ */
+export async function createDatabase(options: DatabaseOptions): Promise<Database> {
+  const queries = new QueryCounter();
+  if (options.kind === 'postgres') {
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    pool.on('error', () => {
+      // An idle client lost its connection; the pool replaces it and the next query reports errors.
+    });
+    const prisma = new PrismaClient({
+      adapter: countingAdapter(new PrismaPg(pool), queries),
+      transactionOptions: TRANSACTION_OPTIONS,
+    });
+    return {
+      kind: 'postgres',
+      description: `PostgreSQL at ${redact(options.url)}`,
+      prisma,
+      queries,
+      async migrate() {
+        const client = await pool.connect();
+        try {
+          return await applyMigrations({
+            query: async (sql, params) => (await client.query(sql, params)).rows,
+            exec: async (sql) => void (await client.query(sql)),
+          });
+        } finally {
+          client.release();
+        }
+      },
+      async ping() {
+        await pool.query('SELECT 1');
+      },
+      async close() {
+        await prisma.$disconnect();
+        await pool.end();
+      },
+    };
+  }
+
+  let pglite: PGlite;
+  let description: string;
+  if ('instance' in options) {
+    pglite = options.instance;
+    description = 'PGlite (in memory)';
+  } else if (options.dataDir.startsWith('memory://')) {
+    pglite = new PGlite(options.dataDir);
+    description = 'PGlite (in memory)';
+  } else {
+    mkdirSync(options.dataDir, { recursive: true });
+    pglite = new PGlite(options.dataDir);
+    description = `PGlite in ${options.dataDir}`;
+  }
+  await pglite.waitReady;
+  const prisma = new PrismaClient({
+    adapter: countingAdapter(new PrismaPGlite(pglite), queries),
+    transactionOptions: TRANSACTION_OPTIONS,
+  });
+  return {
+    kind: 'pglite',
+    description,
+    prisma,
+    queries,
+    migrate: () => applyMigrations(pgliteConnection(pglite)),
+    async ping() {
+      await pglite.query('SELECT 1');
+    },
+    async close() {
+      await prisma.$disconnect();
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}
+
+export function pgliteConnection(pglite: PGlite): MigrationConnection {
+  return {
+    query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
+    exec: async (sql: string) => void (await pglite.exec(sql)),
+  };
+}
+
+function countingAdapter(factory: SqlDriverAdapterFactory, counter: QueryCounter): SqlDriverAdapterFactory {
+  const wrapQueryable = <T extends SqlDriverAdapter | Transaction>(target: T): T =>
+    new Proxy(target, {
+      get(obj, prop, receiver) {
+        const value = Reflect.get(obj, prop, receiver);
+        if (prop === 'queryRaw' || prop === 'executeRaw') {
+          return (query: { sql: string }) => {
+            counter.record(query.sql);
+            return (value as (q: unknown) => unknown).call(obj, query);
+          };
+        }
+        if (prop === 'startTransaction') {
+          return async (...args: unknown[]) =>
+            wrapQueryable(await (value as (...a: unknown[]) => Promise<Transaction>).apply(obj, args));
+        }
+        return typeof value === 'function' ? value.bind(obj) : value;
+      },
+    });
+  return new Proxy(factory, {
+    get(obj, prop, receiver) {
+      const value = Reflect.get(obj, prop, receiver);
+      if (prop === 'connect') return async () => wrapQueryable(await (value as () => Promise<SqlDriverAdapter>).call(obj));
+      return typeof value === 'function' ? value.bind(obj) : value;
+    },
+  });
+}

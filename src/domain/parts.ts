@@ -1,0 +1,120 @@
+import { badInput } from '../errors.js';
+import type { MessageRole, StoredPart } from './types.js';
+
+/** One `MessagePartInput` (a @oneOf input: exactly one key set). */
+export interface PartInput {
+  text?: { text: string } | null;
+  toolCall?: { callId: string; name: string; arguments?: unknown } | null;
+  toolResult?: { callId: string; content: string; isError?: boolean | null } | null;
+  attachment?: { name: string; mimeType: string; content: string } | null;
+}
+
+export interface MessageInputData {
+  role: MessageRole;
+  text?: string | null;
+  parts?: PartInput[] | null;
+  generating?: boolean | null;
+  agentId?: string | null;
+}
+
+/** An attachment whose content the server has yet to store. */
+export interface AttachmentUpload {
+  type: 'attachmentUpload';
+  name: string;
+  mimeType: string;
+  content: string;
+}
+
+export type DraftPart = Exclude<StoredPart, { type: 'attachment' }> | AttachmentUpload;
+
+export interface DraftMessage {
+  role: MessageRole;
+  parts: DraftPart[];
+  generating: boolean;
+  agentId: string | null;
+}
+
+export const LIMITS = {
+  messagesPerCall: 1000,
+  partsPerMessage: 1000,
+  idLength: 256,
+  attachmentBytes: 5 * 1024 * 1024,
+};
+
+/** Validates one message input and turns it into parts; `where` names it in errors. */
+export function draftMessage(input: MessageInputData, where: string): DraftMessage {
+  const hasText = input.text !== undefined && input.text !== null;
+  const hasParts = input.parts !== undefined && input.parts !== null;
+  if (hasText === hasParts) throw badInput(`${where}: give exactly one of \`text\` and \`parts\`.`);
+  const parts: DraftPart[] = hasText ? [{ type: 'text', text: input.text! }] : input.parts!.map((p, i) => draftPart(p, `${where}.parts[${i}]`));
+  if (parts.length === 0) throw badInput(`${where}: a message needs at least one part.`);
+  if (parts.length > LIMITS.partsPerMessage) throw badInput(`${where}: at most ${LIMITS.partsPerMessage} parts.`);
+  checkRoleParts(input.role, parts, where);
+  const agentId = input.agentId ?? null;
+  if (agentId !== null) checkId(agentId, `${where}.agentId`);
+  return { role: input.role, parts, generating: input.generating ?? false, agentId };
+}
+
+export function draftPart(input: PartInput, where: string): DraftPart {
+  const keys = (Object.keys(input) as (keyof PartInput)[]).filter((k) => input[k] !== undefined && input[k] !== null);
+  if (keys.length !== 1) throw badInput(`${where}: set exactly one of text, toolCall, toolResult, attachment.`);
+  if (input.text) return { type: 'text', text: input.text.text };
+  if (input.toolCall) {
+    const { callId, name } = input.toolCall;
+    checkId(callId, `${where}.toolCall.callId`);
+    if (!name.trim()) throw badInput(`${where}.toolCall.name must not be empty.`);
+    return { type: 'toolCall', callId, name, arguments: input.toolCall.arguments ?? {} };
+  }
+  if (input.toolResult) {
+    checkId(input.toolResult.callId, `${where}.toolResult.callId`);
+    return {
+      type: 'toolResult',
+      callId: input.toolResult.callId,
+      content: input.toolResult.content,
+      isError: input.toolResult.isError ?? false,
+    };
+  }
+  const a = input.attachment!;
+  if (!a.name.trim()) throw badInput(`${where}.attachment.name must not be empty.`);
+  if (!/^[\w.+-]+\/[\w.+-]+$/.test(a.mimeType)) throw badInput(`${where}.attachment.mimeType "${a.mimeType}" is not a MIME type.`);
+  if (Buffer.byteLength(a.content, 'utf8') > LIMITS.attachmentBytes) {
+    throw badInput(`${where}.attachment is larger than ${LIMITS.attachmentBytes} bytes.`);
+  }
+  return { type: 'attachmentUpload', name: a.name, mimeType: a.mimeType, content: a.content };
+}
+
+function checkId(value: string, where: string) {
+  if (!value.trim()) throw badInput(`${where} must not be empty.`);
+  if (value.length > LIMITS.idLength) throw badInput(`${where} is longer than ${LIMITS.idLength} characters.`);
+}
+
+function checkRoleParts(role: MessageRole, parts: DraftPart[], where: string) {
+  const callIds = new Set<string>();
+  for (const part of parts) {
+    if (part.type === 'toolCall') {
+      if (role !== 'ASSISTANT') throw badInput(`${where}: tool calls belong in ASSISTANT messages, not ${role}.`);
+      if (callIds.has(part.callId)) throw badInput(`${where}: tool call id "${part.callId}" is used twice.`);
+      callIds.add(part.callId);
+    }
+    if (part.type === 'toolResult' && role !== 'TOOL') {
+      throw badInput(`${where}: tool results belong in TOOL messages, not ${role}.`);
+    }
+  }
+  if (role === 'TOOL' && parts.some((p) => p.type !== 'toolResult')) {
+    throw badInput(`${where}: a TOOL message holds tool results only.`);
+  }
+}
+
+/** The text parts joined, as `Message.text` shows them. */
+export function joinText(parts: readonly { type: string; text?: string }[]): string {
+  return parts
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text!)
+    .join('\n');
+}
+
+export const toolCallIdsOf = (parts: readonly DraftPart[] | readonly StoredPart[]) =>
+  parts.flatMap((p) => (p.type === 'toolCall' ? [p.callId] : []));
+
+export const toolResultIdsOf = (parts: readonly DraftPart[] | readonly StoredPart[]) =>
+  parts.flatMap((p) => (p.type === 'toolResult' ? [p.callId] : []));

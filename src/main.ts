@@ -1,0 +1,38 @@
+// Entry point: reads the environment, builds the app, listens, and shuts down cleanly on signals.
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(`session-graph: configuration error: ${error.message}`);
+    process.exit(2);
+  }
+  throw error;
+}
+
+const logger = createLogger(config.logLevel);
+const app = await buildApp(config, { logger });
+const url = await app.listen();
+const { db, bus, auth } = app.services;
+console.log(`session-graph listening on ${url} (GraphiQL in a browser; WebSocket and SSE subscriptions)`);
+console.log(`storage: ${db.description}; pub/sub: ${bus.description}; auth: ${auth.keyless ? 'no API keys, one default workspace' : 'API keys required'}`);
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    try {
+      await app.close();
+      process.exit(0);
+    } catch (error) {
+      logger.error('shutdown failed', { error });
+      process.exit(1);
+    }
+  });
+}

@@ -1,0 +1,43 @@
+import SchemaBuilder from '@pothos/core';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import RelayPlugin from '@pothos/plugin-relay';
+import type { GraphQLContext } from '../context.js';
+import { getDatamodel } from '../generated/pothos-types.js';
+import type PrismaTypes from '../generated/pothos-types.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+
+/**
+ * The Pothos builder, configured once. The Prisma client comes from each request's context
+ * (`ctx.prisma`), so one schema serves any database the app is built with.
+ */
+export const builder = new SchemaBuilder<{
+  Context: GraphQLContext;
+  PrismaTypes: PrismaTypes;
+  DefaultFieldNullability: false;
+  Scalars: {
+    JSON: { Input: unknown; Output: unknown };
+    DateTime: { Input: Date; Output: Date | string };
+  };
+}>({
+  plugins: [PrismaPlugin, RelayPlugin],
+  defaultFieldNullability: false,
+  prisma: {
+    client: (ctx) => ctx.prisma as PrismaClient,
+    dmmf: getDatamodel(),
+    exposeDescriptions: false,
+    filterConnectionTotalCount: true,
+    onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',
+    maxConnectionSize: 200,
+    defaultConnectionSize: 50,
+  },
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+    nodeQueryOptions: { description: 'Fetches any object by its global ID (Session, Message, Turn). Null when it does not exist in your workspace.' },
+    nodesQueryOptions: false,
+  },
+});
+
+builder.queryType({ description: 'Reads: sessions, their messages and forks, turns.' });
+builder.mutationType({ description: 'Writes. Each mutation takes one input object; a refused one writes nothing.' });
+builder.subscriptionType({ description: 'Live events of a session, with replay after a known sequence number.' });

@@ -1,0 +1,107 @@
+import { resetContextCaches } from '../context.js';
+import { notFound } from '../errors.js';
+import type { SessionEventMessage } from '../pubsub.js';
+import { sessionEventStream } from '../services/event-log.js';
+import { builder } from './builder.js';
+import { parseGlobalId } from './ids.js';
+import { Message } from './message.js';
+import { Session } from './session.js';
+
+const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').implement({
+  description: "An entry of a session's event log.",
+  fields: (t) => ({
+    sequence: t.exposeInt('sequence', { description: 'Position in the session\'s log: 1, 2, 3 … without gaps.' }),
+    at: t.field({ type: 'DateTime', description: 'When it happened.', resolve: (e) => e.createdAt }),
+    session: t.field({
+      type: Session,
+      nullable: true,
+      description: 'The session (null once deleted).',
+      resolve: (e, _, ctx) => ctx.loaders.sessionById.load(e.sessionId),
+    }),
+  }),
+});
+
+const payloadOf = (e: SessionEventMessage) => (e.payload ?? {}) as Record<string, unknown>;
+
+function eventType(name: string, type: string, description: string, fields: Parameters<typeof builder.objectRef<SessionEventMessage>>[0] extends never ? never : any) {
+  return builder.objectRef<SessionEventMessage>(name).implement({
+    description,
+    interfaces: [SessionEvent],
+    isTypeOf: (e) => (e as SessionEventMessage).type === type,
+    fields,
+  });
+}
+
+const messageField = (t: any, description: string) =>
+  t.field({
+    type: Message,
+    nullable: true,
+    description,
+    resolve: (e: SessionEventMessage, _: unknown, ctx: any) =>
+      e.messageId ? ctx.prisma.message.findUnique({ where: { id: e.messageId } }) : null,
+  });
+
+eventType('MessageAdded', 'MESSAGE_ADDED', 'A message was appended.', (t: any) => ({
+  message: messageField(t, 'The message as it is now (null once deleted).'),
+  index: t.int({ description: 'Its index.', resolve: (e: SessionEventMessage) => payloadOf(e).index as number }),
+}));
+
+eventType('MessageUpdated', 'MESSAGE_UPDATED', 'A generating message changed or was finished.', (t: any) => ({
+  message: messageField(t, 'The message as it is now (null once deleted).'),
+  appendText: t.string({
+    nullable: true,
+    description: 'The text this update appended, for streaming clients.',
+    resolve: (e: SessionEventMessage) => (payloadOf(e).appendText as string | undefined) ?? null,
+  }),
+  finished: t.boolean({
+    description: 'True when this update finished the message.',
+    resolve: (e: SessionEventMessage) => payloadOf(e).generating === false,
+  }),
+}));
+
+eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.', (t: any) => ({
+  fork: t.field({
+    type: Session,
+    nullable: true,
+    description: 'The new fork (null once deleted).',
+    resolve: (e: SessionEventMessage, _: unknown, ctx: any) => ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
+  }),
+  messageIndex: t.int({ description: 'Where it was cut.', resolve: (e: SessionEventMessage) => payloadOf(e).messageIndex as number }),
+  excludedMessage: messageField(t, 'The USER message left out of the fork.'),
+}));
+
+eventType('SessionUpdated', 'SESSION_UPDATED', "The session's title, settings or metadata changed.", (t: any) => ({
+  fields: t.stringList({
+    description: 'Which of title, settings, metadata changed.',
+    resolve: (e: SessionEventMessage) => (payloadOf(e).fields as string[]) ?? [],
+  }),
+}));
+
+eventType('SessionCompacted', 'SESSION_COMPACTED', 'A summary now replaces the session\'s first messages in assembled contexts.', (t: any) => ({
+  uptoIndex: t.int({ description: 'Messages [0, uptoIndex) are summarized.', resolve: (e: SessionEventMessage) => payloadOf(e).uptoIndex as number }),
+}));
+
+builder.subscriptionField('sessionEvents', (t) =>
+  t.field({
+    type: SessionEvent,
+    description:
+      "Everything that happens to a session. With afterSequence, every stored event after it is replayed first, then live ones follow: reconnect with the last sequence you saw and you miss nothing and see nothing twice.",
+    args: {
+      sessionId: t.arg.id({ required: true, description: 'The session.' }),
+      afterSequence: t.arg.int({ required: false, description: 'Replay stored events with a greater sequence first (0 for all).' }),
+    },
+    subscribe: async (_, args, ctx) => {
+      const sessionId = parseGlobalId(String(args.sessionId), 'Session', 'sessionId');
+      const exists = await ctx.prisma.session.findFirst({ where: { id: sessionId, workspaceId: ctx.workspaceId }, select: { id: true } });
+      if (!exists) throw notFound('Session', String(args.sessionId));
+      const events = sessionEventStream(ctx.prisma, ctx.services.bus, sessionId, args.afterSequence ?? null);
+      return (async function* () {
+        for await (const event of events) {
+          resetContextCaches(ctx);
+          yield event;
+        }
+      })();
+    },
+    resolve: (event) => event,
+  }),
+);

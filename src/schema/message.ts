@@ -1,0 +1,197 @@
+import { parseGlobalId, toGlobalId } from './ids.js';
+import { builder } from './builder.js';
+import { countStoredTokens } from '../domain/tokens.js';
+import type { StoredPart } from '../domain/types.js';
+import type { Message as MessageRow } from '../generated/prisma/client.js';
+
+export const MessageRoleEnum = builder.enumType('MessageRole', {
+  description: 'Who a message is from.',
+  values: {
+    SYSTEM: { description: 'Instructions for the model.' },
+    USER: { description: 'The person (or program) talking to the model.' },
+    ASSISTANT: { description: 'The model; may hold tool calls.' },
+    TOOL: { description: 'Results of tool calls made by an earlier ASSISTANT message.' },
+  } as const,
+});
+
+type TextPartShape = Extract<StoredPart, { type: 'text' }>;
+type ToolCallPartShape = Extract<StoredPart, { type: 'toolCall' }>;
+type ToolResultPartShape = Extract<StoredPart, { type: 'toolResult' }>;
+type AttachmentPartShape = Extract<StoredPart, { type: 'attachment' }>;
+
+const TextPart = builder.objectRef<TextPartShape>('TextPart').implement({
+  description: 'Plain text.',
+  fields: (t) => ({ text: t.exposeString('text', { description: 'The text.' }) }),
+});
+
+const ToolCallPart = builder.objectRef<ToolCallPartShape>('ToolCallPart').implement({
+  description: 'A call of a tool by the model.',
+  fields: (t) => ({
+    callId: t.exposeString('callId', { description: 'Identifies the call; its result names the same id.' }),
+    name: t.exposeString('name', { description: 'The tool called.' }),
+    arguments: t.field({ type: 'JSON', description: 'The arguments, as JSON.', resolve: (p) => p.arguments ?? {} }),
+  }),
+});
+
+const ToolResultPart = builder.objectRef<ToolResultPartShape>('ToolResultPart').implement({
+  description: 'The result of a tool call made earlier in the session.',
+  fields: (t) => ({
+    callId: t.exposeString('callId', { description: 'The id of the call this answers.' }),
+    content: t.exposeString('content', { description: 'What the tool returned.' }),
+    isError: t.exposeBoolean('isError', { description: 'True when the tool failed and `content` describes the failure.' }),
+  }),
+});
+
+export const Attachment = builder.objectRef<AttachmentPartShape>('Attachment').implement({
+  description: 'A file stored by the server; its text is inlined when context is assembled.',
+  fields: (t) => ({
+    id: t.id({ description: 'Opaque ID of the stored attachment.', resolve: (p) => toGlobalId('Attachment', p.attachmentId) }),
+    name: t.exposeString('name', { description: 'File name as given.' }),
+    mimeType: t.exposeString('mimeType', { description: 'MIME type as given, e.g. text/markdown.' }),
+    size: t.exposeInt('size', { description: 'Size of the content in bytes (UTF-8).' }),
+  }),
+});
+
+const AttachmentPart = builder.objectRef<AttachmentPartShape>('AttachmentPart').implement({
+  description: 'A file attached to the message.',
+  fields: (t) => ({ attachment: t.field({ type: Attachment, description: 'The stored file.', resolve: (p) => p }) }),
+});
+
+export const MessagePart = builder.unionType('MessagePart', {
+  description: 'One piece of a message: text, a tool call, a tool result or an attachment.',
+  types: [TextPart, ToolCallPart, ToolResultPart, AttachmentPart],
+  resolveType: (part) => {
+    switch ((part as StoredPart).type) {
+      case 'text':
+        return TextPart;
+      case 'toolCall':
+        return ToolCallPart;
+      case 'toolResult':
+        return ToolResultPart;
+      case 'attachment':
+        return AttachmentPart;
+    }
+  },
+});
+
+export const Message = builder.prismaNode('Message', {
+  description:
+    'One message of a session. A fork shares the messages before its cut with its parent: the same Message, with the same index, appears in both.',
+  id: { field: 'id' },
+  findUnique: (id, ctx) => ({ id, session: { workspaceId: ctx.workspaceId } }),
+  fields: (t) => ({
+    index: t.exposeInt('position', { description: "0-based position in the session's message list." }),
+    role: t.field({ type: MessageRoleEnum, description: 'Who the message is from.', resolve: (m) => m.role }),
+    parts: t.field({
+      type: [MessagePart],
+      description: 'The content, in order.',
+      resolve: (m) => m.parts as unknown as StoredPart[],
+    }),
+    text: t.exposeString('text', { description: 'The text parts joined by newlines ("" when there are none).' }),
+    generating: t.exposeBoolean('generating', {
+      description: 'True while the message is still being written (streamed); it can change only until then.',
+    }),
+    tokenCount: t.int({
+      description:
+        'Content tokens in the o200k_base encoding (framing excluded), counted once when the message is finished. Attachments are counted when context is assembled.',
+      resolve: (m) => m.tokensO200k ?? countStoredTokens(m.parts as unknown as StoredPart[]).O200K_BASE,
+    }),
+    agentId: t.exposeString('agentId', { nullable: true, description: 'The agent that wrote it, when one did.' }),
+    turn: t.relation('turn', { nullable: true, description: 'The turn it was written in, when it was.' }),
+    session: t.relation('session', {
+      description: 'The session that wrote this message (a fork sees it too when its cut lies after it).',
+    }),
+    forks: t.relatedConnection('forks', {
+      description: 'Sessions forked at this message: it was left out of them ("branches from here"). Oldest first.',
+      cursor: 'id',
+      query: () => ({ orderBy: { id: 'asc' } }),
+      totalCount: true,
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was appended.' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it last changed.' }),
+  }),
+});
+
+export type MessageShape = MessageRow;
+
+const TextPartInput = builder.inputType('TextPartInput', {
+  description: 'A text part.',
+  fields: (t) => ({ text: t.string({ required: true, description: 'The text.' }) }),
+});
+
+const ToolCallPartInput = builder.inputType('ToolCallPartInput', {
+  description: 'A tool call (ASSISTANT messages only).',
+  fields: (t) => ({
+    callId: t.string({ required: true, description: 'Unique id of the call; its result names it.' }),
+    name: t.string({ required: true, description: 'The tool called.' }),
+    arguments: t.field({ type: 'JSON', required: false, description: 'The arguments (default {}).' }),
+  }),
+});
+
+const ToolResultPartInput = builder.inputType('ToolResultPartInput', {
+  description: 'A tool result (TOOL messages only). Its callId must name a tool call made earlier in the session.',
+  fields: (t) => ({
+    callId: t.string({ required: true, description: 'The id of the call this answers.' }),
+    content: t.string({ required: true, description: 'What the tool returned.' }),
+    isError: t.boolean({ required: false, description: 'True when the tool failed (default false).' }),
+  }),
+});
+
+const AttachmentPartInput = builder.inputType('AttachmentPartInput', {
+  description: 'A file to store with the message. Text content up to 5 MiB.',
+  fields: (t) => ({
+    name: t.string({ required: true, description: 'File name.' }),
+    mimeType: t.string({ required: true, description: 'MIME type, e.g. text/plain.' }),
+    content: t.string({ required: true, description: 'The file content as text.' }),
+  }),
+});
+
+export const MessagePartInput = builder.inputType('MessagePartInput', {
+  description: 'One part of a message: set exactly one field.',
+  isOneOf: true,
+  fields: (t) => ({
+    text: t.field({ type: TextPartInput, description: 'Text.' }),
+    toolCall: t.field({ type: ToolCallPartInput, description: 'A tool call.' }),
+    toolResult: t.field({ type: ToolResultPartInput, description: 'A tool result.' }),
+    attachment: t.field({ type: AttachmentPartInput, description: 'An attachment.' }),
+  }),
+});
+
+export const MessageInput = builder.inputType('MessageInput', {
+  description: 'A message to append. Give exactly one of `text` (a single text part) and `parts`.',
+  fields: (t) => ({
+    role: t.field({ type: MessageRoleEnum, required: true, description: 'Who the message is from.' }),
+    text: t.string({ required: false, description: 'The message as one text part.' }),
+    parts: t.field({ type: [MessagePartInput], required: false, description: 'The message as parts.' }),
+    generating: t.boolean({
+      required: false,
+      description: 'True to append a message that is still being written; finish it with updateMessage. Default false.',
+    }),
+    agentId: t.string({ required: false, description: 'The agent writing it (overrides the mutation-level agentId).' }),
+  }),
+});
+
+const UpdateMessageInput = builder.inputType('UpdateMessageInput', {
+  description: 'Changes to a message that is still generating. Give appendText or parts (not both), and/or generating.',
+  fields: (t) => ({
+    messageId: t.id({ required: true, description: 'The message.' }),
+    appendText: t.string({ required: false, description: 'Text to add to the end of the last text part (streaming).' }),
+    parts: t.field({ type: [MessagePartInput], required: false, description: 'Replaces all parts.' }),
+    generating: t.boolean({ required: false, description: 'false finishes the message: it never changes again.' }),
+  }),
+});
+
+builder.mutationField('updateMessage', (t) =>
+  t.field({
+    type: Message,
+    description: 'Changes a message that is still generating. A finished message is refused with MESSAGE_IMMUTABLE.',
+    args: { input: t.arg({ type: UpdateMessageInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.services.sessions.updateMessage(
+        ctx.workspaceId,
+        parseGlobalId(String(input.messageId), 'Message', 'messageId'),
+        input,
+        String(input.messageId),
+      ),
+  }),
+);

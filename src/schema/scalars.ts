@@ -1,0 +1,40 @@
+import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import { builder } from './builder.js';
+
+function literalToJson(node: ValueNode, variables?: Record<string, unknown> | null): unknown {
+  switch (node.kind) {
+    case Kind.STRING:
+    case Kind.BOOLEAN:
+      return node.value;
+    case Kind.INT:
+    case Kind.FLOAT:
+      return Number(node.value);
+    case Kind.NULL:
+      return null;
+    case Kind.LIST:
+      return node.values.map((v) => literalToJson(v, variables));
+    case Kind.OBJECT:
+      return Object.fromEntries(node.fields.map((f) => [f.name.value, literalToJson(f.value, variables)]));
+    case Kind.VARIABLE:
+      return variables?.[node.name.value];
+    default:
+      throw new GraphQLError('Not a JSON value.');
+  }
+}
+
+builder.scalarType('JSON', {
+  description: 'Any JSON value (object, array, string, number, boolean or null).',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: (node, variables) => literalToJson(node, variables),
+});
+
+builder.scalarType('DateTime', {
+  description: 'A point in time as an ISO 8601 string in UTC, e.g. 2026-11-22T13:46:38.123Z.',
+  serialize: (value) => (value instanceof Date ? value.toISOString() : new Date(value).toISOString()),
+  parseValue: (value) => {
+    const date = new Date(String(value));
+    if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime must be an ISO 8601 string.');
+    return date;
+  },
+});

@@ -1,0 +1,307 @@
+import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
+import { encodeIndexCursor, indexPage } from '../domain/pagination.js';
+import type { MessageInputData } from '../domain/parts.js';
+import { builder } from './builder.js';
+import { parseGlobalId, toGlobalId } from './ids.js';
+import { Message, MessageInput } from './message.js';
+import { Usage, ZERO_USAGE } from './turn.js';
+
+export const Session = builder.prismaNode('Session', {
+  description:
+    'A conversation. A fork is a session too: it sees its parent\'s messages before the cut (shared, not copied) followed by its own.',
+  id: { field: 'id' },
+  findUnique: (id, ctx) => ({ id, workspaceId: ctx.workspaceId }),
+  fields: (t) => ({
+    title: t.exposeString('title', { description: 'The title.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was created.' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it, or its message list, last changed.' }),
+    settings: t.field({
+      type: 'JSON',
+      description: 'Model and connector settings (a JSON object); a fork starts with its parent\'s.',
+      resolve: (s) => s.settings,
+    }),
+    metadata: t.field({
+      type: 'JSON',
+      description: 'Free-form client metadata (a JSON object); a fork starts with its parent\'s.',
+      resolve: (s) => s.metadata,
+    }),
+    parent: t.relation('parent', { nullable: true, description: 'The session this one was forked from; null for a root.' }),
+    forkIndex: t.exposeInt('forkIndex', {
+      nullable: true,
+      description: "The parent's messageIndex this session was forked at: it holds the parent's messages [0, forkIndex). Null for roots.",
+    }),
+    forkPointMessage: t.relation('forkPointMessage', {
+      nullable: true,
+      description: "The parent's USER message at forkIndex, left out of this fork. Null for roots.",
+    }),
+    root: t.relation('root', { description: 'The root of the fork tree (itself for a root).' }),
+    depth: t.exposeInt('depth', { description: 'Number of ancestors: 0 for a root.' }),
+    forks: t.relatedConnection('forks', {
+      description: 'Sessions forked directly from this one, oldest first.',
+      cursor: 'id',
+      query: () => ({ orderBy: { id: 'asc' } }),
+      totalCount: true,
+    }),
+    messageCount: t.exposeInt('messageCount', { description: 'Number of messages, the inherited prefix included.' }),
+    messages: t.connection(
+      {
+        type: Message,
+        description:
+          'The messages in index order, a fork\'s inherited prefix included. Pages with first/after or last/before (default first 50, at most 500).',
+        resolve: async (session, args, ctx) => {
+          const page = indexPage(args, session.messageCount);
+          const rows = await ctx.loaders.messageRange.load({ session, lo: page.lo, hi: page.hi });
+          return {
+            edges: rows.map((node) => ({ cursor: encodeIndexCursor(node.position), node })),
+            pageInfo: {
+              hasPreviousPage: page.hasPreviousPage,
+              hasNextPage: page.hasNextPage,
+              startCursor: rows.length ? encodeIndexCursor(rows[0].position) : null,
+              endCursor: rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : null,
+            },
+          };
+        },
+      },
+      { description: 'A page of messages.' },
+      { description: 'A message and its cursor.' },
+    ),
+    turns: t.relatedConnection('turns', {
+      description: 'Turns of this session, in number order.',
+      cursor: 'id',
+      query: () => ({ orderBy: { number: 'asc' } }),
+      totalCount: true,
+    }),
+    activeTurn: t.relation('activeTurn', { nullable: true, description: 'The turn in progress, if any.' }),
+    usage: t.field({
+      type: Usage,
+      description: 'Usage summed over its turns.',
+      select: { turns: { select: { inputTokens: true, outputTokens: true, cacheReadTokens: true, cacheWriteTokens: true, cost: true } } },
+      resolve: (s) =>
+        s.turns.reduce(
+          (sum, turn) => ({
+            inputTokens: BigInt(sum.inputTokens) + turn.inputTokens,
+            outputTokens: BigInt(sum.outputTokens) + turn.outputTokens,
+            cacheReadTokens: BigInt(sum.cacheReadTokens) + turn.cacheReadTokens,
+            cacheWriteTokens: BigInt(sum.cacheWriteTokens) + turn.cacheWriteTokens,
+            cost: sum.cost + turn.cost,
+          }),
+          ZERO_USAGE,
+        ),
+    }),
+  }),
+});
+
+builder.prismaObjectField(Session, 'ancestors', (t) =>
+  t.field({
+    type: [Session],
+    description: 'Every ancestor, parent first, root last.',
+    resolve: async (s, _, ctx) => {
+        const rows = await Promise.all([...s.ancestorIds].reverse().map((id) => ctx.loaders.sessionById.load(id)));
+        return rows.filter((r): r is SessionRow => r !== null);
+      },
+    })
+);
+
+builder.queryFields((t) => ({
+  session: t.prismaField({
+    type: 'Session',
+    nullable: true,
+    description: 'A session of your workspace by ID; null when there is none.',
+    args: { id: t.arg.id({ required: true, description: 'The session ID.' }) },
+    resolve: (query, _, { id }, ctx) =>
+      ctx.prisma.session.findFirst({ ...query, where: { id: parseGlobalId(String(id), 'Session', 'id'), workspaceId: ctx.workspaceId } }),
+  }),
+  sessions: t.prismaConnection({
+    type: 'Session',
+    cursor: 'id',
+    description: 'Sessions of your workspace, newest first.',
+    args: {
+      rootsOnly: t.arg.boolean({ required: false, description: 'Only sessions that are not forks.' }),
+      parentId: t.arg.id({ required: false, description: 'Only direct forks of this session.' }),
+    },
+    totalCount: (_, args, ctx) =>
+      ctx.prisma.session.count({ where: sessionsWhere(args, ctx.workspaceId) }),
+    resolve: (query, _, args, ctx) =>
+      ctx.prisma.session.findMany({ ...query, where: sessionsWhere(args, ctx.workspaceId), orderBy: { id: 'desc' } }),
+  }),
+}));
+
+function sessionsWhere(args: { rootsOnly?: boolean | null; parentId?: string | number | null }, workspaceId: string) {
+  return {
+    workspaceId,
+    ...(args.rootsOnly ? { parentId: null } : {}),
+    ...(args.parentId !== null && args.parentId !== undefined
+      ? { parentId: parseGlobalId(String(args.parentId), 'Session', 'parentId') }
+      : {}),
+  };
+}
+
+const CreateSessionInput = builder.inputType('CreateSessionInput', {
+  description: 'A new root session.',
+  fields: (t) => ({
+    title: t.string({ required: false, description: 'Title (default "Untitled session").' }),
+    settings: t.field({ type: 'JSON', required: false, description: 'Model and connector settings, a JSON object (default {}).' }),
+    metadata: t.field({ type: 'JSON', required: false, description: 'Client metadata, a JSON object (default {}).' }),
+    messages: t.field({ type: [MessageInput], required: false, description: 'Messages to start with.' }),
+  }),
+});
+
+builder.mutationField('createSession', (t) =>
+  t.field({
+    type: Session,
+    description: 'Creates a root session, optionally with its first messages.',
+    args: { input: t.arg({ type: CreateSessionInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.services.sessions.createSession(ctx.workspaceId, { ...input, messages: input.messages as MessageInputData[] | null }),
+  }),
+);
+
+const AppendMessagesInput = builder.inputType('AppendMessagesInput', {
+  description: 'Messages to append to the end of a session.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session.' }),
+    messages: t.field({ type: [MessageInput], required: true, description: 'The messages, in order (1 to 1000).' }),
+    turnId: t.id({ required: false, description: 'The turn they belong to (a turn of this session).' }),
+    agentId: t.string({ required: false, description: 'The agent writing them, for messages that do not name one.' }),
+  }),
+});
+
+type AppendMessagesPayloadShape = { session: SessionRow; messages: MessageRow[] };
+const AppendMessagesPayload = builder.objectRef<AppendMessagesPayloadShape>('AppendMessagesPayload').implement({
+  description: 'The session after the append and the messages added.',
+  fields: (t) => ({
+    session: t.field({ type: Session, description: 'The session.', resolve: (p) => p.session }),
+    messages: t.field({ type: [Message], description: 'The appended messages, in order.', resolve: (p) => p.messages }),
+  }),
+});
+
+builder.mutationField('appendMessages', (t) =>
+  t.field({
+    type: AppendMessagesPayload,
+    description: 'Appends messages at the end of a session, atomically: all of them or none.',
+    args: { input: t.arg({ type: AppendMessagesInput, required: true }) },
+    resolve: async (_, { input }, ctx) => {
+      const sessionId = parseGlobalId(String(input.sessionId), 'Session', 'sessionId');
+      const turnId = input.turnId ? parseGlobalId(String(input.turnId), 'Turn', 'turnId') : null;
+      const messages = await ctx.services.sessions.appendMessages(
+        ctx.workspaceId,
+        sessionId,
+        input.messages as MessageInputData[],
+        { turnId, agentId: input.agentId ?? null },
+        String(input.sessionId),
+      );
+      const session = await ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId } });
+      return { session, messages };
+    },
+  }),
+);
+
+const UpdateSessionInput = builder.inputType('UpdateSessionInput', {
+  description: 'Changes to a session; fields left out stay as they are. settings and metadata are replaced whole.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session.' }),
+    title: t.string({ required: false, description: 'New title.' }),
+    settings: t.field({ type: 'JSON', required: false, description: 'New settings (a JSON object).' }),
+    metadata: t.field({ type: 'JSON', required: false, description: 'New metadata (a JSON object).' }),
+  }),
+});
+
+builder.mutationField('updateSession', (t) =>
+  t.field({
+    type: Session,
+    description: "Changes a session's title, settings or metadata. Its forks keep theirs.",
+    args: { input: t.arg({ type: UpdateSessionInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.services.sessions.updateSession(
+        ctx.workspaceId,
+        parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
+        input,
+        String(input.sessionId),
+      ),
+  }),
+);
+
+const DeleteSessionInput = builder.inputType('DeleteSessionInput', {
+  description: 'A session to delete.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session.' }),
+    cascade: t.boolean({
+      required: false,
+      description: 'Also delete every fork below it. Without it (default false), a session with forks is refused (SESSION_HAS_FORKS).',
+    }),
+  }),
+});
+
+type DeleteSessionPayloadShape = { deletedSessionIds: string[] };
+const DeleteSessionPayload = builder.objectRef<DeleteSessionPayloadShape>('DeleteSessionPayload').implement({
+  description: 'What was deleted.',
+  fields: (t) => ({
+    deletedSessionIds: t.idList({ description: 'IDs of every deleted session, deepest forks first.', resolve: (p) => p.deletedSessionIds }),
+  }),
+});
+
+builder.mutationField('deleteSession', (t) =>
+  t.field({
+    type: DeleteSessionPayload,
+    description: 'Deletes a session with its messages, turns and events; with cascade, its forks too.',
+    args: { input: t.arg({ type: DeleteSessionInput, required: true }) },
+    resolve: async (_, { input }, ctx) => {
+      const ids = await ctx.services.sessions.deleteSession(
+        ctx.workspaceId,
+        parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
+        input.cascade ?? false,
+        String(input.sessionId),
+      );
+      return { deletedSessionIds: ids.map((id) => toGlobalId('Session', id)) };
+    },
+  }),
+);
+
+const ForkSessionInput = builder.inputType('ForkSessionInput', {
+  description: 'Where to fork. Give exactly one of messageIndex and messageId; the message there must be a USER message.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session to fork.' }),
+    messageIndex: t.int({
+      required: false,
+      description: 'The fork holds messages [0, messageIndex) and leaves this one out (returned as excludedMessage).',
+    }),
+    messageId: t.id({ required: false, description: 'The same, by message ID.' }),
+    title: t.string({
+      required: false,
+      description: 'Title of the fork. Default "<base> (fork N)" with N unique in the session\'s tree.',
+    }),
+  }),
+});
+
+type ForkSessionPayloadShape = { session: SessionRow; excludedMessage: MessageRow };
+const ForkSessionPayload = builder.objectRef<ForkSessionPayloadShape>('ForkSessionPayload').implement({
+  description: 'The new fork and the message left out at the cut.',
+  fields: (t) => ({
+    session: t.field({ type: Session, description: 'The fork.', resolve: (p) => p.session }),
+    excludedMessage: t.field({
+      type: Message,
+      description: 'The USER message at the cut, not part of the fork: put it in the input box to edit and resend.',
+      resolve: (p) => p.excludedMessage,
+    }),
+  }),
+});
+
+builder.mutationField('forkSession', (t) =>
+  t.field({
+    type: ForkSessionPayload,
+    description:
+      "Forks a session before one of its USER messages. Nothing is copied: the fork shares the parent's earlier messages, and from then on each side changes independently.",
+    args: { input: t.arg({ type: ForkSessionInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.services.sessions.forkSession(
+        ctx.workspaceId,
+        {
+          sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
+          messageIndex: input.messageIndex,
+          messageId: input.messageId ? parseGlobalId(String(input.messageId), 'Message', 'messageId') : null,
+          title: input.title,
+        },
+        String(input.sessionId),
+      ),
+  }),
+);

@@ -1,0 +1,94 @@
+import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import type { Prisma, PrismaClient, SessionEventType } from '../generated/prisma/client.js';
+
+export type Tx = Prisma.TransactionClient;
+
+export interface NewSessionEvent {
+  type: SessionEventType;
+  turnId?: string | null;
+  messageId?: string | null;
+  payload?: Record<string, unknown>;
+}
+
+/**
+ * Appends events to a session's log inside the caller's transaction. The sequence counter lives on
+ * the session row, so numbers are gapless per session even across server instances. Returns the
+ * events to publish once the transaction has committed.
+ */
+export async function appendEvents(tx: Tx, sessionId: string, events: NewSessionEvent[]): Promise<SessionEventMessage[]> {
+  if (events.length === 0) return [];
+  const [{ eventSequence }] = await tx.$queryRaw<{ eventSequence: number }[]>`
+    UPDATE "Session" SET "eventSequence" = "eventSequence" + ${events.length} WHERE id = ${sessionId} RETURNING "eventSequence"`;
+  const first = eventSequence - events.length + 1;
+  const createdAt = new Date();
+  const rows = events.map((event, i) => ({
+    id: crypto.randomUUID(),
+    sessionId,
+    sequence: first + i,
+    type: event.type,
+    turnId: event.turnId ?? null,
+    messageId: event.messageId ?? null,
+    payload: (event.payload ?? {}) as Prisma.InputJsonValue,
+    createdAt,
+  }));
+  await tx.sessionEvent.createMany({ data: rows });
+  return rows.map((row) => ({ ...row, payload: row.payload, createdAt: createdAt.toISOString() }));
+}
+
+export function publishAll(bus: EventBus, events: SessionEventMessage[]) {
+  for (const event of events) bus.publish(event);
+}
+
+const REPLAY_PAGE = 500;
+
+/**
+ * One session's events as a stream: with `afterSequence`, every stored event after it first, then
+ * live ones; without, live ones from now. Live events come from pub/sub; any gap (a publish lost or
+ * raced by our SUBSCRIBE) is filled from the log, so a client sees each event once, in order.
+ */
+export async function* sessionEventStream(
+  prisma: PrismaClient,
+  bus: EventBus,
+  sessionId: string,
+  afterSequence: number | null,
+  signal?: AbortSignal,
+): AsyncGenerator<SessionEventMessage> {
+  const live = bus.subscribe(sessionId);
+  const stop = () => live.close();
+  signal?.addEventListener('abort', stop);
+  try {
+    await live.ready;
+    let last: number;
+    if (afterSequence === null) {
+      const session = await prisma.session.findUnique({ where: { id: sessionId }, select: { eventSequence: true } });
+      last = session?.eventSequence ?? 0;
+    } else {
+      last = Math.max(0, afterSequence);
+    }
+    const readFromLog = async function* (upTo: number | null) {
+      for (;;) {
+        const rows = await prisma.sessionEvent.findMany({
+          where: { sessionId, sequence: upTo === null ? { gt: last } : { gt: last, lte: upTo } },
+          orderBy: { sequence: 'asc' },
+          take: REPLAY_PAGE,
+        });
+        for (const row of rows) {
+          last = row.sequence;
+          yield { ...row, createdAt: row.createdAt.toISOString() } as SessionEventMessage;
+        }
+        if (rows.length < REPLAY_PAGE) return;
+      }
+    };
+    yield* readFromLog(null);
+    for await (const event of live) {
+      if (event.sequence <= last) continue;
+      if (event.sequence > last + 1) yield* readFromLog(event.sequence - 1);
+      if (event.sequence <= last) continue;
+      last = event.sequence;
+      yield event;
+    }
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    live.close();
+  }
+}

@@ -1,0 +1,512 @@
+import { createHash } from 'node:crypto';
+import { uuidv7 } from '../db/ids.js';
+import { FORK_SUFFIX_SQL, forkTitleBase, nextForkTitle } from '../domain/fork-title.js';
+import { childLineage, compactionScopes, ownerOf, visibleSegments, type LineageSession } from '../domain/lineage.js';
+import {
+  draftMessage,
+  joinText,
+  LIMITS,
+  toolCallIdsOf,
+  toolResultIdsOf,
+  type DraftMessage,
+  type DraftPart,
+  type MessageInputData,
+  type PartInput,
+  draftPart,
+} from '../domain/parts.js';
+import { countStoredTokens, countTokens } from '../domain/tokens.js';
+import type { StoredPart } from '../domain/types.js';
+import { badInput, DomainError, notFound } from '../errors.js';
+import { Prisma, type Compaction, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
+import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import { appendEvents, publishAll, type NewSessionEvent, type Tx } from './event-log.js';
+import { readMessageRange, segmentsWhere } from './messages.js';
+
+/** The columns a locked session row carries through a write. */
+export interface LockedSession extends LineageSession {
+  workspaceId: string;
+  rootId: string;
+  parentId: string | null;
+  ancestorIds: string[];
+  depth: number;
+  compactionCount: number;
+  title: string;
+  settings: unknown;
+  metadata: unknown;
+}
+
+export const DEFAULT_TITLE = 'Untitled session';
+const RECENT_WINDOW = 64;
+
+/**
+ * Writes to sessions and their messages. Every write locks the session row it changes
+ * (`SELECT … FOR UPDATE`), so appends, forks and compactions of one session are serialized on one
+ * server or many, and publishes its events only after the transaction commits.
+ */
+export class SessionService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly bus: EventBus,
+  ) {}
+
+  /** Runs `work` in a transaction, retrying serialization failures and deadlocks, then publishes. */
+  async write<T>(work: (tx: Tx, events: SessionEventMessage[]) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const events: SessionEventMessage[] = [];
+      try {
+        const result = await this.prisma.$transaction((tx) => work(tx, events));
+        publishAll(this.bus, events);
+        return result;
+      } catch (error) {
+        if (attempt < 5 && isRetryable(error)) continue;
+        throw error;
+      }
+    }
+  }
+
+  async lock(tx: Tx, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
+    const rows = await tx.$queryRaw<LockedSession[]>`
+      SELECT id, "workspaceId", "rootId", "parentId", "ancestorIds", depth, "forkIndex", "messageCount",
+             "compactionCount", lineage, title, settings, metadata
+      FROM "Session" WHERE id = ${sessionId} AND "workspaceId" = ${workspaceId} FOR UPDATE`;
+    if (!rows[0]) throw notFound('Session', label);
+    return rows[0];
+  }
+
+  async createSession(
+    workspaceId: string,
+    input: { title?: string | null; settings?: unknown; metadata?: unknown; messages?: MessageInputData[] | null },
+  ): Promise<Session> {
+    const title = checkTitle(input.title ?? DEFAULT_TITLE);
+    const settings = jsonObject(input.settings ?? {}, 'settings');
+    const metadata = jsonObject(input.metadata ?? {}, 'metadata');
+    const drafts = draftBatch(input.messages ?? [], true);
+    const id = uuidv7();
+    return this.write(async (tx, events) => {
+      await tx.session.create({ data: { id, rootId: id, workspaceId, title, settings, metadata } });
+      if (drafts.length) {
+        const session = await this.lock(tx, workspaceId, id);
+        await this.insertMessages(tx, session, drafts, { turnId: null, agentId: null }, events);
+      }
+      return tx.session.findUniqueOrThrow({ where: { id } });
+    });
+  }
+
+  async updateSession(
+    workspaceId: string,
+    sessionId: string,
+    input: { title?: string | null; settings?: unknown; metadata?: unknown },
+    label?: string,
+  ): Promise<Session> {
+    const data: Prisma.SessionUpdateInput = {};
+    if (input.title !== undefined && input.title !== null) data.title = checkTitle(input.title);
+    if (input.settings !== undefined && input.settings !== null) data.settings = jsonObject(input.settings, 'settings');
+    if (input.metadata !== undefined && input.metadata !== null) data.metadata = jsonObject(input.metadata, 'metadata');
+    if (Object.keys(data).length === 0) throw badInput('updateSession: give at least one of title, settings, metadata.');
+    return this.write(async (tx, events) => {
+      await this.lock(tx, workspaceId, sessionId, label);
+      const session = await tx.session.update({ where: { id: sessionId }, data });
+      events.push(
+        ...(await appendEvents(tx, sessionId, [{ type: 'SESSION_UPDATED', payload: { fields: Object.keys(data).sort() } }])),
+      );
+      return session;
+    });
+  }
+
+  /** Deletes a session, or with `cascade` its whole subtree of forks. Returns the deleted ids. */
+  async deleteSession(workspaceId: string, sessionId: string, cascade: boolean, label?: string): Promise<string[]> {
+    return this.write(async (tx) => {
+      const target = await tx.session.findFirst({ where: { id: sessionId, workspaceId }, select: { rootId: true } });
+      if (!target) throw notFound('Session', label ?? sessionId);
+      // Forks lock the tree's root first; taking it here too serializes a delete with any fork in the tree.
+      if (target.rootId !== sessionId) await this.lock(tx, workspaceId, target.rootId);
+      await this.lock(tx, workspaceId, sessionId, label);
+      const descendants = await tx.session.findMany({
+        where: { ancestorIds: { has: sessionId } },
+        select: { id: true, depth: true },
+        orderBy: { depth: 'desc' },
+      });
+      if (descendants.length > 0 && !cascade) {
+        throw new DomainError(
+          'SESSION_HAS_FORKS',
+          `This session has ${descendants.length} fork(s); delete them first or pass cascade: true to delete the whole subtree.`,
+          { forkCount: descendants.length },
+        );
+      }
+      const ids = [...descendants.map((d) => d.id), sessionId];
+      await tx.$executeRaw`DELETE FROM "Session" WHERE id = ANY(${ids}::text[])`;
+      return ids;
+    });
+  }
+
+  async appendMessages(
+    workspaceId: string,
+    sessionId: string,
+    inputs: MessageInputData[],
+    options: { turnId: string | null; agentId: string | null },
+    label?: string,
+  ): Promise<Message[]> {
+    const drafts = draftBatch(inputs, false);
+    if (options.agentId !== null && !options.agentId.trim()) throw badInput('agentId must not be empty.');
+    return this.write(async (tx, events) => {
+      const session = await this.lock(tx, workspaceId, sessionId, label);
+      if (options.turnId) {
+        const turn = await tx.turn.findFirst({ where: { id: options.turnId, sessionId }, select: { id: true } });
+        if (!turn) throw notFound('Turn', options.turnId);
+      }
+      return this.insertMessages(tx, session, drafts, options, events);
+    });
+  }
+
+  private async insertMessages(
+    tx: Tx,
+    session: LockedSession,
+    drafts: DraftMessage[],
+    options: { turnId: string | null; agentId: string | null },
+    events: SessionEventMessage[],
+  ): Promise<Message[]> {
+    await this.checkToolResults(tx, session, drafts.map((d) => d.parts));
+    const now = Date.now();
+    const rows = [];
+    for (const [i, draft] of drafts.entries()) {
+      const parts = await this.storeAttachments(tx, session, draft.parts);
+      const tokens = draft.generating ? null : countStoredTokens(parts);
+      rows.push({
+        id: uuidv7(),
+        sessionId: session.id,
+        position: session.messageCount + i,
+        role: draft.role,
+        parts: parts as unknown as Prisma.InputJsonValue,
+        text: joinText(parts),
+        toolCallIds: toolCallIdsOf(parts),
+        toolResultIds: toolResultIdsOf(parts),
+        generating: draft.generating,
+        tokensO200k: tokens?.O200K_BASE ?? null,
+        tokensCl100k: tokens?.CL100K_BASE ?? null,
+        turnId: options.turnId,
+        agentId: draft.agentId ?? options.agentId,
+        // Strictly increasing timestamps within a batch keep createdAt order equal to index order.
+        createdAt: new Date(now + i),
+      });
+    }
+    await tx.message.createMany({ data: rows });
+    await tx.session.update({ where: { id: session.id }, data: { messageCount: session.messageCount + rows.length } });
+    session.messageCount += rows.length;
+    events.push(
+      ...(await appendEvents(
+        tx,
+        session.id,
+        rows.map((row) => ({
+          type: 'MESSAGE_ADDED',
+          messageId: row.id,
+          turnId: row.turnId,
+          payload: { index: row.position, role: row.role, generating: row.generating },
+        })),
+      )),
+    );
+    return rows.map((row) => ({ ...row, updatedAt: row.createdAt })) as unknown as Message[];
+  }
+
+  /** A tool result must name a call made earlier in the session (or earlier in the same batch). */
+  private async checkToolResults(tx: Tx, session: LockedSession, batches: DraftPart[][]) {
+    const seen = new Set<string>();
+    const missing = new Set<string>();
+    for (const parts of batches) {
+      for (const id of toolResultIdsOf(parts)) if (!seen.has(id)) missing.add(id);
+      for (const id of toolCallIdsOf(parts)) seen.add(id);
+    }
+    if (missing.size === 0) return;
+    const segments = visibleSegments(session);
+    const findCalls = async (lo: number) => {
+      const where = segmentsWhere(segments.map((s) => ({ ...s, start: Math.max(s.start, lo) })).filter((s) => s.end > s.start));
+      if (where.OR.length === 0) return;
+      const rows = await tx.message.findMany({
+        where: { ...where, toolCallIds: { hasSome: [...missing] } },
+        select: { toolCallIds: true },
+      });
+      for (const row of rows) for (const id of row.toolCallIds) missing.delete(id);
+    };
+    // Results almost always answer a recent call: look there first, then the whole history.
+    await findCalls(Math.max(0, session.messageCount - RECENT_WINDOW));
+    if (missing.size > 0 && session.messageCount > RECENT_WINDOW) await findCalls(0);
+    if (missing.size > 0) {
+      const [first] = missing;
+      throw badInput(`Tool result for call id "${first}" does not answer any tool call made earlier in this session.`, {
+        callIds: [...missing],
+      });
+    }
+  }
+
+  private async storeAttachments(tx: Tx, session: LockedSession, parts: DraftPart[]): Promise<StoredPart[]> {
+    const stored: StoredPart[] = [];
+    for (const part of parts) {
+      if (part.type !== 'attachmentUpload') {
+        stored.push(part);
+        continue;
+      }
+      const size = Buffer.byteLength(part.content, 'utf8');
+      const attachment = await tx.attachment.create({
+        data: {
+          id: uuidv7(),
+          workspaceId: session.workspaceId,
+          sessionId: session.id,
+          name: part.name,
+          mimeType: part.mimeType,
+          size,
+          sha256: createHash('sha256').update(part.content).digest('hex'),
+          content: part.content,
+        },
+      });
+      stored.push({ type: 'attachment', attachmentId: attachment.id, name: part.name, mimeType: part.mimeType, size });
+    }
+    return stored;
+  }
+
+  /** Changes a message that is still generating; a finished message never changes. */
+  async updateMessage(
+    workspaceId: string,
+    messageId: string,
+    input: { appendText?: string | null; parts?: PartInput[] | null; generating?: boolean | null },
+    label?: string,
+  ): Promise<Message> {
+    const hasAppend = input.appendText !== undefined && input.appendText !== null;
+    const hasParts = input.parts !== undefined && input.parts !== null;
+    if (hasAppend && hasParts) throw badInput('updateMessage: give `appendText` or `parts`, not both.');
+    if (!hasAppend && !hasParts && (input.generating === undefined || input.generating === null)) {
+      throw badInput('updateMessage: nothing to change; give appendText, parts or generating.');
+    }
+    const newParts = hasParts ? input.parts!.map((p, i) => draftPart(p, `parts[${i}]`)) : null;
+    return this.write(async (tx, events) => {
+      const found = await tx.message.findFirst({
+        where: { id: messageId, session: { workspaceId } },
+        select: { sessionId: true },
+      });
+      if (!found) throw notFound('Message', label ?? messageId);
+      const session = await this.lock(tx, workspaceId, found.sessionId);
+      const [message] = await tx.$queryRaw<Message[]>`SELECT * FROM "Message" WHERE id = ${messageId} FOR UPDATE`;
+      if (!message.generating) {
+        throw new DomainError('MESSAGE_IMMUTABLE', 'This message is finished and can no longer change.', {
+          messageId: label ?? messageId,
+        });
+      }
+      let parts = message.parts as unknown as StoredPart[];
+      if (newParts) {
+        const draft = draftMessage({ role: message.role, parts: input.parts! }, 'parts');
+        await this.checkToolResults(tx, { ...session, messageCount: message.position }, [draft.parts]);
+        parts = await this.storeAttachments(tx, session, newParts);
+      }
+      if (hasAppend) {
+        if (message.role === 'TOOL') throw badInput('appendText cannot add text to a TOOL message.');
+        const last = parts[parts.length - 1];
+        parts =
+          last?.type === 'text'
+            ? [...parts.slice(0, -1), { type: 'text', text: last.text + input.appendText }]
+            : [...parts, { type: 'text', text: input.appendText! }];
+      }
+      const generating = input.generating ?? true;
+      const tokens = generating ? null : countStoredTokens(parts);
+      const updated = await tx.message.update({
+        where: { id: messageId },
+        data: {
+          parts: parts as unknown as Prisma.InputJsonValue,
+          text: joinText(parts),
+          toolCallIds: toolCallIdsOf(parts),
+          toolResultIds: toolResultIdsOf(parts),
+          generating,
+          tokensO200k: tokens?.O200K_BASE ?? null,
+          tokensCl100k: tokens?.CL100K_BASE ?? null,
+        },
+      });
+      const payload: Record<string, unknown> = { index: message.position, generating };
+      if (hasAppend) payload.appendText = input.appendText;
+      events.push(
+        ...(await appendEvents(tx, session.id, [{ type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload }])),
+      );
+      return updated;
+    });
+  }
+
+  /**
+   * Forks `sessionId` at `messageIndex`: the fork sees the parent's messages [0, messageIndex) by
+   * reference (no row is copied, so the cost does not grow with the parent's length), carries its
+   * settings and metadata, and leaves out the USER message at the cut, which is returned.
+   */
+  async forkSession(
+    workspaceId: string,
+    input: { sessionId: string; messageIndex?: number | null; messageId?: string | null; title?: string | null },
+    label?: string,
+  ): Promise<{ session: Session; excludedMessage: Message }> {
+    const byIndex = input.messageIndex !== undefined && input.messageIndex !== null;
+    const byId = input.messageId !== undefined && input.messageId !== null;
+    if (byIndex === byId) throw badInput('forkSession: give exactly one of messageIndex and messageId.');
+    const title = input.title === undefined || input.title === null ? null : checkTitle(input.title);
+    return this.write(async (tx, events) => {
+      const peek = await tx.session.findFirst({ where: { id: input.sessionId, workspaceId }, select: { rootId: true } });
+      if (!peek) throw notFound('Session', label ?? input.sessionId);
+      // Lock order root → parent everywhere: concurrent forks anywhere in one tree take distinct numbers.
+      const root = await this.lock(tx, workspaceId, peek.rootId);
+      const parent = peek.rootId === input.sessionId ? root : await this.lock(tx, workspaceId, input.sessionId, label);
+      let index: number;
+      let excluded: Message | null;
+      if (byIndex) {
+        index = input.messageIndex!;
+        if (!Number.isInteger(index) || index < 0 || index >= parent.messageCount) {
+          throw new DomainError(
+            'FORK_INDEX_OUT_OF_RANGE',
+            `messageIndex ${index} is outside this session's messages (valid: 0 to ${parent.messageCount - 1}).`,
+            { messageIndex: index, messageCount: parent.messageCount },
+          );
+        }
+        excluded = await messageAt(tx, parent, index);
+      } else {
+        excluded = await tx.message.findUnique({ where: { id: input.messageId! } });
+        if (!excluded || ownerOf(parent, excluded.position) !== excluded.sessionId) {
+          throw notFound('Message in this session', input.messageId!);
+        }
+        index = excluded.position;
+      }
+      if (!excluded) throw new Error(`message at ${index} of session ${parent.id} is missing`);
+      if (excluded.role !== 'USER') {
+        throw new DomainError(
+          'FORK_POINT_NOT_USER_MESSAGE',
+          `A fork is cut at a USER message; message ${index} is ${excluded.role}.`,
+          { messageIndex: index, role: excluded.role },
+        );
+      }
+      const ownStart = parent.forkIndex ?? 0;
+      if (index > ownStart) {
+        const generating = await tx.message.findFirst({
+          where: { sessionId: parent.id, generating: true, position: { gte: ownStart, lt: index } },
+          select: { position: true },
+        });
+        if (generating) {
+          throw badInput(`Message ${generating.position} is still generating; fork at or before it, or wait until it is finished.`);
+        }
+      }
+      const forkTitle = title ?? (await nextTitleInTree(tx, parent.rootId, forkTitleBase(parent.title)));
+      const id = uuidv7();
+      const session = await tx.session.create({
+        data: {
+          id,
+          workspaceId,
+          title: forkTitle,
+          settings: parent.settings as Prisma.InputJsonValue,
+          metadata: parent.metadata as Prisma.InputJsonValue,
+          parentId: parent.id,
+          rootId: parent.rootId,
+          ancestorIds: [...parent.ancestorIds, parent.id],
+          depth: parent.depth + 1,
+          forkIndex: index,
+          forkPointMessageId: excluded.id,
+          lineage: childLineage(parent, index) as unknown as Prisma.InputJsonValue,
+          messageCount: index,
+        },
+      });
+      events.push(
+        ...(await appendEvents(tx, parent.id, [
+          { type: 'SESSION_FORKED', messageId: excluded.id, payload: { forkId: id, messageIndex: index, title: forkTitle } },
+        ])),
+      );
+      return { session, excludedMessage: excluded };
+    });
+  }
+
+  /** Records a summary that replaces messages [0, uptoIndex) in assembled contexts from now on. */
+  async compactSession(
+    workspaceId: string,
+    input: { sessionId: string; uptoIndex: number; summary: string },
+    label?: string,
+  ): Promise<Session> {
+    if (!input.summary.trim()) throw badInput('compactSession: summary must not be empty.');
+    return this.write(async (tx, events) => {
+      const session = await this.lock(tx, workspaceId, input.sessionId, label);
+      if (!Number.isInteger(input.uptoIndex) || input.uptoIndex < 1 || input.uptoIndex > session.messageCount) {
+        throw badInput(`uptoIndex must be from 1 to ${session.messageCount} (the session's message count).`, {
+          uptoIndex: input.uptoIndex,
+        });
+      }
+      const generating = await tx.message.findFirst({
+        where: { ...segmentsWhere(visibleSegments({ ...session, messageCount: input.uptoIndex })), generating: true },
+        select: { position: true },
+      });
+      if (generating) throw badInput(`Message ${generating.position} is still generating and cannot be summarized yet.`);
+      const ordinal = session.compactionCount + 1;
+      const compaction = await tx.compaction.create({
+        data: {
+          id: uuidv7(),
+          sessionId: session.id,
+          ordinal,
+          uptoIndex: input.uptoIndex,
+          summary: input.summary,
+          tokensO200k: countTokens(input.summary, 'O200K_BASE'),
+          tokensCl100k: countTokens(input.summary, 'CL100K_BASE'),
+        },
+      });
+      const updated = await tx.session.update({ where: { id: session.id }, data: { compactionCount: ordinal } });
+      events.push(
+        ...(await appendEvents(tx, session.id, [
+          { type: 'SESSION_COMPACTED', payload: { compactionId: compaction.id, uptoIndex: input.uptoIndex } },
+        ])),
+      );
+      return updated;
+    });
+  }
+
+  /** The latest compaction that applies to this session (its own, or inherited through its lineage). */
+  async latestCompaction(db: PrismaClient | Tx, session: LineageSession): Promise<Compaction | null> {
+    const scopes = compactionScopes(session);
+    const candidates = await db.compaction.findMany({
+      where: {
+        OR: scopes.map((s) => ({
+          sessionId: s.sessionId,
+          ...(s.maxOrdinal !== null ? { ordinal: { lte: s.maxOrdinal } } : {}),
+          ...(s.maxUpto !== null ? { uptoIndex: { lte: s.maxUpto } } : {}),
+        })),
+      },
+    });
+    const depth = new Map(scopes.map((s, i) => [s.sessionId, i]));
+    candidates.sort((a, b) => depth.get(b.sessionId)! - depth.get(a.sessionId)! || b.ordinal - a.ordinal);
+    return candidates[0] ?? null;
+  }
+}
+
+export async function messageAt(db: PrismaClient | Tx, session: LineageSession, index: number): Promise<Message | null> {
+  const [message] = await readMessageRange(db, { session, lo: index, hi: index + 1 });
+  return message ?? null;
+}
+
+async function nextTitleInTree(tx: Tx, rootId: string, base: string): Promise<string> {
+  const [row] = await tx.$queryRaw<{ highest: string | null }[]>`
+    SELECT max(m[2]::numeric)::text AS highest
+    FROM (SELECT regexp_match(title, ${FORK_SUFFIX_SQL}) AS m FROM "Session" WHERE "rootId" = ${rootId}) AS t
+    WHERE m[1] = ${base}`;
+  return nextForkTitle(base, row?.highest ? BigInt(row.highest) : null);
+}
+
+function draftBatch(inputs: MessageInputData[], allowEmpty: boolean): DraftMessage[] {
+  if (!allowEmpty && inputs.length === 0) throw badInput('messages must not be empty.');
+  if (inputs.length > LIMITS.messagesPerCall) throw badInput(`At most ${LIMITS.messagesPerCall} messages per call.`);
+  return inputs.map((input, i) => draftMessage(input, `messages[${i}]`));
+}
+
+const MAX_TITLE = 10_000;
+
+function checkTitle(title: string): string {
+  if (title.length > MAX_TITLE) throw badInput(`title is longer than ${MAX_TITLE} characters.`);
+  return title;
+}
+
+function jsonObject(value: unknown, name: string): Prisma.InputJsonObject {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw badInput(`${name} must be a JSON object.`);
+  }
+  return value as Prisma.InputJsonObject;
+}
+
+function isRetryable(error: unknown): boolean {
+  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return false;
+  if (error.code === 'P2034') return true;
+  const meta = error.meta as { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } | undefined;
+  const code = meta?.code ?? meta?.driverAdapterError?.cause?.originalCode;
+  return code === '40001' || code === '40P01';
+}
