@@ -1,6 +1,12 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // graphql 16 ships CJS ("main") and ESM ("module"); Node loads the CJS one for the externalized
+    // dependencies (Pothos, Yoga), so the transformed sources must use the same single copy.
+    alias: [{ find: /^graphql$/, replacement: fileURLToPath(new URL('./node_modules/graphql/index.js', import.meta.url)) }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,

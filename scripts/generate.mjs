@@ -37,3 +37,9 @@ if (!realEngineExists()) {
 }
 
 execFileSync(join(root, 'node_modules', '.bin', 'prisma'), ['generate'], { cwd: root, env, stdio: 'inherit' });
+
+// Typed documents for the tests (a dev dependency: skipped on production installs).
+const codegen = join(root, 'node_modules', '.bin', 'graphql-codegen');
+if (existsSync(codegen) && existsSync(join(root, 'schema.graphql'))) {
+  execFileSync(codegen, ['--config', 'codegen.ts', '--silent'], { cwd: root, env, stdio: 'inherit' });
+}

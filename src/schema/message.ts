@@ -78,6 +78,7 @@ export const Message = builder.prismaNode('Message', {
   description:
     'One message of a session. A fork shares the messages before its cut with its parent: the same Message, with the same index, appears in both.',
   id: { field: 'id' },
+  nullable: true,
   findUnique: (id, ctx) => ({ id, session: { workspaceId: ctx.workspaceId } }),
   fields: (t) => ({
     index: t.exposeInt('position', { description: "0-based position in the session's message list." }),

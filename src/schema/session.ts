@@ -10,6 +10,7 @@ export const Session = builder.prismaNode('Session', {
   description:
     'A conversation. A fork is a session too: it sees its parent\'s messages before the cut (shared, not copied) followed by its own.',
   id: { field: 'id' },
+  nullable: true,
   findUnique: (id, ctx) => ({ id, workspaceId: ctx.workspaceId }),
   fields: (t) => ({
     title: t.exposeString('title', { description: 'The title.' }),

@@ -67,6 +67,7 @@ const TurnAgent = builder.prismaObject('TurnAgent', {
 export const Turn = builder.prismaNode('Turn', {
   description: 'One round of work on a session: started, worked on by one or more agents, then completed, failed or cancelled.',
   id: { field: 'id' },
+  nullable: true,
   findUnique: (id, ctx) => ({ id, session: { workspaceId: ctx.workspaceId } }),
   fields: (t) => ({
     number: t.exposeInt('number', { description: '1, 2, 3 … per session.' }),

@@ -1,0 +1,23 @@
+// Typed GraphQL documents for the tests, generated from the committed schema.graphql
+// (`npm run codegen`, also run by `npm install`). Output under test/generated/, ignored by git.
+import type { CodegenConfig } from '@graphql-codegen/cli';
+
+const config: CodegenConfig = {
+  schema: 'schema.graphql',
+  documents: ['test/**/*.ts', '!test/generated/**'],
+  ignoreNoDocuments: true,
+  generates: {
+    'test/generated/': {
+      preset: 'client',
+      presetConfig: { fragmentMasking: false },
+      config: {
+        scalars: { JSON: 'unknown', DateTime: 'string', ID: 'string' },
+        enumsAsTypes: true,
+        useTypeImports: true,
+        emitLegacyCommonJSImports: false,
+      },
+    },
+  },
+};
+
+export default config;

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print, type ExecutionResult } from 'graphql';
+import pg from 'pg';
+import { buildApp, type App } from '../../src/app.js';
+import type { AppConfig } from '../../src/config.js';
+import { createDatabase } from '../../src/db/database.js';
+
+/**
+ * Where the integration tests run: in-memory PGlite and in-memory pub/sub by default; real
+ * PostgreSQL when TEST_DATABASE_URL is set (each app gets a fresh database, dropped afterwards) and
+ * real Redis when TEST_REDIS_URL is set (each app gets its own channel prefix).
+ */
+export const backend = {
+  postgresUrl: process.env.TEST_DATABASE_URL || null,
+  redisUrl: process.env.TEST_REDIS_URL || null,
+  get label() {
+    return `${this.postgresUrl ? 'postgres' : 'pglite'}+${this.redisUrl ? 'redis' : 'memory'}`;
+  },
+};
+
+export const API_KEYS = {
+  alpha: 'alpha-key-0123456789abcdef',
+  beta: 'beta-key-0123456789abcdef0',
+};
+
+export interface TestApp extends App {
+  /** The database URL when on PostgreSQL (so a second instance can share it). */
+  databaseUrl: string | null;
+  redisPrefix: string;
+}
+
+export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
+  return {
+    port: 0,
+    host: '127.0.0.1',
+    dataDir: 'memory://',
+    databaseUrl: null,
+    redisUrl: backend.redisUrl,
+    redisPrefix: `sgtest:${randomBytes(4).toString('hex')}:`,
+    logLevel: 'silent',
+    apiKeys: [],
+    production: false,
+    ...overrides,
+  };
+}
+
+const createdDatabases: string[] = [];
+
+/** A fresh, empty PostgreSQL database on the test server; returns its URL. */
+export async function freshPostgresDatabase(): Promise<string> {
+  const admin = new pg.Client({ connectionString: backend.postgresUrl! });
+  await admin.connect();
+  const name = `sg_test_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  createdDatabases.push(name);
+  const url = new URL(backend.postgresUrl!);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function dropTestDatabases() {
+  if (!backend.postgresUrl || createdDatabases.length === 0) return;
+  const admin = new pg.Client({ connectionString: backend.postgresUrl });
+  await admin.connect();
+  for (const name of createdDatabases.splice(0)) {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  }
+  await admin.end();
+}
+
+/**
+ * Builds an app on the test backend. Pass `shareWith` to build a second server instance on the
+ * same database and Redis channels (multi-instance tests).
+ */
+export async function createTestApp(
+  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp } = {},
+): Promise<TestApp> {
+  const redisPrefix = options.shareWith?.redisPrefix ?? testConfig().redisPrefix;
+  let databaseUrl = options.shareWith?.databaseUrl ?? null;
+  if (!databaseUrl && backend.postgresUrl) databaseUrl = await freshPostgresDatabase();
+  if (options.shareWith && !databaseUrl) throw new Error('a shared instance needs PostgreSQL (TEST_DATABASE_URL)');
+  const config = testConfig({ databaseUrl, redisPrefix, apiKeys: options.apiKeys ?? [] });
+  const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
+  const app = await buildApp(config, { database });
+  return Object.assign(app, { databaseUrl, redisPrefix });
+}
+
+export interface GqlOptions {
+  apiKey?: string;
+  headers?: Record<string, string>;
+}
+
+type Doc<R, V> = TypedDocumentNode<R, V> | string;
+
+/** Runs an operation in process through `yoga.fetch` and returns the parsed body. */
+export async function gql<R, V>(
+  app: App,
+  document: Doc<R, V>,
+  variables?: V,
+  options: GqlOptions = {},
+): Promise<ExecutionResult<R> & { status: number }> {
+  const query = typeof document === 'string' ? document : print(document);
+  const response = await app.yoga.fetch('http://localhost/graphql', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      ...options.headers,
+    },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = (await response.json()) as ExecutionResult<R>;
+  return { ...body, status: response.status };
+}
+
+/** Like `gql`, but fails with the query and the whole response when there is any error. */
+export async function gqlOk<R, V>(app: App, document: Doc<R, V>, variables?: V, options: GqlOptions = {}): Promise<R> {
+  const result = await gql(app, document, variables, options);
+  if (result.errors?.length || !result.data) {
+    const query = typeof document === 'string' ? document : print(document);
+    throw new Error(
+      `Expected no GraphQL errors.\nQuery:\n${query}\nVariables: ${JSON.stringify(variables)}\nResponse (${result.status}): ${JSON.stringify(result, null, 2)}`,
+    );
+  }
+  return result.data;
+}
+
+/** Runs an operation that must fail, and returns its first error's code and message. */
+export async function gqlError<R, V>(app: App, document: Doc<R, V>, variables?: V, options: GqlOptions = {}) {
+  const result = await gql(app, document, variables, options);
+  if (!result.errors?.length) {
+    const query = typeof document === 'string' ? document : print(document);
+    throw new Error(`Expected a GraphQL error.\nQuery:\n${query}\nResponse: ${JSON.stringify(result, null, 2)}`);
+  }
+  const [error] = result.errors;
+  return { code: error.extensions?.code as string | undefined, message: error.message, errors: result.errors, data: result.data };
+}
