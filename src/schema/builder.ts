@@ -35,6 +35,16 @@ export const builder = new SchemaBuilder<{
     cursorType: 'String',
     nodeQueryOptions: { description: 'Fetches any object by its global ID (Session, Message, Turn). Null when it does not exist in your workspace.' },
     nodesQueryOptions: false,
+    nodeTypeOptions: { description: 'An object with a global, opaque ID that `node(id:)` resolves.' },
+    pageInfoTypeOptions: { description: 'Where a page lies in its connection.' },
+    hasNextPageFieldOptions: { description: 'True when items follow this page.' },
+    hasPreviousPageFieldOptions: { description: 'True when items precede this page.' },
+    startCursorFieldOptions: { description: 'Cursor of the first item of the page.' },
+    endCursorFieldOptions: { description: 'Cursor of the last item of the page.' },
+    firstArgOptions: { description: 'Page size from the start (or after `after`).' },
+    lastArgOptions: { description: 'Page size from the end (or before `before`).' },
+    afterArgOptions: { description: 'Return items after this cursor.' },
+    beforeArgOptions: { description: 'Return items before this cursor.' },
   },
 });
 

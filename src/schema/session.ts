@@ -42,7 +42,10 @@ export const Session = builder.prismaNode('Session', {
       cursor: 'id',
       query: () => ({ orderBy: { id: 'asc' } }),
       totalCount: true,
-    }),
+    },
+    { description: 'A page of forks.' },
+    { description: 'A fork and its cursor.' },
+    ),
     messageCount: t.exposeInt('messageCount', { description: 'Number of messages, the inherited prefix included.' }),
     messages: t.connection(
       {
@@ -71,7 +74,10 @@ export const Session = builder.prismaNode('Session', {
       cursor: 'id',
       query: () => ({ orderBy: { number: 'asc' } }),
       totalCount: true,
-    }),
+    },
+    { description: 'A page of turns.' },
+    { description: 'A turn and its cursor.' },
+    ),
     activeTurn: t.relation('activeTurn', { nullable: true, description: 'The turn in progress, if any.' }),
     usage: t.field({
       type: Usage,
@@ -124,7 +130,10 @@ builder.queryFields((t) => ({
       ctx.prisma.session.count({ where: sessionsWhere(args, ctx.workspaceId) }),
     resolve: (query, _, args, ctx) =>
       ctx.prisma.session.findMany({ ...query, where: sessionsWhere(args, ctx.workspaceId), orderBy: { id: 'desc' } }),
-  }),
+  },
+  { description: 'A page of sessions.' },
+  { description: 'A session and its cursor.' },
+  ),
 }));
 
 function sessionsWhere(args: { rootsOnly?: boolean | null; parentId?: string | number | null }, workspaceId: string) {

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('configuration from the environment', () => {
+  it('defaults to the embedded database in ./.data, in-memory pub/sub, port 4000', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 4000, host: '0.0.0.0', databaseUrl: null, redisUrl: null, logLevel: 'info', apiKeys: [] });
+    expect(config.dataDir).toMatch(/\/\.data$/);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '127.0.0.1',
+      DATA_DIR: 'memory://',
+      DATABASE_URL: 'postgres://root@127.0.0.1:5432/test',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      LOG_LEVEL: 'WARN',
+      API_KEYS: 'team-a:0123456789abcdef0123,team-b:fedcba9876543210fedc',
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      dataDir: 'memory://',
+      databaseUrl: 'postgres://root@127.0.0.1:5432/test',
+      redisUrl: 'redis://127.0.0.1:6379',
+      logLevel: 'warn',
+      apiKeys: [
+        { workspace: 'team-a', key: '0123456789abcdef0123' },
+        { workspace: 'team-b', key: 'fedcba9876543210fedc' },
+      ],
+    });
+  });
+
+  it.each([
+    ['PORT', { PORT: 'eighty' }],
+    ['PORT', { PORT: '70000' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x@y/z' }],
+    ['REDIS_URL', { REDIS_URL: 'http://localhost' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['API_KEYS', { API_KEYS: 'no-colon-here' }],
+    ['API_KEYS', { API_KEYS: 'team:short' }],
+  ])('refuses a bad %s with a message naming it', (name, env) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(name);
+  });
+
+  it('hides the password of a database URL in errors', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://user:secret@host/db' })).toThrow(/user:\*\*\*@/);
+  });
+});
