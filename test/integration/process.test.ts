@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = new URL('../..', import.meta.url).pathname;
+const dataDir = mkdtempSync(join(tmpdir(), 'sg-process-'));
+
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+/** Starts `npm start`'s entry point as a real process and waits for its two start-up lines. */
+async function start(env: Record<string, string>): Promise<Running> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start-up line within 60 s:\n${output}`)), 60_000);
+    child.stdout!.on('data', () => {
+      const match = /listening on (http:\/\/\S+\/graphql)[\s\S]*storage: .*\n/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`exited with ${code} before listening:\n${output}`)));
+  });
+  return { child, url, output: () => output };
+}
+
+function stop(running: Running): Promise<number | null> {
+  return new Promise((resolve) => {
+    running.child.on('exit', (code) => resolve(code));
+    running.child.kill('SIGTERM');
+  });
+}
+
+async function post(url: string, query: string, variables?: unknown) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  return (await response.json()) as { data?: Record<string, any>; errors?: unknown[] };
+}
+
+describe('the server process (npm start)', () => {
+  it('says where it listens and what it uses, keeps data across restarts, and exits cleanly on SIGTERM', async () => {
+    const first = await start({ DATA_DIR: dataDir });
+    expect(first.output()).toContain(`storage: PGlite in ${dataDir}`);
+    expect(first.output()).toContain('pub/sub: in-memory');
+    const created = await post(first.url, 'mutation { createSession(input: {title: "kept", messages: [{role: USER, text: "remember me"}]}) { id } }');
+    const id = created.data!.createSession.id as string;
+    expect(await stop(first)).toBe(0);
+
+    const second = await start({ DATA_DIR: dataDir });
+    const read = await post(second.url, 'query ($id: ID!) { session(id: $id) { title messages { edges { node { text } } } } }', { id });
+    expect(read.data!.session).toEqual({ title: 'kept', messages: { edges: [{ node: { text: 'remember me' } }] } });
+    expect(await stop(second)).toBe(0);
+  }, 180_000);
+
+  it('refuses to start on a bad setting, naming the variable', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: { ...process.env, PORT: 'not-a-port' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(output).toContain('PORT');
+  }, 60_000);
+});
