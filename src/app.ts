@@ -13,6 +13,7 @@ import { createDatabase, type Database } from './db/database.js';
 import { DomainError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
+import { useQueryLimits } from './query-limits.js';
 import { schema } from './schema/index.js';
 import { SessionService } from './services/sessions.js';
 
@@ -81,6 +82,7 @@ function assemble(services: AppServices): App {
     graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
     renderGraphiQL,
     landingPage: false,
+    plugins: [useQueryLimits()],
     maskedErrors: {
       maskError(error) {
         const original = error instanceof GraphQLError ? error.originalError : error;

@@ -287,3 +287,25 @@ describe(`workspaces (${backend.label})`, () => {
     expect((await gqlError(keyed, SessionsList, { first: 1 }, { headers: { authorization: 'Basic abc' } })).code).toBe('UNAUTHENTICATED');
   });
 });
+
+describe(`query limits (${backend.label})`, () => {
+  it('refuses a too deep operation with QUERY_TOO_COMPLEX before running it', async () => {
+    const nest = (depth: number): string => (depth === 0 ? 'id' : `id parent { ${nest(depth - 1)} }`);
+    const deep = await gql(app, `{ sessions(first: 1) { edges { node { ${nest(14)} } } } }`);
+    expect(deep.errors?.[0].extensions?.code).toBe('QUERY_TOO_COMPLEX');
+    expect(deep.errors?.[0].message).toMatch(/levels deep/);
+    const aliased = await gql(app, `{ ${Array.from({ length: 31 }, (_, i) => `a${i}: sessions(first: 1) { totalCount }`).join(' ')} }`);
+    expect(aliased.errors?.[0].extensions?.code).toBe('QUERY_TOO_COMPLEX');
+    const fine = await gql(app, `{ sessions(first: 1) { edges { node { ${nest(3)} } } } }`);
+    expect(fine.errors).toBeUndefined();
+  });
+});
+
+describe(`introspection (${backend.label})`, () => {
+  it("answers GraphiQL's full introspection query despite the depth limit", async () => {
+    const { getIntrospectionQuery } = await import('graphql');
+    const result = await gql(app, getIntrospectionQuery({ descriptions: true, inputValueDeprecation: true, oneOf: true }));
+    expect(result.errors).toBeUndefined();
+    expect(JSON.stringify(result.data)).toContain('"name":"forkSession"');
+  });
+});
