@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { useQueryLimits } from './query-limits.js';
 import { schema } from './schema/index.js';
+import { ContextService } from './services/context.js';
 import { SessionService } from './services/sessions.js';
 
 export interface App {
@@ -57,13 +58,15 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     bus = options.bus ?? createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
     const auth = new WorkspaceAuth(db.prisma);
     await auth.init(config.apiKeys);
+    const sessions = new SessionService(db.prisma, bus);
     const services: AppServices = {
       config,
       logger,
       db,
       bus,
       auth,
-      sessions: new SessionService(db.prisma, bus),
+      sessions,
+      contexts: new ContextService(db.prisma, sessions),
     };
     return assemble(services);
   } catch (error) {

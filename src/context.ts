@@ -8,6 +8,7 @@ import type { PrismaClient, Session } from './generated/prisma/client.js';
 import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
 import { createMessageRangeLoader } from './services/messages.js';
+import type { ContextService } from './services/context.js';
 import type { SessionService } from './services/sessions.js';
 
 /** The long-lived parts of one app instance, shared by every request. */
@@ -18,6 +19,7 @@ export interface AppServices {
   bus: EventBus;
   auth: WorkspaceAuth;
   sessions: SessionService;
+  contexts: ContextService;
 }
 
 /** One request's (or one WebSocket operation's) context: who is asking, and its loaders. */

@@ -83,7 +83,7 @@ export class SessionService {
     const drafts = draftBatch(input.messages ?? [], true);
     const id = uuidv7();
     return this.write(async (tx, events) => {
-      await tx.session.create({ data: { id, rootId: id, workspaceId, title, settings, metadata } });
+      await tx.session.create({ data: { id, rootId: id, ancestorIds: [], workspaceId, title, settings, metadata } });
       if (drafts.length) {
         const session = await this.lock(tx, workspaceId, id);
         await this.insertMessages(tx, session, drafts, { turnId: null, agentId: null }, events);
@@ -394,7 +394,7 @@ export class SessionService {
           metadata: parent.metadata as Prisma.InputJsonValue,
           parentId: parent.id,
           rootId: parent.rootId,
-          ancestorIds: [...parent.ancestorIds, parent.id],
+          ancestorIds: [...(parent.ancestorIds ?? []), parent.id],
           depth: parent.depth + 1,
           forkIndex: index,
           forkPointMessageId: excluded.id,

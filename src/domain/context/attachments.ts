@@ -1,0 +1,278 @@
+/**
+ * Step 6: resolve attachment parts to text the model sees.
+ *
+ * A readable text attachment is inlined as one clearly delimited block:
+ *
+ *     <attachment name="notes.md" mime="text/markdown">
+ *     …content, with & and < escaped…
+ *     </attachment>
+ *
+ * The name and mime type are attribute-escaped (& < > " '), the content text-escaped (& and <), so
+ * neither can close the block or open a fake one. Content is capped per attachment
+ * (`attachmentMaxChars`) and per context (`contextAttachmentMaxChars`), counted in characters
+ * (UTF-16 code units) of the original text; a cut never splits a code point (nor, where it can be
+ * found nearby, a grapheme cluster such as a ZWJ emoji sequence), and the block says it was cut.
+ * A missing, unreadable or non-text attachment becomes a short placeholder element, and every such
+ * case (and every cut) is reported in `attachmentProblems`: nothing is dropped silently.
+ *
+ * Resolution has to be known while fitting the token budget, so it is done through a resolver
+ * that the budget step calls in its own order (newest user message first, then newest first): the
+ * per-context cap favours the messages that are kept. Results are memoized per message.
+ */
+import { countTokens } from '../tokens.js';
+import type { ResolvedAttachment, StoredPart, TokenEncoding } from '../types.js';
+import type { AssembledPart, AttachmentProblem, AttachmentProblemKind } from './types.js';
+import { newestUserIndex, workParts, type WorkMessage } from './work.js';
+
+const TEXT_APPLICATION_TYPES = new Set([
+  'application/json',
+  'application/ld+json',
+  'application/xml',
+  'application/javascript',
+  'application/ecmascript',
+  'application/typescript',
+  'application/x-typescript',
+  'application/x-javascript',
+  'application/x-sh',
+  'application/x-shellscript',
+  'application/sql',
+  'application/graphql',
+  'application/yaml',
+  'application/x-yaml',
+  'application/toml',
+  'application/x-toml',
+  'application/csv',
+  'application/x-ndjson',
+  'application/ndjson',
+  'application/markdown',
+  'application/x-markdown',
+  'application/x-python',
+  'application/x-ruby',
+  'application/x-httpd-php',
+  'application/xhtml+xml',
+  'application/x-www-form-urlencoded',
+]);
+
+/** Whether a mime type is text we can inline (`text/*`, JSON, XML, YAML, source code…). */
+export function isTextMimeType(mimeType: string): boolean {
+  const base = mimeType.split(';')[0].trim().toLowerCase();
+  if (base.startsWith('text/')) return true;
+  if (TEXT_APPLICATION_TYPES.has(base)) return true;
+  return base.startsWith('application/') && (base.endsWith('+json') || base.endsWith('+xml') || base.endsWith('+yaml'));
+}
+
+/** Escapes an attribute value: & < > " ' . */
+export function escapeXmlAttribute(value: string): string {
+  return value.replace(/[&<>"']/g, (c) =>
+    c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;',
+  );
+}
+
+/** Escapes element content: & and < (enough that no tag can be opened or closed). */
+export function escapeXmlText(value: string): string {
+  return value.replace(/[&<]/g, (c) => (c === '&' ? '&amp;' : '&lt;'));
+}
+
+const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLow = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+const GRAPHEME_WINDOW = 32;
+
+/**
+ * The longest prefix of `text` of at most `maxChars` UTF-16 code units that ends on a code point
+ * boundary, and on a grapheme boundary when one lies within a few characters before the cut.
+ */
+export function truncateAtBoundary(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  if (maxChars <= 0) return '';
+  let cut = maxChars;
+  if (isHigh(text.charCodeAt(cut - 1)) && isLow(text.charCodeAt(cut))) cut--;
+  const from = Math.max(0, cut - GRAPHEME_WINDOW);
+  const window = text.slice(from, Math.min(text.length, cut + GRAPHEME_WINDOW));
+  let best = -1;
+  for (const segment of graphemes.segment(window)) {
+    const at = from + segment.index;
+    if (at > cut) break;
+    best = at;
+  }
+  // A boundary at the window start is only trusted when it is the text start.
+  if (best > from || (best === 0 && from === 0)) cut = best;
+  return text.slice(0, cut);
+}
+
+export function renderAttachmentBlock(
+  attachment: { name: string; mimeType: string },
+  content: string,
+  truncatedNote: string | null,
+): string {
+  const attrs = `name="${escapeXmlAttribute(attachment.name)}" mime="${escapeXmlAttribute(attachment.mimeType)}"`;
+  const note = truncatedNote ? ` truncated="${escapeXmlAttribute(truncatedNote)}"` : '';
+  return `<attachment ${attrs}${note}>\n${escapeXmlText(content)}\n</attachment>`;
+}
+
+export function renderAttachmentPlaceholder(attachment: { name: string; mimeType: string }, omitted: string): string {
+  return `<attachment name="${escapeXmlAttribute(attachment.name)}" mime="${escapeXmlAttribute(attachment.mimeType)}" omitted="${escapeXmlAttribute(omitted)}" />`;
+}
+
+/** One attachment part resolved to text. */
+export interface ResolvedBlock {
+  /** Index of the attachment part in the message's parts. */
+  partIndex: number;
+  attachmentId: string;
+  text: string;
+  tokens: number;
+}
+
+export interface MessageAttachments {
+  blocks: ResolvedBlock[];
+  /** Tokens of all blocks (content only; the message's framing is counted elsewhere). */
+  tokens: number;
+  problems: AttachmentProblem[];
+}
+
+export interface AttachmentCaps {
+  attachmentMaxChars: number;
+  contextAttachmentMaxChars: number;
+  encoding: TokenEncoding;
+}
+
+export interface AttachmentResolver {
+  /** Resolves a message's attachments (memoized); the context cap is consumed in call order. */
+  resolve(w: WorkMessage): MessageAttachments;
+  /** Characters of attachment content inlined so far. */
+  readonly usedChars: number;
+}
+
+const NONE: MessageAttachments = { blocks: [], tokens: 0, problems: [] };
+
+export function createAttachmentResolver(
+  attachments: ReadonlyMap<string, ResolvedAttachment>,
+  caps: AttachmentCaps,
+): AttachmentResolver {
+  const memo = new Map<string, MessageAttachments>();
+  let usedChars = 0;
+
+  const resolvePart = (
+    part: Extract<StoredPart, { type: 'attachment' }>,
+    partIndex: number,
+    messageId: string,
+    problems: AttachmentProblem[],
+  ): ResolvedBlock => {
+    const stored = attachments.get(part.attachmentId);
+    const meta = { name: stored?.name ?? part.name, mimeType: stored?.mimeType ?? part.mimeType };
+    const problem = (kind: AttachmentProblemKind, detail: string) =>
+      problems.push({ attachmentId: part.attachmentId, name: meta.name, mimeType: meta.mimeType, messageId, problem: kind, detail });
+    const block = (text: string): ResolvedBlock => ({
+      partIndex,
+      attachmentId: part.attachmentId,
+      text,
+      tokens: countTokens(text, caps.encoding),
+    });
+
+    if (!stored) {
+      problem('MISSING', `Attachment "${meta.name}" (${part.attachmentId}) was not found; a placeholder was inlined instead.`);
+      return block(renderAttachmentPlaceholder(meta, 'missing'));
+    }
+    if (!isTextMimeType(meta.mimeType)) {
+      problem('NOT_TEXT', `Attachment "${meta.name}" is ${meta.mimeType}, not text; only text attachments are inlined, a placeholder was inlined instead.`);
+      return block(renderAttachmentPlaceholder(meta, `not a text file (${meta.mimeType})`));
+    }
+    if (stored.content === null) {
+      const why = stored.problem ?? 'its content could not be read';
+      problem('UNREADABLE', `Attachment "${meta.name}" could not be read (${why}); a placeholder was inlined instead.`);
+      return block(renderAttachmentPlaceholder(meta, `unreadable: ${why}`));
+    }
+    const content = stored.content;
+    const remaining = Math.max(0, caps.contextAttachmentMaxChars - usedChars);
+    if (remaining === 0 && content.length > 0) {
+      problem(
+        'CONTEXT_CAP_REACHED',
+        `Attachment "${meta.name}" (${content.length} characters) was not inlined: the context's attachment cap of ${caps.contextAttachmentMaxChars} characters is used up by newer attachments.`,
+      );
+      return block(renderAttachmentPlaceholder(meta, `context attachment cap of ${caps.contextAttachmentMaxChars} characters reached`));
+    }
+    const limit = Math.min(caps.attachmentMaxChars, remaining);
+    const shown = truncateAtBoundary(content, limit);
+    usedChars += shown.length;
+    if (shown.length < content.length) {
+      const which =
+        caps.attachmentMaxChars <= remaining
+          ? `the per-attachment cap of ${caps.attachmentMaxChars} characters`
+          : `the ${remaining} characters left of the context's attachment cap of ${caps.contextAttachmentMaxChars}`;
+      problem('TRUNCATED', `Attachment "${meta.name}" was cut to its first ${shown.length} of ${content.length} characters by ${which}.`);
+      return block(renderAttachmentBlock(meta, shown, `first ${shown.length} of ${content.length} characters shown`));
+    }
+    return block(renderAttachmentBlock(meta, content, null));
+  };
+
+  return {
+    resolve(w: WorkMessage): MessageAttachments {
+      if (w.shape.attachments === 0) return NONE;
+      const parts = w.source.parts;
+      const cached = memo.get(w.source.id);
+      if (cached) return cached;
+      const blocks: ResolvedBlock[] = [];
+      const problems: AttachmentProblem[] = [];
+      let tokens = 0;
+      parts.forEach((part, partIndex) => {
+        if (part.type !== 'attachment') return;
+        const resolved = resolvePart(part, partIndex, w.source.id, problems);
+        tokens += resolved.tokens;
+        blocks.push(resolved);
+      });
+      const result = { blocks, tokens, problems };
+      memo.set(w.source.id, result);
+      return result;
+    },
+    get usedChars() {
+      return usedChars;
+    },
+  };
+}
+
+/** A kept message with its parts as the model sees them. */
+export interface ResolvedMessage {
+  work: WorkMessage;
+  parts: AssembledPart[];
+  /** Tokens of its inlined attachment blocks. */
+  attachmentTokens: number;
+}
+
+/**
+ * The attachment step over a (fitted) list: every attachment part becomes a text part (the block
+ * or placeholder), elided results become stub parts. Resolves in the budget step's order (newest
+ * user message, then newest first) so the per-context cap favours the same messages; returns the
+ * problems in message order.
+ */
+export function resolveAttachments(
+  list: readonly WorkMessage[],
+  resolver: AttachmentResolver,
+): { messages: ResolvedMessage[]; problems: AttachmentProblem[] } {
+  const forced = newestUserIndex(list);
+  if (forced >= 0) resolver.resolve(list[forced]);
+  for (let i = list.length - 1; i >= 0; i--) if (list[i].shape.attachments > 0) resolver.resolve(list[i]);
+  const problems: AttachmentProblem[] = [];
+  const messages = list.map((work) => {
+    if (work.shape.attachments === 0 && !work.elided) {
+      // No attachment part: the stored parts are already what the model sees.
+      return { work, parts: work.source.parts as AssembledPart[], attachmentTokens: 0 };
+    }
+    const resolved = resolver.resolve(work);
+    problems.push(...resolved.problems);
+    const byPart = new Map(resolved.blocks.map((b) => [b.partIndex, b]));
+    const parts: AssembledPart[] = workParts(work).map((part, partIndex): AssembledPart => {
+      switch (part.type) {
+        case 'attachment': {
+          const block = byPart.get(partIndex)!;
+          return { type: 'text', text: block.text, attachmentId: block.attachmentId };
+        }
+        case 'toolResult':
+          return work.elided ? { ...part, elided: true } : part;
+        default:
+          return part;
+      }
+    });
+    return { work, parts, attachmentTokens: resolved.tokens };
+  });
+  return { messages, problems };
+}

@@ -1,0 +1,39 @@
+/**
+ * Step 2: apply the latest applicable compaction. Messages with index < uptoIndex are replaced by
+ * the summary, which goes first (after the system prompt) as a system-kind block. The caller
+ * resolves which compaction applies (fork inheritance); this step only applies it. A round cut by
+ * uptoIndex (call summarized, result kept) is repaired by `repairToolPairs`, which runs next.
+ */
+import type { DomainCompaction } from '../types.js';
+import type { Removal } from './types.js';
+import type { StepResult, WorkMessage } from './work.js';
+
+export interface CompactionStepResult extends StepResult {
+  /** The summary block's text, or null without a compaction. */
+  summaryText: string | null;
+}
+
+/** The text of the summary block: a short header, then the stored summary as it is. */
+export function renderSummary(compaction: DomainCompaction): string {
+  const n = compaction.uptoIndex;
+  const range = n <= 1 ? 'message 0' : `messages 0-${n - 1}`;
+  return `Summary of the earlier conversation (${range}):\n\n${compaction.summary}`;
+}
+
+export function applyCompaction(list: readonly WorkMessage[], compaction: DomainCompaction | null): CompactionStepResult {
+  if (!compaction) return { list: [...list], removed: [], summaryText: null };
+  const kept: WorkMessage[] = [];
+  const removed: Removal[] = [];
+  for (const w of list) {
+    if (w.source.index < compaction.uptoIndex) {
+      removed.push({
+        message: w.source,
+        decision: 'SUMMARIZED',
+        reason: `Covered by compaction ${compaction.id} (messages before index ${compaction.uptoIndex} are replaced by its summary).`,
+      });
+    } else {
+      kept.push(w);
+    }
+  }
+  return { list: kept, removed, summaryText: renderSummary(compaction) };
+}

@@ -1,0 +1,66 @@
+/**
+ * Step 5: fit `maxTokens`, keeping the newest messages. The fixed part (reply priming, system
+ * prompt, summary and turn-context blocks) is reserved first, then the newest USER message (always
+ * kept: if it cannot fit, CONTEXT_BUDGET_TOO_SMALL says how many tokens are needed), then units
+ * newest first until one does not fit. A tool round is one unit, so a call is never separated from
+ * its results (parallel calls included) and the list never starts on an orphan result. The cost of
+ * a message includes its framing and its resolved attachments.
+ */
+import { DomainError } from '../../errors.js';
+import { keepNewestUnits } from './max-messages.js';
+import { label, type StepResult, type WorkMessage } from './work.js';
+
+export interface FitBudgetOptions {
+  maxTokens: number | null;
+  /** Tokens that are always sent: reply priming and the synthetic blocks with their framing. */
+  fixedTokens: number;
+  /** What the fixed tokens are made of, for the error message, e.g. "system prompt 120". */
+  fixedParts: string[];
+  /** Tokens of a message with its framing and attachments (called newest first). */
+  costOf: (w: WorkMessage) => number;
+  /** Tokens that depend on the first non-SYSTEM message kept (see `KeepNewestOptions.leadCost`). */
+  leadCost?: (first: WorkMessage | null) => number;
+}
+
+export interface FitBudgetResult extends StepResult {
+  /** Tokens used by fixed blocks and kept messages (null without a budget). */
+  usedTokens: number | null;
+}
+
+export function fitTokenBudget(list: readonly WorkMessage[], options: FitBudgetOptions): FitBudgetResult {
+  const { maxTokens } = options;
+  if (maxTokens === null) return { list: [...list], removed: [], usedTokens: null };
+  const capacity = maxTokens - options.fixedTokens;
+  const budgetReason = `Does not fit maxTokens (${maxTokens}) after the newer messages kept.`;
+  const cut = keepNewestUnits(list, {
+    capacity,
+    costOf: options.costOf,
+    costOfForced: options.costOf,
+    leadCost: options.leadCost,
+    dropped: (w, wouldFitAlone, boundary) =>
+      wouldFitAlone
+        ? {
+            message: w.source,
+            decision: 'DROPPED_TOOL_PAIR',
+            reason: `Fits maxTokens (${maxTokens}) on its own, but its tool round (${label(boundary.source)}) does not: a call and its results are kept or dropped together.`,
+          }
+        : {
+            message: w.source,
+            decision: 'DROPPED_BUDGET',
+            reason: budgetReason,
+          },
+  });
+  const needed = options.fixedTokens + cut.forcedCost + cut.minimalLeadCost;
+  if (needed > maxTokens) {
+    const what =
+      cut.forcedIndex >= 0
+        ? `the newest user message (${label(list[cut.forcedIndex].source)}, always kept) takes ${cut.forcedCost} tokens with its framing and attachments`
+        : `no user message is left after the compaction${cut.minimalLeadCost > 0 ? ` (${cut.minimalLeadCost} for a leading user turn)` : ''}`;
+    throw new DomainError(
+      'CONTEXT_BUDGET_TOO_SMALL',
+      `maxTokens is ${maxTokens}, but the smallest possible context needs ${needed} tokens: ${what}, plus ${options.fixedParts.join(', ')}. Raise maxTokens to at least ${needed}, or shorten the system prompt, turn context or message.`,
+      { maxTokens, requiredTokens: needed },
+    );
+  }
+  return { ...cut.result, usedTokens: options.fixedTokens + cut.used };
+}

@@ -1,0 +1,249 @@
+/**
+ * Provider payload shapes and the framing overhead counted for each.
+ *
+ * FRAMING RULES (tokens added to content tokens; content = stored counts, or fresh counts for
+ * stubs, blocks and attachments, in the requested encoding):
+ *
+ * OPENAI_CHAT (exact for text): OpenAI's ChatML rendering, as gpt-tokenizer's `encodeChat` does it
+ *   for gpt-4 / gpt-4o (cl100k / o200k): every payload message is
+ *   `<|im_start|>` + role + `<|im_sep|>` + content + `<|im_end|>`, i.e. 4 tokens + content (every
+ *   role name, system/user/assistant/tool, is one token in both encodings; the message separator is
+ *   empty), and the request ends with the reply priming `<|im_start|>assistant<|im_sep|>` = 3 tokens.
+ *   For text-only conversations the total equals `encodeChat(payload.messages, model).length`
+ *   (a test checks it). Tool traffic follows OpenAI's published approximation (the one in
+ *   gpt-tokenizer's `countChatCompletionTokens`): each tool call costs its name and JSON arguments
+ *   plus 3 tokens of call metadata; each tool result part is its own `role: "tool"` payload message
+ *   (4 tokens + content; the tool_call_id is not counted). A TOOL message's non-result parts become
+ *   one extra `user` message (4 more). A message whose content is several parts (text plus
+ *   attachments) is sent as an array of text parts and counted as the sum of its parts.
+ *
+ * GENERIC: counted exactly as OPENAI_CHAT (what a ChatML model sees), so the two totals agree.
+ *
+ * ANTHROPIC_MESSAGES (an estimate: Claude's tokenizer is not public, the chosen encoding stands in):
+ *   every assembled message (system prompt, summary, SYSTEM messages, user, assistant, tool) costs
+ *   4 tokens of framing, each tool_use block and each tool_result block 3 more, and the request
+ *   3 (reply priming). Merging consecutive same-role messages is not credited back.
+ *
+ * CHARS_DIV_4 uses the same structure with the same constants; only content is counted as
+ * ceil(code points / 4).
+ *
+ * PAYLOAD SHAPES
+ * OPENAI_CHAT: `{ messages }` in Chat Completions form: system prompt, summary and SYSTEM messages
+ *   as `{role:'system', content}`; user (and the turn-context block) `{role:'user', content}`;
+ *   assistant `{role:'assistant', content: text|null, tool_calls:[{id, type:'function',
+ *   function:{name, arguments: JSON string}}]}`; one `{role:'tool', tool_call_id, content}` per
+ *   result. `content` is a string, or an array of `{type:'text', text}` when a message has several
+ *   text parts (text plus attachment blocks).
+ * ANTHROPIC_MESSAGES: `{ system?, messages }`: `system` joins the system prompt, the summary and
+ *   SYSTEM-role messages with blank lines; messages hold content blocks (`text`, `tool_use` with
+ *   `input` an object: non-object arguments are wrapped as `{ value }`, `tool_result` with
+ *   `is_error: true` when set); TOOL messages become `user` messages of tool_result blocks; empty
+ *   text blocks are left out (the API rejects them); consecutive same-role messages are merged, so
+ *   roles alternate and tool_result blocks sit first in the user message right after the tool_use.
+ *   The first message is always a user turn: when the kept conversation would start with an
+ *   assistant turn, a short placeholder user turn (`LEADING_USER_TEXT`) goes first.
+ * GENERIC: `{ messages: [{ role: 'system'|'user'|'assistant'|'tool', parts }] }` with parts
+ *   `{type:'text', text}`, `{type:'toolCall', callId, name, arguments}`,
+ *   `{type:'toolResult', callId, content, isError}`.
+ * Payload objects are built with their keys in sorted order (the canonical order the hash uses), so
+ * hashing a large payload walks it without copying; providers do not care about key order.
+ */
+import type { MessageRole } from '../types.js';
+import type { AssembledMessage, AssembledPart, ContextFormat } from './types.js';
+
+/**
+ * ANTHROPIC_MESSAGES requires the first message to be a user turn; when the kept conversation would
+ * start with an assistant turn (a cut or a compaction boundary before an assistant message), this
+ * text is sent first as a user turn (a synthetic block: kind `system`, role USER), counted and
+ * fitted like any block.
+ */
+export const LEADING_USER_TEXT = '(Earlier messages of this conversation are not included.)';
+
+export const MESSAGE_FRAMING_TOKENS = 4;
+export const REPLY_PRIMING_TOKENS = 3;
+export const TOOL_CALL_FRAMING_TOKENS = 3;
+export const ANTHROPIC_TOOL_RESULT_FRAMING_TOKENS = 3;
+
+/** Framing tokens of one message with these parts (only part types are looked at). */
+export function framingTokens(format: ContextFormat, role: MessageRole, parts: ReadonlyArray<{ type: string }>): number {
+  let calls = 0;
+  let results = 0;
+  let others = 0;
+  for (const part of parts) {
+    if (part.type === 'toolCall') calls++;
+    else if (part.type === 'toolResult') results++;
+    else others++;
+  }
+  return framingTokensFor(format, role, calls, results, others);
+}
+
+/** Framing tokens from part counts (a message's `ToolShape` has them). */
+export function framingTokensFor(format: ContextFormat, role: MessageRole, calls: number, results: number, others: number): number {
+  if (format === 'ANTHROPIC_MESSAGES') {
+    return MESSAGE_FRAMING_TOKENS + TOOL_CALL_FRAMING_TOKENS * calls + ANTHROPIC_TOOL_RESULT_FRAMING_TOKENS * results;
+  }
+  if (role === 'TOOL' && results > 0) {
+    return MESSAGE_FRAMING_TOKENS * results + (others > 0 ? MESSAGE_FRAMING_TOKENS : 0);
+  }
+  return MESSAGE_FRAMING_TOKENS + TOOL_CALL_FRAMING_TOKENS * calls;
+}
+
+// ---------------------------------------------------------------- OpenAI Chat Completions
+
+export type OpenAiContent = string | Array<{ type: 'text'; text: string }>;
+export type OpenAiMessage =
+  | { role: 'system' | 'user'; content: OpenAiContent }
+  | {
+      role: 'assistant';
+      content: OpenAiContent | null;
+      tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+    }
+  | { role: 'tool'; tool_call_id: string; content: string };
+export interface OpenAiChatPayload {
+  messages: OpenAiMessage[];
+}
+
+function textsOf(parts: readonly AssembledPart[]): string[] {
+  const texts: string[] = [];
+  for (let k = 0; k < parts.length; k++) {
+    const p = parts[k];
+    if (p.type === 'text') texts.push(p.text);
+  }
+  return texts;
+}
+
+function openAiContent(texts: string[]): OpenAiContent {
+  if (texts.length === 0) return '';
+  if (texts.length === 1) return texts[0];
+  return texts.map((text) => ({ text, type: 'text' as const }));
+}
+
+export function toolArgumentsJson(args: unknown): string {
+  return JSON.stringify(args ?? {});
+}
+
+export function toOpenAiChat(messages: readonly AssembledMessage[]): OpenAiChatPayload {
+  const out: OpenAiMessage[] = [];
+  for (const m of messages) {
+    switch (m.role) {
+      case 'SYSTEM':
+        out.push({ content: openAiContent(textsOf(m.parts)), role: 'system' });
+        break;
+      case 'USER':
+        out.push({ content: openAiContent(textsOf(m.parts)), role: 'user' });
+        break;
+      case 'ASSISTANT': {
+        const texts = textsOf(m.parts);
+        const calls: NonNullable<Extract<OpenAiMessage, { role: 'assistant' }>['tool_calls']> = [];
+        for (const p of m.parts) {
+          if (p.type === 'toolCall') {
+            calls.push({ function: { arguments: toolArgumentsJson(p.arguments), name: p.name }, id: p.callId, type: 'function' });
+          }
+        }
+        if (calls.length === 0) out.push({ content: openAiContent(texts), role: 'assistant' });
+        else out.push({ content: texts.length === 0 ? null : openAiContent(texts), role: 'assistant', tool_calls: calls });
+        break;
+      }
+      case 'TOOL': {
+        for (const p of m.parts) {
+          if (p.type === 'toolResult') out.push({ content: p.content, role: 'tool', tool_call_id: p.callId });
+        }
+        const texts = textsOf(m.parts);
+        if (texts.length > 0) out.push({ content: openAiContent(texts), role: 'user' });
+        break;
+      }
+    }
+  }
+  return { messages: out };
+}
+
+// ---------------------------------------------------------------- Anthropic Messages
+
+export type AnthropicBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: true };
+export interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: AnthropicBlock[];
+}
+export interface AnthropicMessagesPayload {
+  system?: string;
+  messages: AnthropicMessage[];
+}
+
+export function toolInputObject(args: unknown): Record<string, unknown> {
+  if (args !== null && typeof args === 'object' && !Array.isArray(args)) return args as Record<string, unknown>;
+  return args === undefined ? {} : { value: args };
+}
+
+export function toAnthropicMessages(messages: readonly AssembledMessage[]): AnthropicMessagesPayload {
+  const system: string[] = [];
+  const out: AnthropicMessage[] = [];
+  for (const m of messages) {
+    if (m.role === 'SYSTEM') {
+      const text = textsOf(m.parts).join('\n\n');
+      if (text.length > 0) system.push(text);
+      continue;
+    }
+    const role = m.role === 'ASSISTANT' ? 'assistant' : 'user';
+    const blocks: AnthropicBlock[] = [];
+    for (const p of m.parts) {
+      if (p.type === 'text') {
+        if (p.text.length > 0) blocks.push({ text: p.text, type: 'text' });
+      } else if (p.type === 'toolCall') {
+        blocks.push({ id: p.callId, input: toolInputObject(p.arguments), name: p.name, type: 'tool_use' });
+      } else {
+        blocks.push(
+          p.isError
+            ? { content: p.content, is_error: true, tool_use_id: p.callId, type: 'tool_result' }
+            : { content: p.content, tool_use_id: p.callId, type: 'tool_result' },
+        );
+      }
+    }
+    if (blocks.length === 0) continue;
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.content.push(...blocks);
+    else out.push({ content: blocks, role });
+  }
+  return system.length > 0 ? { messages: out, system: system.join('\n\n') } : { messages: out };
+}
+
+// ---------------------------------------------------------------- Generic
+
+export type GenericPart =
+  | { type: 'text'; text: string }
+  | { type: 'toolCall'; callId: string; name: string; arguments: unknown }
+  | { type: 'toolResult'; callId: string; content: string; isError: boolean };
+export interface GenericPayload {
+  messages: Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; parts: GenericPart[] }>;
+}
+
+export function toGeneric(messages: readonly AssembledMessage[]): GenericPayload {
+  return {
+    messages: messages.map((m) => ({
+      parts: m.parts.map((p): GenericPart => {
+        switch (p.type) {
+          case 'text':
+            return { text: p.text, type: 'text' };
+          case 'toolCall':
+            return { arguments: p.arguments ?? {}, callId: p.callId, name: p.name, type: 'toolCall' };
+          case 'toolResult':
+            return { callId: p.callId, content: p.content, isError: p.isError, type: 'toolResult' };
+        }
+      }),
+      role: m.role.toLowerCase() as 'system' | 'user' | 'assistant' | 'tool',
+    })),
+  };
+}
+
+export function buildPayload(format: ContextFormat, messages: readonly AssembledMessage[]): unknown {
+  switch (format) {
+    case 'OPENAI_CHAT':
+      return toOpenAiChat(messages);
+    case 'ANTHROPIC_MESSAGES':
+      return toAnthropicMessages(messages);
+    case 'GENERIC':
+      return toGeneric(messages);
+  }
+}

@@ -1,0 +1,57 @@
+/** Context assembly: the pure pipeline behind `assembleContext` and its named steps. */
+export { assembleContext } from './pipeline.js';
+export * from './types.js';
+export { validateAssembleOptions } from './validate.js';
+export { dropGenerating } from './drop-generating.js';
+export { applyCompaction, renderSummary, type CompactionStepResult } from './compaction.js';
+export { elideOldToolResults, type ElideStepResult } from './elide.js';
+export { capMaxMessages, keepNewestUnits, type KeepNewestOptions, type KeepNewestResult } from './max-messages.js';
+export { fitTokenBudget, type FitBudgetOptions, type FitBudgetResult } from './fit-budget.js';
+export {
+  createAttachmentResolver,
+  escapeXmlAttribute,
+  escapeXmlText,
+  isTextMimeType,
+  renderAttachmentBlock,
+  renderAttachmentPlaceholder,
+  resolveAttachments,
+  truncateAtBoundary,
+  type AttachmentCaps,
+  type AttachmentResolver,
+  type MessageAttachments,
+  type ResolvedBlock,
+  type ResolvedMessage,
+} from './attachments.js';
+export { escapeJsonForMarkup, isPlainObject, renderTurnContext } from './turn-context.js';
+export {
+  assertToolInvariants,
+  buildUnits,
+  findToolInvariantViolations,
+  hasToolCalls,
+  repairToolPairs,
+  toolCallIds,
+  toolResultIds,
+  isRoundHead,
+  toolShapeOf,
+  type ShapeView,
+  type ToolCheckMessage,
+  type ToolPairExplainer,
+  type ToolShape,
+  type Unit,
+} from './tool-rounds.js';
+export * from './formats.js';
+export { canonicalize, canonicalJson, contextHash } from './hash.js';
+export { createToolPairExplainer, DecisionLog } from './decisions.js';
+export {
+  label,
+  newestUserIndex,
+  countCodePoints,
+  toolResultStub,
+  toolResultStubTokens,
+  shapeOf,
+  toWork,
+  workContentTokens,
+  workParts,
+  type StepResult,
+  type WorkMessage,
+} from './work.js';

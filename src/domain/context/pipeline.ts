@@ -1,0 +1,211 @@
+/**
+ * assembleContext: the exact, explainable context for the next model call, as a pure function over
+ * plain data (no I/O; the caller loads messages, the applicable compaction and attachments).
+ *
+ * Pipeline (CONTRACT.md order), with the tool-pair invariant checked after every step:
+ *   1. dropGenerating          (+ repairToolPairs: a dropped call or result orphans its partner)
+ *   2. applyCompaction         (+ repairToolPairs: uptoIndex may cut a round)
+ *   3. elideOldToolResults     (results older than the last keepToolCallRounds rounds -> stubs)
+ *   4. capMaxMessages          (newest; the newest user message always stays; rounds whole)
+ *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole)
+ *   6. resolveAttachments      (sized during step 5 so the budget counts them)
+ *   7. turn context block right before the last user message; system prompt and summary first
+ *      (ANTHROPIC_MESSAGES: a placeholder user turn first when the conversation would start with
+ *      an assistant turn; it is reserved in step 5 only when the kept messages need it)
+ * then the provider payload, the token total and the hash.
+ */
+import { DomainError } from '../../errors.js';
+import { countTokens } from '../tokens.js';
+import type { MessageRole } from '../types.js';
+import { createAttachmentResolver, resolveAttachments } from './attachments.js';
+import { applyCompaction } from './compaction.js';
+import { createToolPairExplainer, DecisionLog } from './decisions.js';
+import { dropGenerating } from './drop-generating.js';
+import { elideOldToolResults } from './elide.js';
+import { fitTokenBudget } from './fit-budget.js';
+import { buildPayload, framingTokens, framingTokensFor, LEADING_USER_TEXT, REPLY_PRIMING_TOKENS } from './formats.js';
+import { contextHash } from './hash.js';
+import { capMaxMessages } from './max-messages.js';
+import { assertToolInvariants, repairToolPairs } from './tool-rounds.js';
+import { renderTurnContext } from './turn-context.js';
+import type {
+  AssembleContextInput,
+  AssembledContext,
+  AssembledMessage,
+  AssembledMessageKind,
+  ContextDecisionKind,
+  ContextFormat,
+} from './types.js';
+import { validateAssembleOptions } from './validate.js';
+import { newestUserIndex, shapeOf, toWork, workContentTokens, type StepResult, type WorkMessage } from './work.js';
+
+
+function syntheticBlock(
+  kind: AssembledMessageKind,
+  role: MessageRole,
+  text: string,
+  format: ContextFormat,
+  encoding: AssembleContextInput['options']['encoding'],
+): AssembledMessage {
+  const parts = [{ type: 'text' as const, text }];
+  return {
+    role,
+    kind,
+    parts,
+    sourceMessageId: null,
+    sourceIndex: null,
+    tokenCount: countTokens(text, encoding) + framingTokens(format, role, parts),
+  };
+}
+
+const CUT_DECISIONS = new Set<ContextDecisionKind>(['DROPPED_MAX_MESSAGES', 'DROPPED_BUDGET']);
+
+export function assembleContext(input: AssembleContextInput): AssembledContext {
+  const options = validateAssembleOptions(input.options);
+  const { encoding, format } = options;
+  const turnContextText = options.turnContext === null ? null : renderTurnContext(options.turnContext);
+
+  const log = new DecisionLog(input.messages);
+  const explainer = createToolPairExplainer(input.messages, log);
+  let truncated = false;
+  const apply = (step: StepResult, name: string): WorkMessage[] => {
+    log.record(step.removed);
+    if (step.removed.some((r) => CUT_DECISIONS.has(r.decision))) truncated = true;
+    assertToolInvariants(step.list, name, shapeOf);
+    return step.list;
+  };
+  const applyWithRepair = (step: StepResult, name: string): WorkMessage[] => {
+    log.record(step.removed);
+    return apply(repairToolPairs(step.list, explainer), name);
+  };
+
+  // 1. messages still being generated
+  let list = applyWithRepair(dropGenerating(input.messages.map(toWork)), 'dropGenerating');
+  if (!list.some((w) => w.source.role === 'USER')) {
+    throw new DomainError(
+      'BAD_USER_INPUT',
+      'The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.',
+    );
+  }
+
+  // 2. compaction
+  const compacted = applyCompaction(list, input.compaction);
+  list = input.compaction ? applyWithRepair(compacted, 'applyCompaction') : apply(compacted, 'applyCompaction');
+
+  // 3. old tool results
+  const elided = elideOldToolResults(list, options.keepToolCallRounds);
+  list = apply({ list: elided.list, removed: [] }, 'elideOldToolResults');
+
+  // 4. maxMessages
+  list = apply(capMaxMessages(list, options.maxMessages), 'capMaxMessages');
+
+  // 5. maxTokens: fixed blocks first, then messages with their framing and attachments
+  const systemBlock =
+    options.system !== null && options.system.length > 0
+      ? syntheticBlock('system', 'SYSTEM', options.system, format, encoding)
+      : null;
+  const summaryBlock =
+    compacted.summaryText !== null ? syntheticBlock('summary', 'SYSTEM', compacted.summaryText, format, encoding) : null;
+  const turnContextBlock =
+    turnContextText !== null ? syntheticBlock('turnContext', 'USER', turnContextText, format, encoding) : null;
+  const fixedParts = [`${REPLY_PRIMING_TOKENS} of reply priming`];
+  let fixedTokens = REPLY_PRIMING_TOKENS;
+  for (const [name, block] of [
+    ['system prompt', systemBlock],
+    ['summary', summaryBlock],
+    ['turn context', turnContextBlock],
+  ] as const) {
+    if (block) {
+      fixedTokens += block.tokenCount;
+      fixedParts.push(`${block.tokenCount} for the ${name}`);
+    }
+  }
+  const resolver = createAttachmentResolver(input.attachments, {
+    attachmentMaxChars: options.attachmentMaxChars,
+    contextAttachmentMaxChars: options.contextAttachmentMaxChars,
+    encoding,
+  });
+  // ANTHROPIC_MESSAGES must start with a user turn: a placeholder goes first when needed.
+  const leadBlock =
+    format === 'ANTHROPIC_MESSAGES' ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
+  const leadCost = leadBlock
+    ? (first: WorkMessage | null) =>
+        (first === null ? turnContextBlock === null : first.shape.role !== 'USER') ? leadBlock.tokenCount : 0
+    : undefined;
+  const costOf = (w: WorkMessage) =>
+    workContentTokens(w, encoding) +
+    (w.shape.attachments > 0 ? resolver.resolve(w).tokens : 0) +
+    framingTokensFor(format, w.shape.role, w.shape.calls.length, w.shape.results.length, w.shape.others);
+  list = apply(fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost }), 'fitTokenBudget');
+
+  // 6. attachments
+  // Attachments become text parts and stubs keep their call ids: the structure is unchanged, and
+  // the final list (real parts, turn context included) is checked below.
+  const resolved = resolveAttachments(list, resolver);
+
+  // 7. assemble: system prompt, summary, messages, turn context before the newest user message
+  const forced = newestUserIndex(list);
+  const messages: AssembledMessage[] = [];
+  if (systemBlock) messages.push(systemBlock);
+  if (summaryBlock) messages.push(summaryBlock);
+  const kept = new Map<string, { elided: boolean; reason: string }>();
+  const elidedReason = `Kept with its tool result(s) replaced by a stub: older than the last ${options.keepToolCallRounds} tool round(s) (keepToolCallRounds).`;
+  resolved.messages.forEach((r, i) => {
+    if (i === forced && turnContextBlock) messages.push(turnContextBlock);
+    const source = r.work.source;
+    messages.push({
+      role: source.role,
+      kind: 'message',
+      parts: r.parts,
+      sourceMessageId: source.id,
+      sourceIndex: source.index,
+      tokenCount:
+        workContentTokens(r.work, encoding) +
+        r.attachmentTokens +
+        framingTokensFor(format, source.role, r.work.shape.calls.length, r.work.shape.results.length, r.work.shape.others),
+    });
+    kept.set(source.id, {
+      elided: r.work.elided,
+      reason: r.work.elided
+        ? elidedReason
+        : i === forced
+          ? 'Kept: the newest user message is always kept.'
+          : 'Kept.',
+    });
+  });
+  if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);
+  if (leadBlock) {
+    const firstTurn = messages.findIndex((m) => m.role !== 'SYSTEM');
+    if (firstTurn < 0) messages.push(leadBlock);
+    else if (messages[firstTurn].role !== 'USER') messages.splice(firstTurn, 0, leadBlock);
+  }
+  assertToolInvariants(messages, 'resolveAttachments+turnContext');
+
+  const payload = buildPayload(format, messages);
+  let tokenCount = REPLY_PRIMING_TOKENS;
+  let elidedToolResultCount = 0;
+  for (const m of messages) {
+    tokenCount += m.tokenCount;
+    for (const p of m.parts) if (p.type === 'toolResult' && p.elided) elidedToolResultCount++;
+  }
+  const decisions = log.finish(kept);
+  return {
+    messages,
+    payload,
+    tokenCount,
+    maxTokens: options.maxTokens,
+    maxMessages: options.maxMessages,
+    droppedMessageCount: decisions.filter((d) => d.decision.startsWith('DROPPED_')).length,
+    truncated,
+    summaryIncluded: summaryBlock !== null,
+    elidedToolResultCount,
+    isFork: input.flags.isFork,
+    isFirstTurn: input.flags.isFirstTurn,
+    hasConnectorSwap: input.flags.hasConnectorSwap,
+    encoding,
+    format,
+    contextHash: contextHash(payload, encoding, format),
+    decisions,
+    attachmentProblems: resolved.problems,
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * Input and output shapes of context assembly (`assembleContext`). Plain data only: the GraphQL
+ * layer loads a session's messages, its applicable compaction and its attachments, calls the pure
+ * pipeline, and maps the result back.
+ */
+import type {
+  DomainCompaction,
+  DomainMessage,
+  MessageRole,
+  ResolvedAttachment,
+  TokenEncoding,
+} from '../types.js';
+
+export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'ANTHROPIC_MESSAGES';
+
+export const CONTEXT_FORMATS: readonly ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'ANTHROPIC_MESSAGES'];
+export const TOKEN_ENCODINGS: readonly TokenEncoding[] = ['O200K_BASE', 'CL100K_BASE', 'CHARS_DIV_4'];
+
+export interface AssembleContextOptions {
+  /** null = no token budget; an integer >= 1 otherwise. */
+  maxTokens: number | null;
+  /** null = no cap; an integer >= 1 otherwise. */
+  maxMessages: number | null;
+  /** Tool rounds (newest first) whose results are kept verbatim; older results become stubs. >= 0. */
+  keepToolCallRounds: number;
+  encoding: TokenEncoding;
+  /** A system prompt put first. Empty string = none. */
+  system: string | null;
+  /** A plain JSON object rendered as one block right before the last user message. */
+  turnContext: Record<string, unknown> | null;
+  format: ContextFormat;
+  /** Cap per inlined attachment, in characters (UTF-16 code units) of its original text. */
+  attachmentMaxChars: number;
+  /** Cap for all attachments inlined in one context, same unit. */
+  contextAttachmentMaxChars: number;
+}
+
+export const DEFAULT_ATTACHMENT_MAX_CHARS = 20_000;
+export const DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS = 100_000;
+export const DEFAULT_KEEP_TOOL_CALL_ROUNDS = 2;
+
+export interface AssembleContextFlags {
+  isFork: boolean;
+  isFirstTurn: boolean;
+  hasConnectorSwap: boolean;
+}
+
+export interface AssembleContextInput {
+  /** The session's whole visible message list in index order (inherited fork prefix included). */
+  messages: readonly DomainMessage[];
+  /** The latest compaction applicable to this session (the caller resolves fork inheritance). */
+  compaction: DomainCompaction | null;
+  /** By attachment id; a missing key means the attachment is missing. */
+  attachments: ReadonlyMap<string, ResolvedAttachment>;
+  options: AssembleContextOptions;
+  /** Computed by the caller and echoed in the output. */
+  flags: AssembleContextFlags;
+}
+
+/** A part of an assembled message: stored parts with attachments resolved to text. */
+export type AssembledPart =
+  | { type: 'text'; text: string; /** set when this text is a resolved attachment block */ attachmentId?: string }
+  | { type: 'toolCall'; callId: string; name: string; arguments: unknown }
+  | { type: 'toolResult'; callId: string; content: string; isError: boolean; /** true when stubbed */ elided?: boolean };
+
+/**
+ * `system` is every synthetic block that is not the summary or the turn context: the system prompt
+ * (role SYSTEM) and, for ANTHROPIC_MESSAGES only, the placeholder user turn (role USER, see
+ * `LEADING_USER_TEXT`) put first when the kept conversation would otherwise start with an
+ * assistant turn, which that API rejects.
+ */
+export type AssembledMessageKind = 'system' | 'summary' | 'message' | 'turnContext';
+
+export interface AssembledMessage {
+  role: MessageRole;
+  kind: AssembledMessageKind;
+  parts: AssembledPart[];
+  /** null for the synthetic blocks (system prompt, summary, turn context, Anthropic placeholder). */
+  sourceMessageId: string | null;
+  /** The source message's index, null for synthetic blocks. */
+  sourceIndex: number | null;
+  /** Content plus this message's framing in the chosen format. */
+  tokenCount: number;
+}
+
+export type ContextDecisionKind =
+  | 'KEPT'
+  | 'ELIDED'
+  | 'SUMMARIZED'
+  | 'DROPPED_GENERATING'
+  | 'DROPPED_MAX_MESSAGES'
+  | 'DROPPED_BUDGET'
+  | 'DROPPED_TOOL_PAIR';
+
+export interface ContextDecision {
+  messageId: string;
+  index: number;
+  decision: ContextDecisionKind;
+  reason: string;
+}
+
+export type AttachmentProblemKind = 'MISSING' | 'UNREADABLE' | 'NOT_TEXT' | 'TRUNCATED' | 'CONTEXT_CAP_REACHED';
+
+export interface AttachmentProblem {
+  attachmentId: string;
+  name: string;
+  mimeType: string;
+  messageId: string;
+  problem: AttachmentProblemKind;
+  /** A sentence a person can act on. */
+  detail: string;
+}
+
+export interface AssembledContext {
+  messages: AssembledMessage[];
+  /** The messages in the requested provider's wire shape. */
+  payload: unknown;
+  /** Total the provider will see (every message's tokenCount plus the reply priming). */
+  tokenCount: number;
+  maxTokens: number | null;
+  maxMessages: number | null;
+  /** Source messages not in the context (every DROPPED_* decision; summarized ones are not counted). */
+  droppedMessageCount: number;
+  /** Messages were dropped by maxMessages or maxTokens. */
+  truncated: boolean;
+  summaryIncluded: boolean;
+  /** Tool result parts in the context replaced by a stub. */
+  elidedToolResultCount: number;
+  isFork: boolean;
+  isFirstTurn: boolean;
+  hasConnectorSwap: boolean;
+  encoding: TokenEncoding;
+  format: ContextFormat;
+  /** sha256 hex of the canonical serialization of format, encoding and payload. */
+  contextHash: string;
+  /** One per input message, in input order. */
+  decisions: ContextDecision[];
+  attachmentProblems: AttachmentProblem[];
+}
+
+/** A message removed by a pipeline step, with the decision and reason recorded for it. */
+export interface Removal {
+  message: DomainMessage;
+  decision: Exclude<ContextDecisionKind, 'KEPT' | 'ELIDED'>;
+  reason: string;
+}

@@ -1,0 +1,240 @@
+import type {
+  AssembledContext as AssembledContextShape,
+  AssembledMessage,
+  AttachmentProblem as AttachmentProblemShape,
+  ContextDecision as ContextDecisionShape,
+} from '../domain/context/index.js';
+import type { ServedContext } from '../services/context.js';
+import { builder } from './builder.js';
+import { parseGlobalId, toGlobalId } from './ids.js';
+import { MessagePart, MessageRoleEnum } from './message.js';
+import { Session } from './session.js';
+import { Turn } from './turn.js';
+
+const TokenEncodingEnum = builder.enumType('TokenEncoding', {
+  description: 'How tokens are counted.',
+  values: {
+    O200K_BASE: { description: 'OpenAI o200k_base (GPT-4o, GPT-4.1, o-series), counted exactly.' },
+    CL100K_BASE: { description: 'OpenAI cl100k_base (GPT-4, GPT-3.5), counted exactly.' },
+    CHARS_DIV_4: { description: 'Characters / 4, rounded up: a rough estimate, for comparison only.' },
+  } as const,
+});
+
+const ContextFormatEnum = builder.enumType('ContextFormat', {
+  description: 'The wire shape of `AssembledContext.payload`.',
+  values: {
+    GENERIC: { description: '{ messages: [{ role, parts }] } with lower-case roles.' },
+    OPENAI_CHAT: { description: 'OpenAI Chat Completions: { messages } with tool_calls and role "tool" results.' },
+    ANTHROPIC_MESSAGES: { description: 'Anthropic Messages: { system, messages } with tool_use and tool_result blocks.' },
+  } as const,
+});
+
+const ContextMessageKindEnum = builder.enumType('ContextMessageKind', {
+  description: 'Where an assembled message comes from.',
+  values: {
+    SYSTEM: { description: 'The system prompt given to assembleContext.' },
+    SUMMARY: { description: 'The summary of a compaction, standing for the messages it replaced.' },
+    MESSAGE: { description: 'A message of the session.' },
+    TURN_CONTEXT: { description: 'The turnContext block, right before the last user message.' },
+  } as const,
+});
+
+const ContextDecisionKindEnum = builder.enumType('ContextDecisionKind', {
+  description: 'What assembly did with a source message.',
+  values: {
+    KEPT: { description: 'In the context as it is.' },
+    ELIDED: { description: 'In the context, its tool results replaced by a short stub (older than keepToolCallRounds).' },
+    SUMMARIZED: { description: 'Replaced by the compaction summary.' },
+    DROPPED_GENERATING: { description: 'Left out: still generating.' },
+    DROPPED_MAX_MESSAGES: { description: 'Left out by maxMessages.' },
+    DROPPED_BUDGET: { description: 'Left out to fit maxTokens.' },
+    DROPPED_TOOL_PAIR: { description: 'Left out so that no tool call is separated from its result.' },
+  } as const,
+});
+
+const AttachmentProblemKindEnum = builder.enumType('AttachmentProblemKind', {
+  description: 'Why an attachment is not inlined whole.',
+  values: {
+    MISSING: { description: 'The stored attachment is gone.' },
+    UNREADABLE: { description: 'Its content could not be read as text.' },
+    NOT_TEXT: { description: 'Its MIME type is not text; a placeholder stands for it.' },
+    TRUNCATED: { description: 'Cut to the per-attachment cap.' },
+    CONTEXT_CAP_REACHED: { description: 'The cap for all attachments of one context was reached.' },
+  } as const,
+});
+
+const ContextMessage = builder.objectRef<AssembledMessage>('ContextMessage').implement({
+  description: 'One message of an assembled context.',
+  fields: (t) => ({
+    role: t.field({ type: MessageRoleEnum, description: 'Its role.', resolve: (m) => m.role }),
+    kind: t.field({
+      type: ContextMessageKindEnum,
+      description: 'Where it comes from.',
+      resolve: (m) => ({ system: 'SYSTEM', summary: 'SUMMARY', message: 'MESSAGE', turnContext: 'TURN_CONTEXT' }) [m.kind] as never,
+    }),
+    parts: t.field({
+      type: [MessagePart],
+      description: 'Its parts; attachments are resolved into text parts.',
+      resolve: (m) => m.parts as never,
+    }),
+    text: t.string({
+      description: 'Its text parts joined by newlines.',
+      resolve: (m) => m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'),
+    }),
+    sourceMessageId: t.id({
+      nullable: true,
+      description: 'The session message it comes from (null for the system prompt, summary and turn context).',
+      resolve: (m) => (m.sourceMessageId ? toGlobalId('Message', m.sourceMessageId) : null),
+    }),
+    sourceIndex: t.exposeInt('sourceIndex', { nullable: true, description: 'Index of that message in the session.' }),
+    tokenCount: t.exposeInt('tokenCount', { description: 'Tokens of this message, its framing in the chosen format included.' }),
+  }),
+});
+
+const ContextDecision = builder.objectRef<ContextDecisionShape>('ContextDecision').implement({
+  description: 'What assembly did with one source message, and why.',
+  fields: (t) => ({
+    messageId: t.id({ description: 'The message.', resolve: (d) => toGlobalId('Message', d.messageId) }),
+    index: t.exposeInt('index', { description: 'Its index in the session.' }),
+    decision: t.field({ type: ContextDecisionKindEnum, description: 'What happened to it.', resolve: (d) => d.decision }),
+    reason: t.exposeString('reason', { description: 'Why, in words.' }),
+  }),
+});
+
+const AttachmentProblem = builder.objectRef<AttachmentProblemShape>('AttachmentProblem').implement({
+  description: 'An attachment that could not be inlined whole. Never silently dropped: each one is reported here.',
+  fields: (t) => ({
+    attachmentId: t.id({ description: 'The attachment.', resolve: (p) => toGlobalId('Attachment', p.attachmentId) }),
+    name: t.exposeString('name', { description: 'Its file name.' }),
+    mimeType: t.exposeString('mimeType', { description: 'Its MIME type.' }),
+    messageId: t.id({ description: 'The message holding it.', resolve: (p) => toGlobalId('Message', p.messageId) }),
+    problem: t.field({ type: AttachmentProblemKindEnum, description: 'What went wrong.', resolve: (p) => p.problem }),
+    detail: t.exposeString('detail', { description: 'A sentence a person can act on.' }),
+  }),
+});
+
+export const AssembledContext = builder.objectRef<AssembledContextShape>('AssembledContext').implement({
+  description:
+    'The context for the next model call: the messages that fit, in the requested provider shape, with exact token counts and a reason for every message left out.',
+  fields: (t) => ({
+    messages: t.field({ type: [ContextMessage], description: 'The assembled messages, in order.', resolve: (c) => c.messages }),
+    payload: t.field({ type: 'JSON', description: 'The messages in the wire shape of `format`.', resolve: (c) => c.payload }),
+    tokenCount: t.exposeInt('tokenCount', {
+      description: 'Tokens the provider will count for the payload, framing and reply priming included.',
+    }),
+    maxTokens: t.exposeInt('maxTokens', { nullable: true, description: 'The budget asked for (null: none).' }),
+    maxMessages: t.exposeInt('maxMessages', { nullable: true, description: 'The message cap asked for (null: none).' }),
+    droppedMessageCount: t.exposeInt('droppedMessageCount', {
+      description: 'Source messages left out (generating, maxMessages, budget, tool pairing); summarized ones are not counted.',
+    }),
+    truncated: t.exposeBoolean('truncated', { description: 'True when maxMessages or maxTokens left messages out.' }),
+    summaryIncluded: t.exposeBoolean('summaryIncluded', { description: 'True when a compaction summary stands for the first messages.' }),
+    elidedToolResultCount: t.exposeInt('elidedToolResultCount', {
+      description: 'Tool results replaced by a short stub because they are older than keepToolCallRounds rounds.',
+    }),
+    isFork: t.exposeBoolean('isFork', { description: 'True when the session is a fork.' }),
+    isFirstTurn: t.exposeBoolean('isFirstTurn', { description: 'True when the session has no earlier turn.' }),
+    hasConnectorSwap: t.exposeBoolean('hasConnectorSwap', {
+      description:
+        "True when the session's settings (model, connector) differ from those of the last recorded context (a fork compares with its parent's).",
+    }),
+    encoding: t.field({ type: TokenEncodingEnum, description: 'How tokens were counted.', resolve: (c) => c.encoding }),
+    format: t.field({ type: ContextFormatEnum, description: 'The shape of payload.', resolve: (c) => c.format }),
+    contextHash: t.exposeString('contextHash', {
+      description: 'SHA-256 (hex) of the canonical payload, format and encoding: the same inputs give the same hash.',
+    }),
+    decisions: t.field({
+      type: [ContextDecision],
+      description: 'One entry per source message, in index order: kept, elided, summarized or dropped, and why.',
+      resolve: async (c) => {
+        const earlier = (c as ServedContext).earlierDecisions;
+        return earlier ? [...(await earlier()), ...c.decisions] : c.decisions;
+      },
+    }),
+    attachmentProblems: t.field({
+      type: [AttachmentProblem],
+      description: 'Attachments that are missing, not text, or cut to a cap.',
+      resolve: (c) => c.attachmentProblems,
+    }),
+  }),
+});
+
+const AssembleContextInput = builder.inputType('AssembleContextInput', {
+  description: 'What to assemble. Only sessionId is required.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session.' }),
+    maxTokens: t.int({ required: false, description: 'Token budget (≥ 1). Default: none.' }),
+    maxMessages: t.int({ required: false, description: 'Keep at most this many of the newest messages (≥ 1). Default: none.' }),
+    keepToolCallRounds: t.int({
+      required: false,
+      defaultValue: 2,
+      description: 'Tool rounds (newest first) whose results stay verbatim; older results become short stubs.',
+    }),
+    encoding: t.field({ type: TokenEncodingEnum, required: false, defaultValue: 'O200K_BASE', description: 'How to count tokens.' }),
+    system: t.string({ required: false, description: 'A system prompt to put first.' }),
+    turnContext: t.field({
+      type: 'JSON',
+      required: false,
+      description: 'A JSON object rendered as one block right before the last user message (keys sorted, values escaped).',
+    }),
+    turnId: t.id({ required: false, description: "Record the result as this turn's context." }),
+    format: t.field({ type: ContextFormatEnum, required: false, defaultValue: 'GENERIC', description: 'The payload shape.' }),
+    attachmentMaxChars: t.int({ required: false, description: 'Characters of one attachment inlined at most (default 20000).' }),
+    contextAttachmentMaxChars: t.int({
+      required: false,
+      description: 'Characters of all attachments of one context inlined at most (default 100000).',
+    }),
+  }),
+});
+
+builder.mutationField('assembleContext', (t) =>
+  t.field({
+    type: AssembledContext,
+    description:
+      'Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens keeping the newest messages (never separating a tool call from its result), resolve attachments, put turnContext before the last user message. Never changes the session; with turnId, records the result on the turn.',
+    args: { input: t.arg({ type: AssembleContextInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.services.contexts.assemble(
+        ctx.workspaceId,
+        {
+          ...input,
+          sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
+          turnId: input.turnId ? parseGlobalId(String(input.turnId), 'Turn', 'turnId') : null,
+        },
+        String(input.sessionId),
+      ),
+  }),
+);
+
+const CompactSessionInput = builder.inputType('CompactSessionInput', {
+  description: 'A summary that replaces the first messages of a session in assembled contexts.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session.' }),
+    uptoIndex: t.int({ required: true, description: 'Messages [0, uptoIndex) are replaced (1 to messageCount).' }),
+    summary: t.string({ required: true, description: 'The summary text.' }),
+  }),
+});
+
+builder.mutationField('compactSession', (t) =>
+  t.field({
+    type: Session,
+    description:
+      'Records a compaction: from now on assembleContext replaces messages [0, uptoIndex) by the summary. Messages are kept. Forks made later inherit it when it ends at or before their cut; forks made earlier never see it.',
+    args: { input: t.arg({ type: CompactSessionInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.services.sessions.compactSession(
+        ctx.workspaceId,
+        { sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'), uptoIndex: input.uptoIndex, summary: input.summary },
+        String(input.sessionId),
+      ),
+  }),
+);
+
+builder.prismaObjectField(Turn, 'context', (t) =>
+  t.field({
+    type: AssembledContext,
+    nullable: true,
+    description: 'The context assembled for this turn, when it was recorded (assembleContext with turnId).',
+    resolve: (turn) => (turn.context as AssembledContextShape | null) ?? null,
+  }),
+);

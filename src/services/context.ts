@@ -1,0 +1,260 @@
+import { createHash } from 'node:crypto';
+import {
+  assembleContext,
+  canonicalJson,
+  DEFAULT_ATTACHMENT_MAX_CHARS,
+  DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
+  DEFAULT_KEEP_TOOL_CALL_ROUNDS,
+  validateAssembleOptions,
+  type AssembleContextOptions,
+  type AssembledContext,
+  type ContextDecision,
+  type ContextFormat,
+  toolResultStubTokens,
+} from '../domain/context/index.js';
+import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
+import { clipSegments, visibleSegments, type Segment } from '../domain/lineage.js';
+import { notFound } from '../errors.js';
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import { segmentsWhere } from './messages.js';
+import type { SessionService } from './sessions.js';
+
+/** Messages loaded before the point where nothing older can fit, so the cut is decided by the pipeline. */
+const WINDOW_MARGIN = 16;
+
+export interface AssembleRequest {
+  sessionId: string;
+  maxTokens?: number | null;
+  maxMessages?: number | null;
+  keepToolCallRounds?: number | null;
+  encoding?: TokenEncoding | null;
+  system?: string | null;
+  turnContext?: unknown;
+  format?: ContextFormat | null;
+  attachmentMaxChars?: number | null;
+  contextAttachmentMaxChars?: number | null;
+  /** Record the result as this turn's context (a turn of the session). */
+  turnId?: string | null;
+}
+
+/**
+ * An assembled context as served: the decisions of messages before the loaded window (all
+ * summarized or dropped for the budget) are read only when asked for, and come before `decisions`.
+ */
+export interface ServedContext extends AssembledContext {
+  earlierDecisions?: () => Promise<ContextDecision[]>;
+}
+
+/** What a turn keeps of the context assembled for it. */
+export interface RecordedContext extends AssembledContext {
+  settingsFingerprint: string;
+  assembledAt: string;
+}
+
+/**
+ * Loads what context assembly needs (the session's visible messages, its applicable compaction,
+ * the attachments they reference, the flags), runs the pure pipeline, and records the result on a
+ * turn when asked. It never writes to the session's messages.
+ */
+export class ContextService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly sessions: SessionService,
+  ) {}
+
+  async assemble(workspaceId: string, request: AssembleRequest, label?: string): Promise<ServedContext> {
+    const options: AssembleContextOptions = validateAssembleOptions({
+      maxTokens: request.maxTokens ?? null,
+      maxMessages: request.maxMessages ?? null,
+      keepToolCallRounds: request.keepToolCallRounds ?? DEFAULT_KEEP_TOOL_CALL_ROUNDS,
+      encoding: request.encoding ?? 'O200K_BASE',
+      system: request.system ?? null,
+      turnContext: (request.turnContext ?? null) as Record<string, unknown> | null,
+      format: request.format ?? 'GENERIC',
+      attachmentMaxChars: request.attachmentMaxChars ?? DEFAULT_ATTACHMENT_MAX_CHARS,
+      contextAttachmentMaxChars: request.contextAttachmentMaxChars ?? DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
+    });
+
+    const session = await this.prisma.session.findFirst({ where: { id: request.sessionId, workspaceId } });
+    if (!session) throw notFound('Session', label ?? request.sessionId);
+    if (request.turnId) {
+      const turn = await this.prisma.turn.findFirst({ where: { id: request.turnId, sessionId: session.id }, select: { id: true } });
+      if (!turn) throw notFound('Turn of this session', request.turnId);
+    }
+
+    const [compaction, previous] = await Promise.all([
+      this.sessions.latestCompaction(this.prisma, session),
+      this.previousContext(session.id, session.parentId, request.turnId ?? null),
+    ]);
+    const upto = compaction?.uptoIndex ?? 0;
+    const segments = visibleSegments(session);
+    let lo = await this.windowStart(segments, upto, session.messageCount, options);
+    let rows = await this.prisma.message.findMany({
+      where: segmentsWhere(clipSegments(segments, lo, session.messageCount)),
+      orderBy: { position: 'asc' },
+      select: { id: true, position: true, role: true, parts: true, generating: true, tokensO200k: true, tokensCl100k: true },
+    });
+    if (lo > upto) {
+      // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
+      const head = rows.findIndex((row) => row.role !== 'TOOL');
+      if (head > 0) {
+        lo = rows[head].position;
+        rows = rows.slice(head);
+      }
+    }
+
+    const messages: DomainMessage[] = rows.map((row) => ({
+      id: row.id,
+      index: row.position,
+      role: row.role,
+      parts: row.parts as unknown as StoredPart[],
+      generating: row.generating,
+      tokens:
+        row.tokensO200k === null || row.tokensCl100k === null
+          ? null
+          : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
+    }));
+    const attachments = await this.loadAttachments(session.workspaceId, messages);
+    const fingerprint = settingsFingerprint(session.settings);
+
+    const windowed = assembleContext({
+      messages,
+      compaction: compaction
+        ? {
+            id: compaction.id,
+            uptoIndex: compaction.uptoIndex,
+            summary: compaction.summary,
+            tokens: { O200K_BASE: compaction.tokensO200k, CL100K_BASE: compaction.tokensCl100k },
+          }
+        : null,
+      attachments,
+      options,
+      flags: {
+        isFork: session.parentId !== null,
+        isFirstTurn: !previous.hadTurn,
+        hasConnectorSwap: previous.fingerprint !== null && previous.fingerprint !== fingerprint,
+      },
+    });
+
+    const result = lo > 0 ? this.withEarlierDecisions(windowed, segments, lo, upto) : windowed;
+    if (request.turnId) {
+      const { earlierDecisions, ...plain } = result as ServedContext;
+      const decisions = earlierDecisions ? [...(await earlierDecisions()), ...plain.decisions] : plain.decisions;
+      const recorded: RecordedContext = { ...plain, decisions, settingsFingerprint: fingerprint, assembledAt: new Date().toISOString() };
+      await this.prisma.turn.update({
+        where: { id: request.turnId },
+        data: { context: JSON.parse(JSON.stringify(recorded)) as Prisma.InputJsonValue },
+      });
+    }
+    return result;
+  }
+
+  /**
+   * The first position worth loading. Messages are kept newest first, as a contiguous run, so a
+   * message cannot be kept when even a lower bound of the cost of it and everything after it
+   * exceeds the budget: stored content tokens plus one framing token for every message, a tool
+   * result counted at most as its elision stub, a generating message (dropped) as nothing. One SQL
+   * scan finds that point over the stored counts; a margin and the newest user message (always
+   * kept) widen it. Messages before it are decided without loading them: summarized when the
+   * compaction covers them, dropped for the budget otherwise.
+   */
+  private async windowStart(segments: Segment[], upto: number, count: number, options: AssembleContextOptions): Promise<number> {
+    if (options.maxTokens === null || options.encoding === 'CHARS_DIV_4') return upto;
+    const scope = clipSegments(segments, upto, count);
+    if (scope.length === 0) return upto;
+    const column = Prisma.raw(options.encoding === 'CL100K_BASE' ? '"tokensCl100k"' : '"tokensO200k"');
+    const stub = toolResultStubTokens(0, options.encoding);
+    const where = Prisma.join(
+      scope.map((s) => Prisma.sql`("sessionId" = ${s.sessionId} AND position >= ${s.start} AND position < ${s.end})`),
+      ' OR ',
+    );
+    const [row] = await this.prisma.$queryRaw<{ fits_from: number | null; newest_user: number | null }[]>`
+      SELECT min(position) FILTER (WHERE acc <= ${options.maxTokens}) AS fits_from,
+             max(position) FILTER (WHERE role = 'USER' AND NOT generating) AS newest_user
+      FROM (
+        SELECT position, role, generating,
+               sum(CASE WHEN generating THEN 0
+                        WHEN role = 'TOOL' THEN least(coalesce(${column}, 0), cardinality("toolResultIds") * ${stub})
+                        ELSE coalesce(${column}, 0) + 1 END)
+                 OVER (ORDER BY position DESC) AS acc
+        FROM "Message" WHERE ${where}
+      ) AS lower_bounds`;
+    const fitsFrom = row?.fits_from ?? count;
+    const start = Math.min(fitsFrom - WINDOW_MARGIN, row?.newest_user ?? upto);
+    return Math.max(upto, start);
+  }
+
+  /**
+   * Accounts for the messages before the loaded window: [0, upto) summarized, [upto, lo) dropped
+   * for the budget. Their decisions are read (ids and positions only) when someone asks for them.
+   */
+  private withEarlierDecisions(windowed: AssembledContext, segments: Segment[], lo: number, upto: number): ServedContext {
+    const dropped = lo - upto;
+    const budgetReason = `Does not fit maxTokens (${windowed.maxTokens}) after the newer messages kept.`;
+    let loaded: Promise<ContextDecision[]> | null = null;
+    const earlierDecisions = () =>
+      (loaded ??= this.prisma.message
+        .findMany({
+          where: segmentsWhere(clipSegments(segments, 0, lo)),
+          orderBy: { position: 'asc' },
+          select: { id: true, position: true },
+        })
+        .then((earlier) =>
+          earlier.map((m): ContextDecision =>
+            m.position < upto
+              ? { messageId: m.id, index: m.position, decision: 'SUMMARIZED', reason: `Covered by the compaction of messages [0, ${upto}).` }
+              : { messageId: m.id, index: m.position, decision: 'DROPPED_BUDGET', reason: budgetReason },
+          ),
+        ));
+    return {
+      ...windowed,
+      droppedMessageCount: windowed.droppedMessageCount + dropped,
+      truncated: windowed.truncated || dropped > 0,
+      earlierDecisions,
+    };
+  }
+
+  /**
+   * Whether the session had a turn before this one, and the settings fingerprint recorded with the
+   * latest earlier context (a fork with no context of its own compares with its parent's latest).
+   */
+  private async previousContext(sessionId: string, parentId: string | null, turnId: string | null) {
+    const excludeTurn = turnId ? { id: { not: turnId } } : {};
+    const hadTurn = (await this.prisma.turn.count({ where: { sessionId, ...excludeTurn } })) > 0;
+    for (const id of parentId ? [sessionId, parentId] : [sessionId]) {
+      const turn = await this.prisma.turn.findFirst({
+        where: { sessionId: id, context: { not: { equals: null } } as never, ...(id === sessionId ? excludeTurn : {}) },
+        orderBy: { number: 'desc' },
+        select: { context: true },
+      });
+      const fingerprint = (turn?.context as { settingsFingerprint?: string } | null)?.settingsFingerprint;
+      if (fingerprint) return { hadTurn, fingerprint };
+    }
+    return { hadTurn, fingerprint: null };
+  }
+
+  private async loadAttachments(workspaceId: string, messages: DomainMessage[]): Promise<Map<string, ResolvedAttachment>> {
+    const ids = new Set<string>();
+    for (const message of messages) for (const part of message.parts) if (part.type === 'attachment') ids.add(part.attachmentId);
+    if (ids.size === 0) return new Map();
+    const rows = await this.prisma.attachment.findMany({ where: { id: { in: [...ids] }, workspaceId } });
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          id: row.id,
+          name: row.name,
+          mimeType: row.mimeType,
+          size: row.size,
+          content: row.content,
+          ...(row.content === null ? { problem: 'the stored attachment has no text content' } : {}),
+        },
+      ]),
+    );
+  }
+}
+
+/** A stable hash of the session's settings: a change of model or connector changes it. */
+export function settingsFingerprint(settings: unknown): string {
+  return createHash('sha256').update(canonicalJson(settings ?? {})).digest('hex').slice(0, 16);
+}

@@ -1,0 +1,335 @@
+import { encodeChat } from 'gpt-tokenizer/encoding/o200k_base';
+import { assembleContext as assemblePure } from '../../src/domain/context/index.js';
+import type { StoredPart } from '../../src/domain/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { graphql } from '../generated/index.js';
+import { backend, createTestApp, dropTestDatabases, gql, gqlError, gqlOk, type TestApp } from '../helpers/app.js';
+import { AppendMessages, CreateSession, ForkSession, UpdateSession } from '../helpers/documents.js';
+
+const Assemble = graphql(`
+  mutation Assemble($input: AssembleContextInput!) {
+    assembleContext(input: $input) {
+      tokenCount
+      maxTokens
+      truncated
+      summaryIncluded
+      droppedMessageCount
+      elidedToolResultCount
+      isFork
+      isFirstTurn
+      hasConnectorSwap
+      contextHash
+      payload
+      messages {
+        role
+        kind
+        text
+        sourceMessageId
+        sourceIndex
+        tokenCount
+      }
+      decisions {
+        messageId
+        index
+        decision
+        reason
+      }
+      attachmentProblems {
+        name
+        problem
+        detail
+      }
+    }
+  }
+`);
+
+const Compact = graphql(`
+  mutation Compact($input: CompactSessionInput!) {
+    compactSession(input: $input) {
+      id
+      messageCount
+    }
+  }
+`);
+
+const TurnContext = graphql(`
+  query TurnContext($id: ID!) {
+    node(id: $id) {
+      ... on Turn {
+        number
+        context {
+          contextHash
+          tokenCount
+          isFirstTurn
+        }
+      }
+    }
+  }
+`);
+
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await createTestApp();
+});
+
+afterAll(async () => {
+  await app?.close();
+  await dropTestDatabases();
+});
+
+const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString().split(':')[1];
+const globalId = (type: string, id: string) => Buffer.from(`${type}:${id}`).toString('base64');
+
+/** A session of `n` alternating USER/ASSISTANT messages "m0", "m1", …; returns its ID. */
+async function conversation(n: number, settings: Record<string, unknown> = {}) {
+  const messages = Array.from({ length: n }, (_, i) => ({ role: i % 2 === 0 ? 'USER' : 'ASSISTANT', text: `m${i}` }) as const);
+  const data = await gqlOk(app, CreateSession, { input: { title: 'ctx', settings, messages } });
+  return data.createSession.id;
+}
+
+async function assemble(sessionId: string, extra: Record<string, unknown> = {}) {
+  const data = await gqlOk(app, Assemble, { input: { sessionId, ...extra } });
+  return data.assembleContext;
+}
+
+const summaryText = (ctx: Awaited<ReturnType<typeof assemble>>) => ctx.messages.find((m) => m.kind === 'SUMMARY')?.text ?? null;
+const sourceIndexes = (ctx: Awaited<ReturnType<typeof assemble>>) =>
+  ctx.messages.filter((m) => m.kind === 'MESSAGE').map((m) => m.sourceIndex);
+
+async function startTurn(sessionId: string, number: number) {
+  const turn = await app.services.db.prisma.turn.create({
+    data: { sessionId: rawId(sessionId), number, initiatorKind: 'USER' },
+  });
+  return globalId('Turn', turn.id);
+}
+
+describe(`assembleContext and compactSession (${backend.label})`, () => {
+  it('assembles every message in order when nothing limits it, and explains each one', async () => {
+    const id = await conversation(4);
+    const ctx = await assemble(id);
+    expect(sourceIndexes(ctx)).toEqual([0, 1, 2, 3]);
+    expect(ctx.decisions.map((d) => d.decision)).toEqual(['KEPT', 'KEPT', 'KEPT', 'KEPT']);
+    expect(ctx).toMatchObject({ truncated: false, summaryIncluded: false, droppedMessageCount: 0, isFork: false, isFirstTurn: true });
+  });
+
+  it('keeps the newest messages within maxTokens and refuses a budget below the newest user message', async () => {
+    const id = await conversation(21);
+    const full = await assemble(id);
+    const small = await assemble(id, { maxTokens: Math.floor(full.tokenCount / 2) });
+    expect(small.truncated).toBe(true);
+    expect(small.tokenCount).toBeLessThanOrEqual(Math.floor(full.tokenCount / 2));
+    const kept = sourceIndexes(small);
+    expect(kept[kept.length - 1]).toBe(20);
+    expect(kept).toEqual(Array.from({ length: kept.length }, (_, i) => 21 - kept.length + i));
+    expect(small.droppedMessageCount).toBe(21 - kept.length);
+    expect(small.decisions.filter((d) => d.decision === 'DROPPED_BUDGET')).toHaveLength(21 - kept.length);
+
+    const tooSmall = await gqlError(app, Assemble, { input: { sessionId: id, maxTokens: 2 } });
+    expect(tooSmall.code).toBe('CONTEXT_BUDGET_TOO_SMALL');
+  });
+
+  it('counts OpenAI chat tokens exactly as the provider does for a text conversation', async () => {
+    const id = await conversation(6);
+    const ctx = await assemble(id, { format: 'OPENAI_CHAT', system: 'You are terse.' });
+    const payload = ctx.payload as { messages: { role: 'system' | 'user' | 'assistant'; content: string }[] };
+    expect(ctx.tokenCount).toBe(encodeChat(payload.messages, 'gpt-4o').length);
+  });
+
+  it('refuses bad options with BAD_USER_INPUT and unknown sessions with NOT_FOUND', async () => {
+    const id = await conversation(2);
+    for (const input of [
+      { maxTokens: 0 },
+      { maxTokens: -5 },
+      { maxMessages: 0 },
+      { keepToolCallRounds: -1 },
+      { turnContext: ['not', 'an', 'object'] },
+      { turnContext: 'text' },
+    ]) {
+      const { code } = await gqlError(app, Assemble, { input: { sessionId: id, ...input } });
+      expect(code, JSON.stringify(input)).toBe('BAD_USER_INPUT');
+    }
+    const badEnum = await gql(app, Assemble, { input: { sessionId: id, encoding: 'P50K' } } as never);
+    expect(badEnum.errors?.[0].message).toMatch(/P50K/);
+    const noUser = await gqlOk(app, CreateSession, { input: { messages: [{ role: 'SYSTEM', text: 'only instructions' }] } });
+    expect((await gqlError(app, Assemble, { input: { sessionId: noUser.createSession.id } })).code).toBe('BAD_USER_INPUT');
+    const unknown = globalId('Session', '01890000-0000-7000-8000-000000000000');
+    expect((await gqlError(app, Assemble, { input: { sessionId: unknown } })).code).toBe('NOT_FOUND');
+  });
+
+  it('never writes to the session', async () => {
+    const id = await conversation(4);
+    const prisma = app.services.db.prisma;
+    const before = await prisma.session.findUniqueOrThrow({ where: { id: rawId(id) } });
+    const messagesBefore = await prisma.message.findMany({ where: { sessionId: rawId(id) }, orderBy: { position: 'asc' } });
+    await assemble(id, { maxTokens: 30, system: 'x', turnContext: { a: 1 } });
+    const after = await prisma.session.findUniqueOrThrow({ where: { id: rawId(id) } });
+    expect(after).toEqual(before);
+    expect(await prisma.message.findMany({ where: { sessionId: rawId(id) }, orderBy: { position: 'asc' } })).toEqual(messagesBefore);
+  });
+
+  it('validates compactions and writes nothing when refusing', async () => {
+    const id = await conversation(4);
+    for (const input of [
+      { uptoIndex: 0, summary: 's' },
+      { uptoIndex: 5, summary: 's' },
+      { uptoIndex: 2, summary: '   ' },
+    ]) {
+      expect((await gqlError(app, Compact, { input: { sessionId: id, ...input } })).code).toBe('BAD_USER_INPUT');
+    }
+    expect(await app.services.db.prisma.compaction.count({ where: { sessionId: rawId(id) } })).toBe(0);
+  });
+
+  it('replaces the compacted messages by the summary, first', async () => {
+    const id = await conversation(6);
+    await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 4, summary: 'They greeted.' } });
+    const ctx = await assemble(id, { system: 'S' });
+    expect(ctx.summaryIncluded).toBe(true);
+    expect(ctx.messages[0].kind).toBe('SYSTEM');
+    expect(ctx.messages[1]).toMatchObject({ kind: 'SUMMARY' });
+    expect(summaryText(ctx)).toContain('They greeted.');
+    expect(sourceIndexes(ctx)).toEqual([4, 5]);
+    expect(ctx.decisions.slice(0, 4).map((d) => d.decision)).toEqual(['SUMMARIZED', 'SUMMARIZED', 'SUMMARIZED', 'SUMMARIZED']);
+    // The latest compaction wins.
+    await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 2, summary: 'Later, shorter.' } });
+    expect(summaryText(await assemble(id))).toContain('Later, shorter.');
+  });
+
+  it('gives a fork the compactions its parent had before the cut, and never one made after', async () => {
+    const parent = await conversation(10);
+    await gqlOk(app, Compact, { input: { sessionId: parent, uptoIndex: 4, summary: 'P-early' } });
+    await gqlOk(app, Compact, { input: { sessionId: parent, uptoIndex: 8, summary: 'P-beyond-cut' } });
+    const fork = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 6 } })).forkSession.session.id;
+
+    // The range ending after the cut (8 > 6) is not inherited; the earlier one ending before it is.
+    const forkCtx = await assemble(fork);
+    expect(forkCtx.isFork).toBe(true);
+    expect(summaryText(forkCtx)).toContain('P-early');
+    expect(sourceIndexes(forkCtx)).toEqual([4, 5]);
+
+    // Made on the parent after the fork: stays on the parent's side.
+    await gqlOk(app, Compact, { input: { sessionId: parent, uptoIndex: 5, summary: 'P-after-fork' } });
+    expect(summaryText(await assemble(parent))).toContain('P-after-fork');
+    expect(summaryText(await assemble(fork))).toContain('P-early');
+
+    // Made on the fork: stays on the fork's side.
+    await gqlOk(app, Compact, { input: { sessionId: fork, uptoIndex: 3, summary: 'F-own' } });
+    expect(summaryText(await assemble(fork))).toContain('F-own');
+    expect(summaryText(await assemble(parent))).toContain('P-after-fork');
+
+    // A fork cut before every compaction's end inherits none; a fork of the fork inherits the fork's own.
+    const early = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 2 } })).forkSession.session.id;
+    expect((await assemble(early)).summaryIncluded).toBe(false);
+    await gqlOk(app, AppendMessages, { input: { sessionId: fork, messages: [{ role: 'USER', text: 'f6' }, { role: 'ASSISTANT', text: 'f7' }] } });
+    const grandchild = (await gqlOk(app, ForkSession, { input: { sessionId: fork, messageIndex: 6 } })).forkSession.session.id;
+    expect(summaryText(await assemble(grandchild))).toContain('F-own');
+  });
+
+  it('records the context on a turn, with first-turn and connector-swap flags', async () => {
+    const id = await conversation(2, { model: 'gpt-4o' });
+    const turn1 = await startTurn(id, 1);
+    const first = await assemble(id, { turnId: turn1 });
+    expect(first).toMatchObject({ isFirstTurn: true, hasConnectorSwap: false });
+    const recorded = await gqlOk(app, TurnContext, { id: turn1 });
+    expect(recorded.node).toMatchObject({ number: 1, context: { contextHash: first.contextHash, tokenCount: first.tokenCount } });
+
+    await gqlOk(app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'USER', text: 'again' }] } });
+    const turn2 = await startTurn(id, 2);
+    expect(await assemble(id, { turnId: turn2 })).toMatchObject({ isFirstTurn: false, hasConnectorSwap: false });
+
+    await gqlOk(app, UpdateSession, { input: { sessionId: id, settings: { model: 'claude-sonnet' } } });
+    const turn3 = await startTurn(id, 3);
+    expect(await assemble(id, { turnId: turn3 })).toMatchObject({ hasConnectorSwap: true });
+
+    const other = await conversation(2);
+    expect((await gqlError(app, Assemble, { input: { sessionId: other, turnId: turn1 } })).code).toBe('NOT_FOUND');
+  });
+
+  it('reports an attachment that is gone instead of dropping it silently', async () => {
+    const created = await gqlOk(app, CreateSession, {
+      input: {
+        messages: [
+          { role: 'USER', parts: [{ text: { text: 'see file' } }, { attachment: { name: 'a.txt', mimeType: 'text/plain', content: 'alpha' } }] },
+          { role: 'USER', parts: [{ attachment: { name: 'b.txt', mimeType: 'text/plain', content: 'beta' } }, { text: { text: 'and this' } }] },
+        ],
+      },
+    });
+    const id = created.createSession.id;
+    const ok = await assemble(id);
+    expect(ok.attachmentProblems).toEqual([]);
+    expect(ok.messages.map((m) => m.text).join('\n')).toContain('alpha');
+    await app.services.db.prisma.attachment.deleteMany({ where: { sessionId: rawId(id), name: 'a.txt' } });
+    const missing = await assemble(id);
+    expect(missing.attachmentProblems).toEqual([expect.objectContaining({ name: 'a.txt', problem: 'MISSING' })]);
+    expect(missing.messages.map((m) => m.text).join('\n')).toContain('beta');
+  });
+
+  it('gives the same hash for the same inputs and another for other inputs', async () => {
+    const id = await conversation(4);
+    const a = await assemble(id, { format: 'ANTHROPIC_MESSAGES' });
+    const b = await assemble(id, { format: 'ANTHROPIC_MESSAGES' });
+    const c = await assemble(id, { format: 'ANTHROPIC_MESSAGES', system: 'different' });
+    expect(a.contextHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(b.contextHash).toBe(a.contextHash);
+    expect(c.contextHash).not.toBe(a.contextHash);
+  });
+
+  it('loads only the messages that can fit, and gives exactly what assembling all of them gives', async () => {
+    const created = await gqlOk(app, CreateSession, { input: { title: 'window' } });
+    const id = created.createSession.id;
+    for (let batch = 0; batch < 6; batch++) {
+      const messages = [];
+      for (let i = 0; i < 10; i++) {
+        const n = batch * 10 + i;
+        messages.push(
+          { role: 'USER' as const, text: `Question ${n}: ${'why '.repeat(n % 7)}?` },
+          { role: 'ASSISTANT' as const, parts: [{ text: { text: 'Checking.' } }, { toolCall: { callId: `c${n}`, name: 'search', arguments: { n } } }] },
+          { role: 'TOOL' as const, parts: [{ toolResult: { callId: `c${n}`, content: `result ${n} `.repeat(20) } }] },
+          { role: 'ASSISTANT' as const, text: `Answer ${n}.` },
+        );
+      }
+      await gqlOk(app, AppendMessages, { input: { sessionId: id, messages } });
+    }
+    await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 40, summary: 'The first ten questions.' } });
+    const prisma = app.services.db.prisma;
+    const rows = await prisma.message.findMany({ where: { sessionId: rawId(id) }, orderBy: { position: 'asc' } });
+    const compaction = await prisma.compaction.findFirstOrThrow({ where: { sessionId: rawId(id) } });
+    for (const maxTokens of [120, 400, 1500]) {
+      const counter = app.services.db.queries;
+      counter.reset();
+      const served = await assemble(id, { maxTokens, format: 'OPENAI_CHAT', keepToolCallRounds: 1 });
+      const full = assemblePure({
+        messages: rows.map((r) => ({
+          id: r.id,
+          index: r.position,
+          role: r.role,
+          parts: r.parts as unknown as StoredPart[],
+          generating: r.generating,
+          tokens: { O200K_BASE: r.tokensO200k!, CL100K_BASE: r.tokensCl100k! },
+        })),
+        compaction: { id: compaction.id, uptoIndex: 40, summary: compaction.summary, tokens: null },
+        attachments: new Map(),
+        options: {
+          maxTokens,
+          maxMessages: null,
+          keepToolCallRounds: 1,
+          encoding: 'O200K_BASE',
+          system: null,
+          turnContext: null,
+          format: 'OPENAI_CHAT',
+          attachmentMaxChars: 20_000,
+          contextAttachmentMaxChars: 100_000,
+        },
+        flags: { isFork: false, isFirstTurn: true, hasConnectorSwap: false },
+      });
+      expect(served.contextHash, `maxTokens ${maxTokens}`).toBe(full.contextHash);
+      expect(served.tokenCount).toBe(full.tokenCount);
+      expect({ dropped: served.droppedMessageCount, truncated: served.truncated, elided: served.elidedToolResultCount }).toEqual({
+        dropped: full.droppedMessageCount,
+        truncated: full.truncated,
+        elided: full.elidedToolResultCount,
+      });
+      expect(served.decisions.map((d) => [d.index, d.decision])).toEqual(full.decisions.map((d) => [d.index, d.decision]));
+    }
+  });
+});

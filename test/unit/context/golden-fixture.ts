@@ -1,0 +1,32 @@
+/** The conversation behind the golden payload files (test/golden/*.json). */
+import type { AssembleContextInput, ContextFormat } from '../../../src/domain/context/index.js';
+import { attachmentPart, call, makeInput, msg, result, text, textAttachment } from './helpers.js';
+
+export function goldenInput(format: ContextFormat): AssembleContextInput {
+  const messages = [
+    msg(0, 'USER', [text('Plan a trip to Paris.')]),
+    msg(1, 'ASSISTANT', [text('Sure: when are you going?')]),
+    msg(2, 'USER', [text('What is the weather in Paris and Berlin? My notes are attached.'), attachmentPart('att_notes', 'notes <v2>.md', 'text/markdown')]),
+    msg(3, 'ASSISTANT', [
+      text('Checking both cities.'),
+      call('call_paris', 'get_weather', { city: 'Paris', units: 'metric' }),
+      call('call_berlin', 'get_weather', { city: 'Berlin', units: 'metric' }),
+    ]),
+    msg(4, 'TOOL', [result('call_paris', '{"temp_c":18,"sky":"clear"}'), result('call_berlin', 'upstream timeout', true)]),
+    msg(5, 'ASSISTANT', [text('Paris: 18 °C and clear. The Berlin lookup timed out.')]),
+    msg(6, 'USER', [text('Thanks! Should I pack an umbrella?')]),
+  ];
+  return makeInput(
+    messages,
+    {
+      format,
+      encoding: 'O200K_BASE',
+      system: 'You are a concise travel assistant.',
+      turnContext: { locale: 'en-GB', now: '2025-05-01T09:30:00Z', user: { name: 'Ada', plan: 'pro' } },
+    },
+    {
+      compaction: { id: 'cmp_1', uptoIndex: 2, summary: 'The user is planning a trip to Paris in May.', tokens: null },
+      attachments: [textAttachment('att_notes', '# Notes\nBring a coat & <maybe> an umbrella.', 'notes <v2>.md', 'text/markdown')],
+    },
+  );
+}
