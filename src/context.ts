@@ -34,6 +34,14 @@ export interface GraphQLContext {
 function createLoaders(prisma: PrismaClient, workspaceId: string) {
   return {
     messageRange: createMessageRangeLoader(prisma),
+    /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
+    forksByMessage: new DataLoader<string, Session[]>(async (messageIds) => {
+      const rows = await prisma.session.findMany({
+        where: { forkPointMessageId: { in: [...messageIds] }, workspaceId },
+        orderBy: { id: 'asc' },
+      });
+      return messageIds.map((id) => rows.filter((r) => r.forkPointMessageId === id));
+    }),
     sessionById: new DataLoader<string, Session | null>(async (ids) => {
       const rows = await prisma.session.findMany({ where: { id: { in: [...ids] }, workspaceId } });
       const byId = new Map(rows.map((r) => [r.id, r]));

@@ -102,15 +102,6 @@ export const Message = builder.prismaNode('Message', {
     session: t.relation('session', {
       description: 'The session that wrote this message (a fork sees it too when its cut lies after it).',
     }),
-    forks: t.relatedConnection('forks', {
-      description: 'Sessions forked at this message: it was left out of them ("branches from here"). Oldest first.',
-      cursor: 'id',
-      query: () => ({ orderBy: { id: 'asc' } }),
-      totalCount: true,
-    },
-    { description: 'A page of forks.' },
-    { description: 'A fork and its cursor.' },
-    ),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was appended.' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it last changed.' }),
   }),

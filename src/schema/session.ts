@@ -1,4 +1,5 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
+import { resolveArrayConnection } from '@pothos/plugin-relay';
 import { encodeIndexCursor, indexPage } from '../domain/pagination.js';
 import type { MessageInputData } from '../domain/parts.js';
 import { builder } from './builder.js';
@@ -107,6 +108,30 @@ builder.prismaObjectField(Session, 'ancestors', (t) =>
         return rows.filter((r): r is SessionRow => r !== null);
       },
     })
+);
+
+builder.prismaObjectField(Message, 'forks', (t) =>
+  t.connection(
+    {
+      type: Session,
+      description: 'Sessions forked at this message: it was left out of them ("branches from here"). Oldest first.',
+      resolve: async (message, args, ctx) => {
+        const forks = await ctx.loaders.forksByMessage.load(message.id);
+        return { ...resolveArrayConnection({ args }, forks), totalCount: forks.length };
+      },
+    },
+    {
+      name: 'MessageForksConnection',
+      description: 'A page of forks.',
+      fields: (c) => ({
+        totalCount: c.int({
+          description: 'Number of forks cut at this message.',
+          resolve: (connection) => (connection as unknown as { totalCount: number }).totalCount,
+        }),
+      }),
+    },
+    { name: 'MessageForksConnectionEdge', description: 'A fork and its cursor.' },
+  ),
 );
 
 builder.queryFields((t) => ({

@@ -137,3 +137,9 @@ export async function gqlError<R, V>(app: App, document: Doc<R, V>, variables?: 
   const [error] = result.errors;
   return { code: error.extensions?.code as string | undefined, message: error.message, errors: result.errors, data: result.data };
 }
+
+/** The database id inside a global ID (for tests that look at rows directly). */
+export const rawIdOf = (globalId: string) => Buffer.from(globalId, 'base64').toString('utf8').split(':').slice(1).join(':');
+
+/** A global ID for a type and database id. */
+export const globalIdOf = (typename: string, id: string) => Buffer.from(`${typename}:${id}`).toString('base64');

@@ -223,3 +223,87 @@ export const SessionGraph = graphql(`
     }
   }
 `);
+
+// --- Forks and the session graph (test/integration/forks.test.ts, bench/) ---
+
+export const SessionForkTree = graphql(`
+  query SessionForkTree($id: ID!, $messages: Int, $forks: Int) {
+    session(id: $id) {
+      id
+      messageCount
+      forks(first: $forks) {
+        totalCount
+        edges {
+          node {
+            id
+            title
+            forkIndex
+            depth
+            forkPointMessage {
+              id
+              index
+              role
+            }
+          }
+        }
+      }
+      messages(first: $messages) {
+        edges {
+          node {
+            id
+            index
+            role
+            forks(first: 50) {
+              totalCount
+              edges {
+                node {
+                  id
+                  title
+                  forkIndex
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+`);
+
+export const ForkPage = graphql(`
+  query ForkPage($id: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+    session(id: $id) {
+      id
+      messageCount
+      messages(first: $first, after: $after, last: $last, before: $before) {
+        edges {
+          node {
+            id
+            index
+            role
+            text
+          }
+        }
+        pageInfo {
+          hasNextPage
+          hasPreviousPage
+          startCursor
+          endCursor
+        }
+      }
+    }
+  }
+`);
+
+export const ForkSessionIds = graphql(`
+  mutation ForkSessionIds($input: ForkSessionInput!) {
+    forkSession(input: $input) {
+      session {
+        id
+      }
+      excludedMessage {
+        id
+      }
+    }
+  }
+`);

@@ -32,7 +32,8 @@ export class EventCollector<T = Record<string, unknown>> {
   async until(predicate: (events: T[]) => boolean, timeoutMs = 10_000, what = 'events'): Promise<T[]> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this.events)) {
-      if (this.errors.length) throw new Error(`subscription failed: ${JSON.stringify(this.errors)}`);
+      if (this.errors.length) throw new Error(`subscription failed while waiting for ${what}: ${JSON.stringify(this.errors)}`);
+      if (this.completed) throw new Error(`subscription ended while waiting for ${what}; got ${JSON.stringify(this.events)}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.events, null, 1)}`);
       await new Promise<void>((resolve) => {
@@ -97,6 +98,9 @@ export function subscribeSse<T = Record<string, unknown>>(
         body: JSON.stringify({ query: typeof document === 'string' ? document : print(document), variables }),
         signal: controller.signal,
       });
+      if (!response.ok || !response.headers.get('content-type')?.includes('text/event-stream')) {
+        throw new Error(`expected an event stream, got ${response.status} ${response.headers.get('content-type')}: ${await response.text()}`);
+      }
       const reader = response.body!.getReader();
       const decoder = new TextDecoder();
       let buffer = '';

@@ -3,7 +3,7 @@ import { assembleContext as assemblePure } from '../../src/domain/context/index.
 import type { StoredPart } from '../../src/domain/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { graphql } from '../generated/index.js';
-import { backend, createTestApp, dropTestDatabases, gql, gqlError, gqlOk, type TestApp } from '../helpers/app.js';
+import { backend, createTestApp, dropTestDatabases, gql, gqlError, gqlOk, rawIdOf, globalIdOf, type TestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, ForkSession, UpdateSession } from '../helpers/documents.js';
 
 const Assemble = graphql(`
@@ -78,8 +78,8 @@ afterAll(async () => {
   await dropTestDatabases();
 });
 
-const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString().split(':')[1];
-const globalId = (type: string, id: string) => Buffer.from(`${type}:${id}`).toString('base64');
+const rawId = rawIdOf;
+const globalId = globalIdOf;
 
 /** A session of `n` alternating USER/ASSISTANT messages "m0", "m1", …; returns its ID. */
 async function conversation(n: number, settings: Record<string, unknown> = {}) {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, type TestApp } from '../helpers/app.js';
+import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
 import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
@@ -171,7 +171,7 @@ describe.runIf(backend.postgresUrl)(`two server instances (${backend.label})`, (
       ),
     );
     const events = await app.services.db.prisma.sessionEvent.findMany({
-      where: { session: { id: Buffer.from(id, 'base64').toString().split(':')[1] } },
+      where: { sessionId: rawIdOf(id) },
       orderBy: { sequence: 'asc' },
     });
     expect(events.map((e) => e.sequence)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));

@@ -1,0 +1,119 @@
+/**
+ * The benchmark harness's shared types and helpers.
+ *
+ * A scenario is a module in bench/scenarios/ whose default export is a `Scenario`:
+ *
+ *   import type { Scenario } from '../lib.js';
+ *   export default {
+ *     name: 'my-scenario',                       // what `npm run bench -- my-scenario` selects
+ *     description: 'One line for the report.',
+ *     async run(ctx) {                           // called once per backend, with a fresh app and database
+ *       const t = await ctx.time(() => ctx.gql('{ sessions(first: 1) { totalCount } }'));
+ *       return [{ metric: 'list.ms', value: t.ms, unit: 'ms', target: { op: '<', value: 5 } }];
+ *     },
+ *   } satisfies Scenario;
+ *
+ * `run` returns measurement rows; the runner adds the scenario name, the backend and pass/fail
+ * against each row's target, and merges them into bench/results.json and bench/results.md.
+ * Files whose name starts with `_` are not scenarios (put shared helpers there).
+ */
+import type { App } from '../src/app.js';
+
+export type BackendKind = 'pglite' | 'postgres';
+
+/** A target a measured value must meet, e.g. `{ op: '<', value: 1.5 }`. */
+export interface Target {
+  op: '<' | '<=' | '>' | '>=';
+  value: number;
+}
+
+/** One measurement a scenario reports. */
+export interface Row {
+  /** Dotted name, unique within the scenario, e.g. `fork.median.100k`. */
+  metric: string;
+  value: number;
+  /** `ms`, `queries`, `ratio`, `rows`, `s` … */
+  unit: string;
+  /** Omit (or null) for figures reported without a target. */
+  target?: Target | null;
+  /** A short remark shown in the Markdown table. */
+  note?: string;
+}
+
+/** A row as stored in results.json. */
+export interface ResultRow {
+  scenario: string;
+  backend: BackendKind;
+  metric: string;
+  value: number;
+  unit: string;
+  /** The target as text, e.g. "< 1.5"; null when none. */
+  target: string | null;
+  /** Whether the value meets the target; null when there is no target. */
+  pass: boolean | null;
+  note: string | null;
+  /** When the scenario ran (ISO 8601). */
+  at: string;
+}
+
+export interface BenchContext {
+  backend: BackendKind;
+  /** A fresh app on a fresh, empty database of this backend (in-memory pub/sub, no API keys). */
+  app: App;
+  /** The default workspace's id (the app runs keyless). */
+  workspaceId: string;
+  /** Runs a GraphQL operation in process (`yoga.fetch`); throws on any GraphQL error. */
+  gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<T>;
+  /** Times one call. */
+  time<T>(fn: () => Promise<T>): Promise<{ ms: number; result: T }>;
+  /** Counts the SQL statements `fn` sends (the app's QueryCounter); returns them too. */
+  countQueries<T>(fn: () => Promise<T>): Promise<{ count: number; statements: string[]; result: T }>;
+  /**
+   * Creates a root session through GraphQL and inserts `messages` rows straight into the table in
+   * one SQL statement (USER at even positions, ASSISTANT at odd, `tokens` tokens each), fast
+   * enough for 100,000 rows, then runs ANALYZE unless `analyze: false`. Returns the session's
+   * global ID and database id.
+   */
+  seedSession(options: {
+    title: string;
+    messages: number;
+    tokens?: number;
+    analyze?: boolean;
+  }): Promise<{ id: string; rawId: string; messageCount: number }>;
+  /** Progress output (stderr). */
+  log(message: string): void;
+}
+
+export interface Scenario {
+  name: string;
+  description: string;
+  run(ctx: BenchContext): Promise<Row[]>;
+}
+
+/** The value at quantile q (0..1) of the samples, linear interpolation. */
+export function quantile(samples: number[], q: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+export const median = (samples: number[]) => quantile(samples, 0.5);
+export const p95 = (samples: number[]) => quantile(samples, 0.95);
+
+export function meets(value: number, target: Target): boolean {
+  switch (target.op) {
+    case '<':
+      return value < target.value;
+    case '<=':
+      return value <= target.value;
+    case '>':
+      return value > target.value;
+    case '>=':
+      return value >= target.value;
+  }
+}
+
+export const round = (value: number, digits = 3) => Number(value.toFixed(digits));

@@ -1,0 +1,295 @@
+/**
+ * `npm run bench [-- <scenario> …] [--backend=pglite|postgres]`
+ *
+ * Runs the scenarios of bench/scenarios/ (all by default, or those named) on PGlite, and on
+ * PostgreSQL when one answers: BENCH_DATABASE_URL, else postgres://root@127.0.0.1:5432/test if it
+ * is reachable. Each scenario gets a fresh app on a fresh database per backend (on PostgreSQL a new
+ * database, dropped afterwards). Results are merged into bench/results.json and bench/results.md:
+ * the rows of the scenarios and backends that ran are replaced, every other row is kept.
+ * See bench/lib.ts for the scenario interface.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { buildApp, type App } from '../src/app.js';
+import type { AppConfig } from '../src/config.js';
+import { createDatabase } from '../src/db/database.js';
+import { meets, type BackendKind, type BenchContext, type ResultRow, type Row, type Scenario } from './lib.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const RESULTS_JSON = join(here, 'results.json');
+const RESULTS_MD = join(here, 'results.md');
+const DEFAULT_POSTGRES = 'postgres://root@127.0.0.1:5432/test';
+
+const log = (message: string) => process.stderr.write(`${message}\n`);
+const startLoad = loadavg().map((l) => Number(l.toFixed(2)));
+
+async function loadScenarios(): Promise<Scenario[]> {
+  const dir = join(here, 'scenarios');
+  const files = readdirSync(dir)
+    .filter((f) => /\.(ts|js|mjs)$/.test(f) && !f.startsWith('_') && !f.endsWith('.d.ts'))
+    .sort();
+  const scenarios: Scenario[] = [];
+  for (const file of files) {
+    const mod = (await import(pathToFileURL(join(dir, file)).href)) as { default?: Scenario };
+    const scenario = mod.default;
+    if (!scenario || typeof scenario.run !== 'function' || !scenario.name) {
+      throw new Error(`bench/scenarios/${file} must default-export { name, description, run(ctx) }`);
+    }
+    scenarios.push(scenario);
+  }
+  return scenarios;
+}
+
+/** The PostgreSQL server to use, or null: BENCH_DATABASE_URL, else the default one if it answers. */
+async function findPostgres(): Promise<string | null> {
+  const explicit = process.env.BENCH_DATABASE_URL?.trim();
+  const url = explicit || DEFAULT_POSTGRES;
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return url;
+  } catch (error) {
+    if (explicit) throw new Error(`BENCH_DATABASE_URL does not answer: ${(error as Error).message}`);
+    log(`PostgreSQL at ${DEFAULT_POSTGRES} does not answer (${(error as Error).message}); PGlite only.`);
+    return null;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function config(databaseUrl: string | null): AppConfig {
+  return {
+    port: 0,
+    host: '127.0.0.1',
+    dataDir: 'memory://',
+    databaseUrl,
+    redisUrl: null,
+    redisPrefix: `sgbench:${randomBytes(4).toString('hex')}:`,
+    logLevel: 'silent',
+    apiKeys: [],
+    production: false,
+  };
+}
+
+/** A fresh app on a fresh database; `dispose` closes it and drops the database. */
+async function freshApp(backend: BackendKind, postgresUrl: string | null): Promise<{ app: App; dispose: () => Promise<void> }> {
+  if (backend === 'pglite') {
+    const database = await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
+    const app = await buildApp(config(null), { database });
+    return { app, dispose: () => app.close() };
+  }
+  const admin = new pg.Client({ connectionString: postgresUrl! });
+  await admin.connect();
+  const name = `sg_bench_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(postgresUrl!);
+  url.pathname = `/${name}`;
+  const drop = async () => {
+    const c = new pg.Client({ connectionString: postgresUrl! });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  };
+  let app: App;
+  try {
+    app = await buildApp(config(url.toString()));
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+  return {
+    app,
+    dispose: async () => {
+      await app.close();
+      await drop();
+    },
+  };
+}
+
+function context(backend: BackendKind, app: App, workspaceId: string): BenchContext {
+  const gql = async <T>(query: string, variables?: Record<string, unknown>): Promise<T> => {
+    const response = await app.yoga.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await response.json()) as { data?: T; errors?: { message: string }[] };
+    if (body.errors?.length || !body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors ?? body)}`);
+    return body.data;
+  };
+  const prisma = app.services.db.prisma;
+  return {
+    backend,
+    app,
+    workspaceId,
+    gql,
+    async time(fn) {
+      const started = performance.now();
+      const result = await fn();
+      return { ms: performance.now() - started, result };
+    },
+    async countQueries(fn) {
+      const counter = app.services.db.queries;
+      counter.reset();
+      const result = await fn();
+      return { count: counter.count, statements: [...counter.statements], result };
+    },
+    async seedSession({ title, messages, tokens = 3, analyze = true }) {
+      const created = await gql<{ createSession: { id: string } }>(
+        'mutation ($title: String!) { createSession(input: { title: $title }) { id } }',
+        { title },
+      );
+      const id = created.createSession.id;
+      const rawId = Buffer.from(id, 'base64').toString('utf8').split(':').slice(1).join(':');
+      if (messages > 0) {
+        await prisma.$executeRaw`
+          INSERT INTO "Message" (id, "sessionId", position, role, parts, text, "toolCallIds", "toolResultIds",
+                                 generating, "tokensO200k", "tokensCl100k", "createdAt", "updatedAt")
+          SELECT gen_random_uuid()::text, ${rawId}, g,
+                 (CASE WHEN g % 2 = 0 THEN 'USER' ELSE 'ASSISTANT' END)::"MessageRole",
+                 jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'message ' || g)),
+                 'message ' || g, '{}', '{}', false, ${tokens}, ${tokens},
+                 now() + g * interval '1 millisecond', now() + g * interval '1 millisecond'
+          FROM generate_series(0, ${messages - 1}::int) AS g`;
+        await prisma.$executeRaw`UPDATE "Session" SET "messageCount" = ${messages} WHERE id = ${rawId}`;
+        // Fresh planner statistics, as autovacuum would have them for a table in steady use.
+        if (analyze) await prisma.$executeRawUnsafe('ANALYZE "Message"');
+      }
+      return { id, rawId, messageCount: messages };
+    },
+    log: (message) => log(`  [${backend}] ${message}`),
+  };
+}
+
+function parseArgs(argv: string[]) {
+  const names: string[] = [];
+  let backends: BackendKind[] | null = null;
+  let list = false;
+  for (const arg of argv) {
+    if (arg === '--list') list = true;
+    else if (arg.startsWith('--backend=')) backends = arg.slice('--backend='.length).split(',') as BackendKind[];
+    else if (arg.startsWith('-')) throw new Error(`unknown option ${arg}`);
+    else names.push(arg);
+  }
+  return { names, backends, list };
+}
+
+function readResults(): ResultRow[] {
+  if (!existsSync(RESULTS_JSON)) return [];
+  try {
+    const parsed = JSON.parse(readFileSync(RESULTS_JSON, 'utf8')) as { results?: ResultRow[] };
+    return Array.isArray(parsed.results) ? parsed.results : [];
+  } catch {
+    log('bench/results.json is unreadable; starting it afresh.');
+    return [];
+  }
+}
+
+const fmt = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(Math.abs(value) >= 100 ? 1 : 3));
+
+function writeResults(rows: ResultRow[]) {
+  const environment = {
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    cpu: `${cpus()[0]?.model ?? 'unknown'} ×${cpus().length}`,
+    loadAverage: { atStart: startLoad, atEnd: loadavg().map((l) => Number(l.toFixed(2))) },
+  };
+  const updatedAt = new Date().toISOString();
+  writeFileSync(RESULTS_JSON, `${JSON.stringify({ updatedAt, environment, results: rows }, null, 2)}\n`);
+  const lines = [
+    '# Benchmark results',
+    '',
+    `Written by \`npm run bench\` (bench/run.ts); last run ${updatedAt} on Node ${environment.node}, ${environment.platform}, ${environment.cpu};`,
+    `load average (1/5/15 min) ${environment.loadAverage.atStart.join(' / ')} at the start, ${environment.loadAverage.atEnd.join(' / ')} at the end.`,
+    'Each row shows when its scenario last ran. Latencies are in-process GraphQL requests (`yoga.fetch`), database included.',
+    '',
+    '| scenario | backend | metric | value | unit | target | pass | note | ran at |',
+    '|---|---|---|---:|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.backend} | ${r.metric} | ${fmt(r.value)} | ${r.unit} | ${r.target ?? ''} | ${
+          r.pass === null ? '' : r.pass ? 'yes' : '**NO**'
+        } | ${(r.note ?? '').replace(/\|/g, '\\|')} | ${r.at.slice(0, 19).replace('T', ' ')} |`,
+    ),
+    '',
+  ];
+  writeFileSync(RESULTS_MD, lines.join('\n'));
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const all = await loadScenarios();
+  if (args.list) {
+    for (const s of all) console.log(`${s.name}\t${s.description}`);
+    return;
+  }
+  const unknown = args.names.filter((n) => !all.some((s) => s.name === n));
+  if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')}; known: ${all.map((s) => s.name).join(', ')}`);
+  const selected = args.names.length ? all.filter((s) => args.names.includes(s.name)) : all;
+
+  const wanted = args.backends ?? ['pglite', 'postgres'];
+  const postgresUrl = wanted.includes('postgres') ? await findPostgres() : null;
+  const backends = wanted.filter((b) => b === 'pglite' || (b === 'postgres' && postgresUrl)) as BackendKind[];
+
+  const fresh: ResultRow[] = [];
+  const ran = new Set<string>();
+  let failures = 0;
+  for (const scenario of selected) {
+    for (const backend of backends) {
+      log(`${scenario.name} on ${backend}: ${scenario.description}`);
+      const started = performance.now();
+      const { app, dispose } = await freshApp(backend, postgresUrl);
+      let rows: Row[];
+      try {
+        const workspaceId = await app.services.auth.workspaceFor(null);
+        rows = await scenario.run(context(backend, app, workspaceId));
+      } catch (error) {
+        failures++;
+        log(`  [${backend}] FAILED: ${(error as Error).stack ?? error}`);
+        continue;
+      } finally {
+        await dispose();
+      }
+      const at = new Date().toISOString();
+      ran.add(`${scenario.name}\u0000${backend}`);
+      for (const row of rows) {
+        const target = row.target ?? null;
+        const result: ResultRow = {
+          scenario: scenario.name,
+          backend,
+          metric: row.metric,
+          value: row.value,
+          unit: row.unit,
+          target: target ? `${target.op} ${target.value}` : null,
+          pass: target ? meets(row.value, target) : null,
+          note: row.note ?? null,
+          at,
+        };
+        fresh.push(result);
+        const verdict = result.pass === null ? '' : result.pass ? '  ok' : '  MISSED';
+        log(`  [${backend}] ${row.metric} = ${fmt(row.value)} ${row.unit}${result.target ? ` (target ${result.target})` : ''}${verdict}`);
+      }
+      log(`  [${backend}] done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    }
+  }
+
+  const kept = readResults().filter((r) => !ran.has(`${r.scenario}\u0000${r.backend}`));
+  const order = (r: ResultRow) => `${r.scenario}\u0000${r.backend === 'pglite' ? 0 : 1}`;
+  const merged = [...kept, ...fresh].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  writeResults(merged);
+  log(`wrote bench/results.json and bench/results.md (${fresh.length} new rows, ${kept.length} kept)`);
+  const missed = fresh.filter((r) => r.pass === false);
+  if (missed.length) log(`${missed.length} target(s) missed: ${missed.map((r) => `${r.scenario}/${r.backend}/${r.metric}`).join(', ')}`);
+  if (failures) process.exitCode = 1;
+}
+
+main().catch((error) => {
+  log((error as Error).stack ?? String(error));
+  process.exitCode = 1;
+});

@@ -1,0 +1,137 @@
+import { countStoredTokens } from '../../src/domain/tokens.js';
+import type { StoredPart } from '../../src/domain/types.js';
+import { uuidv7 } from '../../src/db/ids.js';
+import { median, p95, round, type Scenario } from '../lib.js';
+
+const MESSAGES = 10_000;
+const BUDGET = 128_000;
+const RUNS = 15;
+
+/*
+ * Sizes follow what agent sessions look like: short user turns, assistant answers of a few hundred
+ * tokens (often with code), tool results of several hundred (file contents, JSON). Average about
+ * 250 o200k tokens a message; the report gives the exact figure.
+ */
+const CODE_LINES = [
+  'export async function loadOrders(db: Db, customerId: string): Promise<Order[]> {',
+  '  const rows = await db.query("SELECT * FROM orders WHERE customer_id = $1 ORDER BY created_at DESC", [customerId]);',
+  '  return rows.map((row) => ({ id: row.id, total: Number(row.total), items: JSON.parse(row.items) }));',
+  '}',
+  'const totals = orders.reduce((sum, order) => sum + order.total, 0);',
+  'if (totals > LIMIT) throw new Error(`limit exceeded for ${customerId}: ${totals}`);',
+];
+const PROSE = [
+  'The quarterly report shows revenue growing in every region, with the strongest gains in the north where the new distribution centre opened in March.',
+  'We should keep the retry budget small, because every retry doubles the load on the upstream service during an incident.',
+  'Caching the lookup in memory removes most of the latency, but the cache has to be invalidated when an order is refunded.',
+  'The migration can run online: the new column is nullable, the backfill runs in batches, and the constraint is added last.',
+];
+const pick = <T>(list: T[], i: number, k: number) => list[(i * 7 + k * 3) % list.length];
+const prose = (i: number, sentences: number) => Array.from({ length: sentences }, (_, k) => pick(PROSE, i, k)).join(' ');
+const code = (i: number, lines: number) => Array.from({ length: lines }, (_, k) => pick(CODE_LINES, i, k)).join('\n');
+const json = (i: number, items: number) =>
+  JSON.stringify({
+    query: `orders for customer ${i}`,
+    results: Array.from({ length: items }, (_, k) => ({ id: `ord_${i}_${k}`, total: (i * 13 + k * 7) % 1000, currency: 'EUR', status: k % 3 ? 'paid' : 'refunded', items: [{ sku: `SKU-${k}`, qty: (k % 4) + 1 }] })),
+  });
+
+/** Message i of a mixed conversation: prose, code, JSON and tool rounds (call then result). */
+function messageAt(i: number): { role: 'USER' | 'ASSISTANT' | 'TOOL'; parts: StoredPart[] } {
+  switch (i % 6) {
+    case 0:
+      return { role: 'USER', parts: [{ type: 'text', text: `${prose(i, 1 + (i % 3))} What should we change next?` }] };
+    case 1:
+      return { role: 'ASSISTANT', parts: [{ type: 'text', text: `${prose(i, 3)}\n\n\`\`\`ts\n${code(i, 12 + (i % 10))}\n\`\`\`\n${prose(i + 1, 2)}` }] };
+    case 2:
+      return { role: 'USER', parts: [{ type: 'text', text: `Here is what the API returned: ${json(i, 2)} Does that look right?` }] };
+    case 3:
+      return {
+        role: 'ASSISTANT',
+        parts: [
+          { type: 'text', text: 'Let me look up the orders.' },
+          { type: 'toolCall', callId: `call-${i}`, name: 'search_orders', arguments: { customer: `c-${i}`, limit: 20 } },
+        ],
+      };
+    case 4:
+      return { role: 'TOOL', parts: [{ type: 'toolResult', callId: `call-${i - 1}`, content: json(i, 10 + (i % 8)), isError: false }] };
+    default:
+      return { role: 'ASSISTANT', parts: [{ type: 'text', text: prose(i, 6 + (i % 5)) }] };
+  }
+}
+
+const ASSEMBLE = `mutation ($id: ID!) {
+  assembleContext(input: { sessionId: $id, maxTokens: ${BUDGET}, format: OPENAI_CHAT }) { tokenCount truncated droppedMessageCount contextHash }
+}`;
+
+export default {
+  name: 'context',
+  description: `assembleContext of a ${MESSAGES.toLocaleString('en')}-message session (text, code, JSON, tool rounds) at a ${BUDGET.toLocaleString('en')}-token budget, with stored token counts and with every message recounted.`,
+  async run(ctx) {
+    const prisma = ctx.app.services.db.prisma;
+    const created = await ctx.gql<{ createSession: { id: string } }>(
+      'mutation { createSession(input: { title: "context bench" }) { id } }',
+    );
+    const id = created.createSession.id;
+    const rawId = Buffer.from(id, 'base64').toString().split(':')[1];
+
+    ctx.log(`context: seeding ${MESSAGES} messages with their token counts`);
+    const rows = Array.from({ length: MESSAGES }, (_, i) => {
+      const { role, parts } = messageAt(i);
+      const tokens = countStoredTokens(parts);
+      return {
+        id: uuidv7(),
+        sessionId: rawId,
+        position: i,
+        role,
+        parts: parts as never,
+        text: parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'),
+        toolCallIds: parts.flatMap((p) => (p.type === 'toolCall' ? [p.callId] : [])),
+        toolResultIds: parts.flatMap((p) => (p.type === 'toolResult' ? [p.callId] : [])),
+        tokensO200k: tokens.O200K_BASE,
+        tokensCl100k: tokens.CL100K_BASE,
+      };
+    });
+    for (let i = 0; i < rows.length; i += 2_000) await prisma.message.createMany({ data: rows.slice(i, i + 2_000) });
+    const averageTokens = rows.reduce((sum, row) => sum + row.tokensO200k, 0) / rows.length;
+    await prisma.session.update({ where: { id: rawId }, data: { messageCount: MESSAGES } });
+
+    const measure = async () => {
+      const samples: number[] = [];
+      let last: { assembleContext: { tokenCount: number; contextHash: string } } | null = null;
+      for (let run = 0; run < RUNS + 2; run++) {
+        const { ms, result } = await ctx.time(() => ctx.gql(ASSEMBLE, { id }));
+        if (run >= 2) samples.push(ms);
+        last = result as typeof last;
+      }
+      return { samples, last: last!.assembleContext };
+    };
+
+    const stored = await measure();
+    // The same session with no stored counts: every message is tokenized again on each call.
+    await prisma.message.updateMany({ where: { sessionId: rawId }, data: { tokensO200k: null, tokensCl100k: null } });
+    const recount = await measure();
+    if (recount.last.contextHash !== stored.last.contextHash) throw new Error('recounting changed the assembled context');
+
+    const storedMedian = median(stored.samples);
+    const recountMedian = median(recount.samples);
+    return [
+      {
+        metric: 'assemble.stored.median',
+        value: round(storedMedian, 2),
+        unit: 'ms',
+        target: ctx.backend === 'postgres' ? { op: '<', value: 50 } : null,
+        note: `${stored.last.tokenCount} tokens assembled`,
+      },
+      { metric: 'assemble.stored.p95', value: round(p95(stored.samples), 2), unit: 'ms' },
+      { metric: 'session.average_tokens_per_message', value: round(averageTokens, 1), unit: 'tokens', note: 'o200k content tokens' },
+      { metric: 'assemble.recount.median', value: round(recountMedian, 2), unit: 'ms' },
+      {
+        metric: 'assemble.speedup',
+        value: round(recountMedian / storedMedian, 2),
+        unit: 'ratio',
+        target: { op: '>=', value: 10 },
+        note: 'recount median / stored median',
+      },
+    ];
+  },
+} satisfies Scenario;
