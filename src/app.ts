@@ -10,6 +10,7 @@ import { WorkspaceAuth } from './auth.js';
 import type { AppConfig } from './config.js';
 import { createGraphQLContext, type AppServices, type GraphQLContext } from './context.js';
 import { createDatabase, type Database } from './db/database.js';
+import { Prisma } from './generated/prisma/client.js';
 import { DomainError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
@@ -90,6 +91,13 @@ function assemble(services: AppServices): App {
       maskError(error) {
         const original = error instanceof GraphQLError ? error.originalError : error;
         if (error instanceof GraphQLError && (!original || original instanceof GraphQLError)) return error;
+        // A row read after the write that made it, deleted in between by another request.
+        if (original instanceof Prisma.PrismaClientKnownRequestError && original.code === 'P2025') {
+          return new GraphQLError('The object was not found; it may just have been deleted.', {
+            path: error instanceof GraphQLError ? error.path : undefined,
+            extensions: { code: 'NOT_FOUND' },
+          });
+        }
         const errorId = randomUUID();
         logger.error('unexpected error', { errorId, error: original ?? error });
         return new GraphQLError(`Unexpected error (id ${errorId}); it has been logged.`, {

@@ -18,5 +18,5 @@ export function nextForkTitle(base: string, highest: bigint | null): string {
   return `${base} (fork ${(highest ?? 0n) + 1n})`;
 }
 
-/** The SQL regular expression equivalent of FORK_SUFFIX, for finding the highest number in a tree. */
-export const FORK_SUFFIX_SQL = '^(.*) \\(fork ([0-9]+)\\)$';
+/** What follows a base in a title of that base: exactly " (fork N)", capturing N (SQL regex). */
+export const FORK_NUMBER_AFTER_BASE_SQL = '^ \\(fork ([0-9]+)\\)$';

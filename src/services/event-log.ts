@@ -1,3 +1,4 @@
+import { uuidv7 } from '../db/ids.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import type { Prisma, PrismaClient, SessionEventType } from '../generated/prisma/client.js';
 
@@ -17,22 +18,32 @@ export interface NewSessionEvent {
  */
 export async function appendEvents(tx: Tx, sessionId: string, events: NewSessionEvent[]): Promise<SessionEventMessage[]> {
   if (events.length === 0) return [];
-  const [{ eventSequence }] = await tx.$queryRaw<{ eventSequence: number }[]>`
-    UPDATE "Session" SET "eventSequence" = "eventSequence" + ${events.length} WHERE id = ${sessionId} RETURNING "eventSequence"`;
-  const first = eventSequence - events.length + 1;
   const createdAt = new Date();
-  const rows = events.map((event, i) => ({
-    id: crypto.randomUUID(),
+  const ids = events.map(() => uuidv7());
+  // One statement: take the next sequence numbers from the session row and insert the events.
+  const rows = await tx.$queryRaw<{ id: string; sequence: number }[]>`
+    WITH numbered AS (
+      UPDATE "Session" SET "eventSequence" = "eventSequence" + ${events.length} WHERE id = ${sessionId}
+      RETURNING "eventSequence" - ${events.length} AS base
+    )
+    INSERT INTO "SessionEvent" (id, "sessionId", sequence, type, "turnId", "messageId", payload, "createdAt")
+    SELECT e.id, ${sessionId}, numbered.base + e.ord, e.type::"SessionEventType", e.turn_id, e.message_id, e.payload::jsonb, ${createdAt}
+    FROM numbered, unnest(
+      ${ids}::text[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.turnId ?? null)}::text[],
+      ${events.map((e) => e.messageId ?? null)}::text[], ${events.map((e) => JSON.stringify(e.payload ?? {}))}::text[]
+    ) WITH ORDINALITY AS e(id, type, turn_id, message_id, payload, ord)
+    RETURNING id, sequence`;
+  const sequenceOf = new Map(rows.map((row) => [row.id, Number(row.sequence)]));
+  return events.map((event, i) => ({
+    id: ids[i],
     sessionId,
-    sequence: first + i,
+    sequence: sequenceOf.get(ids[i])!,
     type: event.type,
     turnId: event.turnId ?? null,
     messageId: event.messageId ?? null,
-    payload: (event.payload ?? {}) as Prisma.InputJsonValue,
-    createdAt,
+    payload: event.payload ?? {},
+    createdAt: createdAt.toISOString(),
   }));
-  await tx.sessionEvent.createMany({ data: rows });
-  return rows.map((row) => ({ ...row, payload: row.payload, createdAt: createdAt.toISOString() }));
 }
 
 export function publishAll(bus: EventBus, events: SessionEventMessage[]) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { uuidv7 } from '../db/ids.js';
-import { FORK_SUFFIX_SQL, forkTitleBase, nextForkTitle } from '../domain/fork-title.js';
+import { FORK_NUMBER_AFTER_BASE_SQL, forkTitleBase, nextForkTitle } from '../domain/fork-title.js';
 import { childLineage, compactionScopes, ownerOf, visibleSegments, type LineageSession } from '../domain/lineage.js';
 import {
   draftMessage,
@@ -36,6 +36,9 @@ export interface LockedSession extends LineageSession {
 }
 
 export const DEFAULT_TITLE = 'Untitled session';
+const LOCKED_COLUMNS = Prisma.raw(
+  'id, "workspaceId", "rootId", "parentId", "ancestorIds", depth, "forkIndex", "messageCount", "compactionCount", lineage, title, settings, metadata',
+);
 const RECENT_WINDOW = 64;
 
 /**
@@ -66,9 +69,21 @@ export class SessionService {
 
   async lock(tx: Tx, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
     const rows = await tx.$queryRaw<LockedSession[]>`
-      SELECT id, "workspaceId", "rootId", "parentId", "ancestorIds", depth, "forkIndex", "messageCount",
-             "compactionCount", lineage, title, settings, metadata
-      FROM "Session" WHERE id = ${sessionId} AND "workspaceId" = ${workspaceId} FOR UPDATE`;
+      SELECT ${LOCKED_COLUMNS} FROM "Session" WHERE id = ${sessionId} AND "workspaceId" = ${workspaceId} FOR UPDATE`;
+    if (!rows[0]) throw notFound('Session', label);
+    return rows[0];
+  }
+
+  /**
+   * Locks the root of the session's fork tree, in one statement. Forks and deletes take it first
+   * (then the session itself), so concurrent forks anywhere in one tree get distinct numbers and a
+   * delete never races a fork of a session it removes.
+   */
+  async lockTreeRoot(tx: Tx, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
+    const rows = await tx.$queryRaw<LockedSession[]>`
+      SELECT ${LOCKED_COLUMNS} FROM "Session"
+      WHERE id = (SELECT "rootId" FROM "Session" WHERE id = ${sessionId} AND "workspaceId" = ${workspaceId})
+      FOR UPDATE`;
     if (!rows[0]) throw notFound('Session', label);
     return rows[0];
   }
@@ -116,11 +131,8 @@ export class SessionService {
   /** Deletes a session, or with `cascade` its whole subtree of forks. Returns the deleted ids. */
   async deleteSession(workspaceId: string, sessionId: string, cascade: boolean, label?: string): Promise<string[]> {
     return this.write(async (tx) => {
-      const target = await tx.session.findFirst({ where: { id: sessionId, workspaceId }, select: { rootId: true } });
-      if (!target) throw notFound('Session', label ?? sessionId);
-      // Forks lock the tree's root first; taking it here too serializes a delete with any fork in the tree.
-      if (target.rootId !== sessionId) await this.lock(tx, workspaceId, target.rootId);
-      await this.lock(tx, workspaceId, sessionId, label);
+      const root = await this.lockTreeRoot(tx, workspaceId, sessionId, label);
+      if (root.id !== sessionId) await this.lock(tx, workspaceId, sessionId, label);
       const descendants = await tx.session.findMany({
         where: { ancestorIds: { has: sessionId } },
         select: { id: true, depth: true },
@@ -341,11 +353,8 @@ export class SessionService {
     if (byIndex === byId) throw badInput('forkSession: give exactly one of messageIndex and messageId.');
     const title = input.title === undefined || input.title === null ? null : checkTitle(input.title);
     return this.write(async (tx, events) => {
-      const peek = await tx.session.findFirst({ where: { id: input.sessionId, workspaceId }, select: { rootId: true } });
-      if (!peek) throw notFound('Session', label ?? input.sessionId);
-      // Lock order root → parent everywhere: concurrent forks anywhere in one tree take distinct numbers.
-      const root = await this.lock(tx, workspaceId, peek.rootId);
-      const parent = peek.rootId === input.sessionId ? root : await this.lock(tx, workspaceId, input.sessionId, label);
+      const root = await this.lockTreeRoot(tx, workspaceId, input.sessionId, label);
+      const parent = root.id === input.sessionId ? root : await this.lock(tx, workspaceId, input.sessionId, label);
       let index: number;
       let excluded: Message | null;
       if (byIndex) {
@@ -476,10 +485,10 @@ export async function messageAt(db: PrismaClient | Tx, session: LineageSession, 
 }
 
 async function nextTitleInTree(tx: Tx, rootId: string, base: string): Promise<string> {
+  // Titles with this base are the base followed by exactly " (fork N)".
   const [row] = await tx.$queryRaw<{ highest: string | null }[]>`
-    SELECT max(m[2]::numeric)::text AS highest
-    FROM (SELECT regexp_match(title, ${FORK_SUFFIX_SQL}) AS m FROM "Session" WHERE "rootId" = ${rootId}) AS t
-    WHERE m[1] = ${base}`;
+    SELECT max(substring(substr(title, char_length(${base}) + 1) FROM ${FORK_NUMBER_AFTER_BASE_SQL})::numeric)::text AS highest
+    FROM "Session" WHERE "rootId" = ${rootId} AND starts_with(title, ${base})`;
   return nextForkTitle(base, row?.highest ? BigInt(row.highest) : null);
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FORK_SUFFIX_SQL, forkNumberOf, forkTitleBase, nextForkTitle } from '../../src/domain/fork-title.js';
+import { forkNumberOf, forkTitleBase, nextForkTitle } from '../../src/domain/fork-title.js';
 
 describe('forkTitleBase', () => {
   it.each([
@@ -74,14 +74,3 @@ describe('nextForkTitle', () => {
   });
 });
 
-describe('FORK_SUFFIX_SQL', () => {
-  it('is the same pattern as the JavaScript one, for titles without newlines', () => {
-    // PostgreSQL AREs let `.` match a newline by default, like [\s\S] in JavaScript; the
-    // integration tests compare both engines on the real database, newlines included.
-    const pattern = new RegExp(FORK_SUFFIX_SQL);
-    for (const title of ['T (fork 1)', 'Q1 (fork 2) Analysis', 'X (fork 2) ', ' (fork 1)', 'T (fork 1) (fork 2)']) {
-      const match = pattern.exec(title);
-      expect(match ? match[1] : title).toBe(forkTitleBase(title));
-    }
-  });
-});
