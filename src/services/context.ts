@@ -15,12 +15,27 @@ import {
 import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
 import { clipSegments, visibleSegments, type Segment } from '../domain/lineage.js';
 import { notFound } from '../errors.js';
-import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
 import { segmentsWhere } from './messages.js';
 import type { SessionService } from './sessions.js';
 
 /** Messages loaded before the point where nothing older can fit, so the cut is decided by the pipeline. */
 const WINDOW_MARGIN = 16;
+/** Messages read per page, newest first, while looking for the window's start. */
+const WINDOW_PAGE = 256;
+
+const WINDOW_COLUMNS = {
+  id: true,
+  position: true,
+  role: true,
+  parts: true,
+  generating: true,
+  toolResultIds: true,
+  tokensO200k: true,
+  tokensCl100k: true,
+} as const;
+
+type WindowRow = Prisma.MessageGetPayload<{ select: typeof WINDOW_COLUMNS }>;
 
 export interface AssembleRequest {
   sessionId: string;
@@ -82,26 +97,16 @@ export class ContextService {
       if (!turn) throw notFound('Turn of this session', request.turnId);
     }
 
-    const [compaction, previous] = await Promise.all([
-      this.sessions.latestCompaction(this.prisma, session),
+    const segments = visibleSegments(session);
+    const [previous, { compaction, rows }] = await Promise.all([
       this.previousContext(session.id, session.parentId, request.turnId ?? null),
+      this.sessions.latestCompaction(this.prisma, session).then(async (compaction) => ({
+        compaction,
+        rows: await this.loadWindow(segments, compaction?.uptoIndex ?? 0, session.messageCount, options),
+      })),
     ]);
     const upto = compaction?.uptoIndex ?? 0;
-    const segments = visibleSegments(session);
-    let lo = await this.windowStart(segments, upto, session.messageCount, options);
-    let rows = await this.prisma.message.findMany({
-      where: segmentsWhere(clipSegments(segments, lo, session.messageCount)),
-      orderBy: { position: 'asc' },
-      select: { id: true, position: true, role: true, parts: true, generating: true, tokensO200k: true, tokensCl100k: true },
-    });
-    if (lo > upto) {
-      // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
-      const head = rows.findIndex((row) => row.role !== 'TOOL');
-      if (head > 0) {
-        lo = rows[head].position;
-        rows = rows.slice(head);
-      }
-    }
+    const lo = rows.length ? rows[0].position : session.messageCount;
 
     const messages: DomainMessage[] = rows.map((row) => ({
       id: row.id,
@@ -150,38 +155,59 @@ export class ContextService {
   }
 
   /**
-   * The first position worth loading. Messages are kept newest first, as a contiguous run, so a
-   * message cannot be kept when even a lower bound of the cost of it and everything after it
-   * exceeds the budget: stored content tokens plus one framing token for every message, a tool
-   * result counted at most as its elision stub, a generating message (dropped) as nothing. One SQL
-   * scan finds that point over the stored counts; a margin and the newest user message (always
-   * kept) widen it. Messages before it are decided without loading them: summarized when the
-   * compaction covers them, dropped for the budget otherwise.
+   * The messages worth assembling, oldest first. They are kept newest first as a contiguous run,
+   * so a message cannot be kept once even a lower bound of the cost of it and everything after it
+   * exceeds the budget: stored content tokens plus one framing token a message, a tool result
+   * counted at most as its elision stub, a generating message (dropped) as nothing. Messages are
+   * read newest first, a page at a time, until that point plus a margin and the newest user
+   * message (always kept). Everything before is decided without being loaded: summarized when the
+   * compaction covers it, dropped for the budget otherwise. Without a budget, or without stored
+   * counts, everything after the compaction is loaded.
    */
-  private async windowStart(segments: Segment[], upto: number, count: number, options: AssembleContextOptions): Promise<number> {
-    if (options.maxTokens === null || options.encoding === 'CHARS_DIV_4') return upto;
+  private async loadWindow(segments: Segment[], upto: number, count: number, options: AssembleContextOptions): Promise<WindowRow[]> {
     const scope = clipSegments(segments, upto, count);
-    if (scope.length === 0) return upto;
-    const column = Prisma.raw(options.encoding === 'CL100K_BASE' ? '"tokensCl100k"' : '"tokensO200k"');
+    const loadAll = () =>
+      scope.length
+        ? this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: WINDOW_COLUMNS })
+        : Promise.resolve([]);
+    if (options.maxTokens === null || options.encoding === 'CHARS_DIV_4') return loadAll();
     const stub = toolResultStubTokens(0, options.encoding);
-    const where = Prisma.join(
-      scope.map((s) => Prisma.sql`("sessionId" = ${s.sessionId} AND position >= ${s.start} AND position < ${s.end})`),
-      ' OR ',
-    );
-    const [row] = await this.prisma.$queryRaw<{ fits_from: number | null; newest_user: number | null }[]>`
-      SELECT min(position) FILTER (WHERE acc <= ${options.maxTokens}) AS fits_from,
-             max(position) FILTER (WHERE role = 'USER' AND NOT generating) AS newest_user
-      FROM (
-        SELECT position, role, generating,
-               sum(CASE WHEN generating THEN 0
-                        WHEN role = 'TOOL' THEN least(coalesce(${column}, 0), cardinality("toolResultIds") * ${stub})
-                        ELSE coalesce(${column}, 0) + 1 END)
-                 OVER (ORDER BY position DESC) AS acc
-        FROM "Message" WHERE ${where}
-      ) AS lower_bounds`;
-    const fitsFrom = row?.fits_from ?? count;
-    const start = Math.min(fitsFrom - WINDOW_MARGIN, row?.newest_user ?? upto);
-    return Math.max(upto, start);
+    const newestFirst: WindowRow[] = [];
+    let spent = 0;
+    let margin: number | null = null;
+    let userSeen = false;
+    const done = () => margin !== null && margin <= 0 && userSeen;
+    for (const segment of [...scope].reverse()) {
+      for (let hi = segment.end; !done() && hi > segment.start; ) {
+        const rows = await this.prisma.message.findMany({
+          where: { sessionId: segment.sessionId, position: { gte: segment.start, lt: hi } },
+          orderBy: { position: 'desc' },
+          take: WINDOW_PAGE,
+          select: WINDOW_COLUMNS,
+        });
+        if (rows.length === 0) break;
+        for (const row of rows) {
+          if (done()) break;
+          newestFirst.push(row);
+          if (row.role === 'USER' && !row.generating) userSeen = true;
+          if (margin !== null) {
+            margin--;
+            continue;
+          }
+          const tokens = options.encoding === 'CL100K_BASE' ? row.tokensCl100k : row.tokensO200k;
+          // A message counted before counts were stored bounds nothing: load everything.
+          if (tokens === null && !row.generating) return loadAll();
+          spent += row.generating || tokens === null ? 0 : row.role === 'TOOL' ? Math.min(tokens, row.toolResultIds.length * stub) : tokens + 1;
+          if (spent > options.maxTokens) margin = WINDOW_MARGIN;
+        }
+        hi = rows[rows.length - 1].position;
+      }
+      if (done()) break;
+    }
+    const window = newestFirst.reverse();
+    // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
+    const head = window.findIndex((row) => row.role !== 'TOOL');
+    return head > 0 && window[0].position > upto ? window.slice(head) : window;
   }
 
   /**

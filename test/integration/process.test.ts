@@ -7,7 +7,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 const root = new URL('../..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'sg-process-'));
 
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+const children = new Set<ChildProcess>();
+
+afterAll(() => {
+  // A failed test must not leave a server running.
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
 
 interface Running {
   child: ChildProcess;
@@ -22,6 +28,7 @@ async function start(env: Record<string, string>): Promise<Running> {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
