@@ -20,7 +20,7 @@ import { badInput, DomainError, notFound } from '../errors.js';
 import { Prisma, type Compaction, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import { appendEvents, publishAll, type NewSessionEvent, type Tx } from './event-log.js';
-import { readMessageRange, segmentsWhere } from './messages.js';
+import { segmentsWhere } from './messages.js';
 
 /** The columns a locked session row carries through a write. */
 export interface LockedSession extends LineageSession {
@@ -355,10 +355,8 @@ export class SessionService {
     return this.write(async (tx, events) => {
       const root = await this.lockTreeRoot(tx, workspaceId, input.sessionId, label);
       const parent = root.id === input.sessionId ? root : await this.lock(tx, workspaceId, input.sessionId, label);
-      let index: number;
-      let excluded: Message | null;
       if (byIndex) {
-        index = input.messageIndex!;
+        const index = input.messageIndex!;
         if (!Number.isInteger(index) || index < 0 || index >= parent.messageCount) {
           throw new DomainError(
             'FORK_INDEX_OUT_OF_RANGE',
@@ -366,15 +364,14 @@ export class SessionService {
             { messageIndex: index, messageCount: parent.messageCount },
           );
         }
-        excluded = await messageAt(tx, parent, index);
-      } else {
-        excluded = await tx.message.findUnique({ where: { id: input.messageId! } });
-        if (!excluded || ownerOf(parent, excluded.position) !== excluded.sessionId) {
-          throw notFound('Message in this session', input.messageId!);
-        }
-        index = excluded.position;
       }
-      if (!excluded) throw new Error(`message at ${index} of session ${parent.id} is missing`);
+      const base = forkTitleBase(parent.title);
+      const cut = await readForkPoint(tx, parent, byIndex ? { index: input.messageIndex! } : { messageId: input.messageId! }, base);
+      if (!cut || ownerOf(parent, cut.message.position) !== cut.message.sessionId) {
+        throw notFound('Message in this session', input.messageId ?? String(input.messageIndex));
+      }
+      const { message: excluded, generatingAt, highestFork } = cut;
+      const index = excluded.position;
       if (excluded.role !== 'USER') {
         throw new DomainError(
           'FORK_POINT_NOT_USER_MESSAGE',
@@ -382,17 +379,10 @@ export class SessionService {
           { messageIndex: index, role: excluded.role },
         );
       }
-      const ownStart = parent.forkIndex ?? 0;
-      if (index > ownStart) {
-        const generating = await tx.message.findFirst({
-          where: { sessionId: parent.id, generating: true, position: { gte: ownStart, lt: index } },
-          select: { position: true },
-        });
-        if (generating) {
-          throw badInput(`Message ${generating.position} is still generating; fork at or before it, or wait until it is finished.`);
-        }
+      if (generatingAt !== null) {
+        throw badInput(`Message ${generatingAt} is still generating; fork at or before it, or wait until it is finished.`);
       }
-      const forkTitle = title ?? (await nextTitleInTree(tx, parent.rootId, forkTitleBase(parent.title)));
+      const forkTitle = title ?? nextForkTitle(base, highestFork === null ? null : BigInt(highestFork));
       const id = uuidv7();
       const session = await tx.session.create({
         data: {
@@ -479,17 +469,33 @@ export class SessionService {
   }
 }
 
-export async function messageAt(db: PrismaClient | Tx, session: LineageSession, index: number): Promise<Message | null> {
-  const [message] = await readMessageRange(db, { session, lo: index, hi: index + 1 });
-  return message ?? null;
-}
-
-async function nextTitleInTree(tx: Tx, rootId: string, base: string): Promise<string> {
-  // Titles with this base are the base followed by exactly " (fork N)".
-  const [row] = await tx.$queryRaw<{ highest: string | null }[]>`
-    SELECT max(substring(substr(title, char_length(${base}) + 1) FROM ${FORK_NUMBER_AFTER_BASE_SQL})::numeric)::text AS highest
-    FROM "Session" WHERE "rootId" = ${rootId} AND starts_with(title, ${base})`;
-  return nextForkTitle(base, row?.highest ? BigInt(row.highest) : null);
+/**
+ * Everything a fork needs to know about its cut, in one statement: the message at the cut (by
+ * index or by id), the first still-generating message of the parent's own before it, and the
+ * highest fork number already used with the title's base in the tree (titles of that base are the
+ * base followed by exactly " (fork N)").
+ */
+async function readForkPoint(
+  tx: Tx,
+  parent: LockedSession,
+  at: { index: number } | { messageId: string },
+  base: string,
+): Promise<{ message: Message; generatingAt: number | null; highestFork: string | null } | null> {
+  const ownStart = parent.forkIndex ?? 0;
+  const where =
+    'index' in at
+      ? Prisma.sql`m."sessionId" = ${ownerOf(parent, at.index)} AND m.position = ${at.index}`
+      : Prisma.sql`m.id = ${at.messageId}`;
+  const [row] = await tx.$queryRaw<(Message & { generatingAt: number | null; highestFork: string | null })[]>`
+    SELECT m.*,
+      (SELECT min(g.position) FROM "Message" g
+        WHERE g."sessionId" = ${parent.id} AND g.generating AND g.position >= ${ownStart} AND g.position < m.position) AS "generatingAt",
+      (SELECT max(substring(substr(s.title, char_length(${base}) + 1) FROM ${FORK_NUMBER_AFTER_BASE_SQL})::numeric)::text
+        FROM "Session" s WHERE s."rootId" = ${parent.rootId} AND starts_with(s.title, ${base})) AS "highestFork"
+    FROM "Message" m WHERE ${where}`;
+  if (!row) return null;
+  const { generatingAt, highestFork, ...message } = row;
+  return { message: message as Message, generatingAt: generatingAt === null ? null : Number(generatingAt), highestFork };
 }
 
 function draftBatch(inputs: MessageInputData[], allowEmpty: boolean): DraftMessage[] {
