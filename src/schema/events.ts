@@ -23,62 +23,64 @@ const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').i
 
 const payloadOf = (e: SessionEventMessage) => (e.payload ?? {}) as Record<string, unknown>;
 
-function eventType(name: string, type: string, description: string, fields: Parameters<typeof builder.objectRef<SessionEventMessage>>[0] extends never ? never : any) {
+type EventFieldBuilder = PothosSchemaTypes.ObjectFieldBuilder<typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never, SessionEventMessage>;
+
+/** An event type of the log, told apart by the stored `type`. */
+function eventType(name: string, type: string, description: string, fields: (t: EventFieldBuilder) => Record<string, unknown>) {
   return builder.objectRef<SessionEventMessage>(name).implement({
     description,
     interfaces: [SessionEvent],
     isTypeOf: (e) => (e as SessionEventMessage).type === type,
-    fields,
+    fields: fields as never,
   });
 }
 
-const messageField = (t: any, description: string) =>
+const messageField = (t: EventFieldBuilder, description: string) =>
   t.field({
     type: Message,
     nullable: true,
     description,
-    resolve: (e: SessionEventMessage, _: unknown, ctx: any) =>
-      e.messageId ? ctx.prisma.message.findUnique({ where: { id: e.messageId } }) : null,
+    resolve: (e, _, ctx) => (e.messageId ? ctx.prisma.message.findUnique({ where: { id: e.messageId } }) : null),
   });
 
-eventType('MessageAdded', 'MESSAGE_ADDED', 'A message was appended.', (t: any) => ({
+eventType('MessageAdded', 'MESSAGE_ADDED', 'A message was appended.', (t) => ({
   message: messageField(t, 'The message as it is now (null once deleted).'),
-  index: t.int({ description: 'Its index.', resolve: (e: SessionEventMessage) => payloadOf(e).index as number }),
+  index: t.int({ description: 'Its index.', resolve: (e) => payloadOf(e).index as number }),
 }));
 
-eventType('MessageUpdated', 'MESSAGE_UPDATED', 'A generating message changed or was finished.', (t: any) => ({
+eventType('MessageUpdated', 'MESSAGE_UPDATED', 'A generating message changed or was finished.', (t) => ({
   message: messageField(t, 'The message as it is now (null once deleted).'),
   appendText: t.string({
     nullable: true,
     description: 'The text this update appended, for streaming clients.',
-    resolve: (e: SessionEventMessage) => (payloadOf(e).appendText as string | undefined) ?? null,
+    resolve: (e) => (payloadOf(e).appendText as string | undefined) ?? null,
   }),
   finished: t.boolean({
     description: 'True when this update finished the message.',
-    resolve: (e: SessionEventMessage) => payloadOf(e).generating === false,
+    resolve: (e) => payloadOf(e).generating === false,
   }),
 }));
 
-eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.', (t: any) => ({
+eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.', (t) => ({
   fork: t.field({
     type: Session,
     nullable: true,
     description: 'The new fork (null once deleted).',
-    resolve: (e: SessionEventMessage, _: unknown, ctx: any) => ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
+    resolve: (e, _, ctx) => ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
   }),
-  messageIndex: t.int({ description: 'Where it was cut.', resolve: (e: SessionEventMessage) => payloadOf(e).messageIndex as number }),
+  messageIndex: t.int({ description: 'Where it was cut.', resolve: (e) => payloadOf(e).messageIndex as number }),
   excludedMessage: messageField(t, 'The USER message left out of the fork.'),
 }));
 
-eventType('SessionUpdated', 'SESSION_UPDATED', "The session's title, settings or metadata changed.", (t: any) => ({
+eventType('SessionUpdated', 'SESSION_UPDATED', "The session's title, settings or metadata changed.", (t) => ({
   fields: t.stringList({
     description: 'Which of title, settings, metadata changed.',
-    resolve: (e: SessionEventMessage) => (payloadOf(e).fields as string[]) ?? [],
+    resolve: (e) => (payloadOf(e).fields as string[]) ?? [],
   }),
 }));
 
-eventType('SessionCompacted', 'SESSION_COMPACTED', 'A summary now replaces the session\'s first messages in assembled contexts.', (t: any) => ({
-  uptoIndex: t.int({ description: 'Messages [0, uptoIndex) are summarized.', resolve: (e: SessionEventMessage) => payloadOf(e).uptoIndex as number }),
+eventType('SessionCompacted', 'SESSION_COMPACTED', 'A summary now replaces the session\'s first messages in assembled contexts.', (t) => ({
+  uptoIndex: t.int({ description: 'Messages [0, uptoIndex) are summarized.', resolve: (e) => payloadOf(e).uptoIndex as number }),
 }));
 
 builder.subscriptionField('sessionEvents', (t) =>
