@@ -24,18 +24,50 @@ const WINDOW_MARGIN = 16;
 /** Messages read per page, newest first, while looking for the window's start. */
 const WINDOW_PAGE = 256;
 
-const WINDOW_COLUMNS = {
+const LIGHT_COLUMNS = {
   id: true,
   position: true,
   role: true,
-  parts: true,
   generating: true,
   toolResultIds: true,
   tokensO200k: true,
   tokensCl100k: true,
 } as const;
 
-type WindowRow = Prisma.MessageGetPayload<{ select: typeof WINDOW_COLUMNS }>;
+type LightRow = Prisma.MessageGetPayload<{ select: typeof LIGHT_COLUMNS }>;
+type WindowRow = LightRow & { parts: StoredPart[] };
+
+/**
+ * Parsed parts of finished messages, least recently used first out. A finished message never
+ * changes, so an entry is never stale, and a deleted one is never asked for again: every lookup
+ * is by an id the database just returned.
+ */
+export class FinishedPartsCache {
+  private readonly entries = new Map<string, { parts: StoredPart[]; size: number }>();
+  private size = 0;
+
+  constructor(private readonly maxChars = 32_000_000) {}
+
+  get(id: string): StoredPart[] | undefined {
+    const entry = this.entries.get(id);
+    if (!entry) return undefined;
+    this.entries.delete(id);
+    this.entries.set(id, entry);
+    return entry.parts;
+  }
+
+  set(id: string, parts: StoredPart[]) {
+    if (this.entries.has(id)) return;
+    const size = parts.reduce((sum, p) => sum + 64 + (p.type === 'text' ? p.text.length : p.type === 'toolResult' ? p.content.length : 0), 0);
+    this.entries.set(id, { parts, size });
+    this.size += size;
+    for (const [oldest, entry] of this.entries) {
+      if (this.size <= this.maxChars) break;
+      this.entries.delete(oldest);
+      this.size -= entry.size;
+    }
+  }
+}
 
 export interface AssembleRequest {
   sessionId: string;
@@ -72,6 +104,8 @@ export interface RecordedContext extends AssembledContext {
  * turn when asked. It never writes to the session's messages.
  */
 export class ContextService {
+  private readonly parts = new FinishedPartsCache();
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly sessions: SessionService,
@@ -112,7 +146,7 @@ export class ContextService {
       id: row.id,
       index: row.position,
       role: row.role,
-      parts: row.parts as unknown as StoredPart[],
+      parts: row.parts,
       generating: row.generating,
       tokens:
         row.tokensO200k === null || row.tokensCl100k === null
@@ -166,13 +200,13 @@ export class ContextService {
    */
   private async loadWindow(segments: Segment[], upto: number, count: number, options: AssembleContextOptions): Promise<WindowRow[]> {
     const scope = clipSegments(segments, upto, count);
-    const loadAll = () =>
+    const loadAll = async () =>
       scope.length
-        ? this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: WINDOW_COLUMNS })
-        : Promise.resolve([]);
+        ? this.withParts(await this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS }))
+        : [];
     if (options.maxTokens === null || options.encoding === 'CHARS_DIV_4') return loadAll();
     const stub = toolResultStubTokens(0, options.encoding);
-    const newestFirst: WindowRow[] = [];
+    const newestFirst: LightRow[] = [];
     let spent = 0;
     let margin: number | null = null;
     let userSeen = false;
@@ -183,7 +217,7 @@ export class ContextService {
           where: { sessionId: segment.sessionId, position: { gte: segment.start, lt: hi } },
           orderBy: { position: 'desc' },
           take: WINDOW_PAGE,
-          select: WINDOW_COLUMNS,
+          select: LIGHT_COLUMNS,
         });
         if (rows.length === 0) break;
         for (const row of rows) {
@@ -207,7 +241,32 @@ export class ContextService {
     const window = newestFirst.reverse();
     // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
     const head = window.findIndex((row) => row.role !== 'TOOL');
-    return head > 0 && window[0].position > upto ? window.slice(head) : window;
+    return this.withParts(head > 0 && window[0].position > upto ? window.slice(head) : window);
+  }
+
+  /** Adds the parts: finished messages' from the cache, the others (generating ones too) in one query. */
+  private async withParts(rows: LightRow[]): Promise<WindowRow[]> {
+    const resolved = new Map<string, StoredPart[]>();
+    const missing: string[] = [];
+    for (const row of rows) {
+      const cached = row.generating ? undefined : this.parts.get(row.id);
+      if (cached) resolved.set(row.id, cached);
+      else missing.push(row.id);
+    }
+    if (missing.length) {
+      const found = await this.prisma.message.findMany({ where: { id: { in: missing } }, select: { id: true, parts: true, generating: true } });
+      for (const row of found) {
+        const parts = row.parts as unknown as StoredPart[];
+        resolved.set(row.id, parts);
+        if (!row.generating) this.parts.set(row.id, parts);
+      }
+    }
+    return rows.map((row) => {
+      const parts = resolved.get(row.id);
+      // Only a delete running alongside removes a message between the two reads.
+      if (!parts) throw notFound('Message', row.id);
+      return { ...row, parts };
+    });
   }
 
   /**

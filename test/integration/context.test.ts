@@ -4,7 +4,7 @@ import type { StoredPart } from '../../src/domain/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { graphql } from '../generated/index.js';
 import { backend, createTestApp, dropTestDatabases, gql, gqlError, gqlOk, rawIdOf, globalIdOf, type TestApp } from '../helpers/app.js';
-import { AppendMessages, CreateSession, ForkSession, UpdateSession } from '../helpers/documents.js';
+import { AppendMessages, CreateSession, ForkSession, UpdateMessage, UpdateSession } from '../helpers/documents.js';
 
 const Assemble = graphql(`
   mutation Assemble($input: AssembleContextInput!) {
@@ -331,5 +331,18 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
       });
       expect(served.decisions.map((d) => [d.index, d.decision])).toEqual(full.decisions.map((d) => [d.index, d.decision]));
     }
+  });
+
+  it('assembles a streamed message with its final content once it is finished', async () => {
+    const id = await conversation(2);
+    const appended = await gqlOk(app, AppendMessages, {
+      input: { sessionId: id, messages: [{ role: 'USER', text: 'go on' }, { role: 'ASSISTANT', text: 'Par', generating: true }] },
+    });
+    const streaming = appended.appendMessages.messages[1].id;
+    const during = await assemble(id, { maxTokens: 10_000 });
+    expect(during.decisions.at(-1)).toMatchObject({ decision: 'DROPPED_GENERATING' });
+    await gqlOk(app, UpdateMessage, { input: { messageId: streaming, appendText: 'is is lovely.', generating: false } });
+    const after = await assemble(id, { maxTokens: 10_000 });
+    expect(after.messages.at(-1)?.text).toBe('Paris is lovely.');
   });
 });

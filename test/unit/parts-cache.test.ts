@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import type { StoredPart } from '../../src/domain/types.js';
+import { FinishedPartsCache } from '../../src/services/context.js';
+
+const text = (t: string): StoredPart[] => [{ type: 'text', text: t }];
+
+describe('FinishedPartsCache', () => {
+  it('returns what was stored, and evicts the least recently used first when over its size', () => {
+    const cache = new FinishedPartsCache(3 * (64 + 10));
+    cache.set('a', text('a'.repeat(10)));
+    cache.set('b', text('b'.repeat(10)));
+    cache.set('c', text('c'.repeat(10)));
+    expect(cache.get('a')).toEqual(text('a'.repeat(10)));
+    cache.set('d', text('d'.repeat(10)));
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.get('a')).toEqual(text('a'.repeat(10)));
+    expect(cache.get('c')).toEqual(text('c'.repeat(10)));
+    expect(cache.get('d')).toEqual(text('d'.repeat(10)));
+  });
+
+  it('keeps the first parts stored for an id', () => {
+    const cache = new FinishedPartsCache();
+    cache.set('a', text('first'));
+    cache.set('a', text('second'));
+    expect(cache.get('a')).toEqual(text('first'));
+  });
+});
