@@ -7,7 +7,7 @@
  * a message includes its framing and its resolved attachments.
  */
 import { DomainError } from '../../errors.js';
-import { keepNewestUnits } from './max-messages.js';
+import { keepNewestUnits, removalFor } from './max-messages.js';
 import { label, type StepResult, type WorkMessage } from './work.js';
 
 export interface FitBudgetOptions {
@@ -37,18 +37,7 @@ export function fitTokenBudget(list: readonly WorkMessage[], options: FitBudgetO
     costOf: options.costOf,
     costOfForced: options.costOf,
     leadCost: options.leadCost,
-    dropped: (w, wouldFitAlone, boundary) =>
-      wouldFitAlone
-        ? {
-            message: w.source,
-            decision: 'DROPPED_TOOL_PAIR',
-            reason: `Fits maxTokens (${maxTokens}) on its own, but its tool round (${label(boundary.source)}) does not: a call and its results are kept or dropped together.`,
-          }
-        : {
-            message: w.source,
-            decision: 'DROPPED_BUDGET',
-            reason: budgetReason,
-          },
+    dropped: removalFor(`Fits maxTokens (${maxTokens}) on its own`, 'DROPPED_BUDGET', budgetReason),
   });
   const needed = options.fixedTokens + cut.forcedCost + cut.minimalLeadCost;
   if (needed > maxTokens) {

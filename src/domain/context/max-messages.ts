@@ -15,19 +15,27 @@ export function capMaxMessages(list: readonly WorkMessage[], maxMessages: number
     capacity: maxMessages,
     costOf: () => 1,
     costOfForced: () => 1,
-    dropped: (w, wouldFitAlone, boundary) =>
-      wouldFitAlone
-        ? {
-            message: w.source,
-            decision: 'DROPPED_TOOL_PAIR',
-            reason: `Within maxMessages (${maxMessages}) on its own, but its tool round (${label(boundary.source)}) is not: a call and its results are kept or dropped together.`,
-          }
-        : {
-            message: w.source,
-            decision: 'DROPPED_MAX_MESSAGES',
-            reason: olderReason,
-          },
+    dropped: removalFor(`Within maxMessages (${maxMessages}) on its own`, 'DROPPED_MAX_MESSAGES', olderReason),
   }).result;
+}
+
+/**
+ * The removal of a message a cut leaves out: for the limit itself (`decision`, `reason`), or, when
+ * the message would fit on its own (`fitsAlone` says under which limit), because its tool round does not.
+ */
+export function removalFor(
+  fitsAlone: string,
+  decision: 'DROPPED_MAX_MESSAGES' | 'DROPPED_BUDGET',
+  reason: string,
+): KeepNewestOptions['dropped'] {
+  return (w, wouldFitAlone, boundary) =>
+    wouldFitAlone
+      ? {
+          message: w.source,
+          decision: 'DROPPED_TOOL_PAIR',
+          reason: `${fitsAlone}, but its tool round (${label(boundary.source)}) does not fit: a call and its results are kept or dropped together.`,
+        }
+      : { message: w.source, decision, reason };
 }
 
 export interface KeepNewestOptions {
