@@ -33,7 +33,3 @@ export const notFound = (what: string, id?: string) =>
 
 export const badInput = (message: string, details?: Record<string, unknown>) =>
   new DomainError('BAD_USER_INPUT', message, details);
-
-export function isDomainError(error: unknown): error is DomainError {
-  return error instanceof DomainError;
-}

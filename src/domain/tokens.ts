@@ -15,13 +15,23 @@ export function countTokens(text: string, encoding: TokenEncoding): number {
     case 'CL100K_BASE':
       return encodeCl100k(text, { disallowedSpecial: new Set() }).length;
     case 'CHARS_DIV_4':
-      return Math.ceil(codePointLength(text) / 4);
+      return Math.ceil(countCodePoints(text) / 4);
   }
 }
 
-export function codePointLength(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
+/** Code points of `text` (a surrogate pair is one character); a charCode loop, no iterator. */
+export function countCodePoints(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
   return n;
 }
 

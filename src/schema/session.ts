@@ -218,15 +218,13 @@ builder.mutationField('appendMessages', (t) =>
     resolve: async (_, { input }, ctx) => {
       const sessionId = parseGlobalId(String(input.sessionId), 'Session', 'sessionId');
       const turnId = input.turnId ? parseGlobalId(String(input.turnId), 'Turn', 'turnId') : null;
-      const messages = await ctx.services.sessions.appendMessages(
+      return ctx.services.sessions.appendMessages(
         ctx.workspaceId,
         sessionId,
         input.messages as MessageInputData[],
         { turnId, agentId: input.agentId ?? null },
         String(input.sessionId),
       );
-      const session = await ctx.prisma.session.findUniqueOrThrow({ where: { id: sessionId } });
-      return { session, messages };
     },
   }),
 );

@@ -1,7 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Message, PrismaClient } from '../generated/prisma/client.js';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
-import type { Tx } from './event-log.js';
 
 export interface MessageRange {
   session: LineageSession;
@@ -16,13 +15,6 @@ export function segmentsWhere(segments: readonly Segment[]) {
   return {
     OR: segments.map((s) => ({ sessionId: s.sessionId, position: { gte: s.start, lt: s.end } })),
   };
-}
-
-/** Messages of a session's view in positions [lo, hi), in index order: one indexed query. */
-export async function readMessageRange(db: PrismaClient | Tx, range: MessageRange): Promise<Message[]> {
-  const segments = clipSegments(visibleSegments(range.session), range.lo, range.hi);
-  if (segments.length === 0) return [];
-  return db.message.findMany({ where: segmentsWhere(segments), orderBy: { position: 'asc' } });
 }
 
 /**

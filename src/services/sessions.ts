@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { uuidv7 } from '../db/ids.js';
 import { FORK_NUMBER_AFTER_BASE_SQL, forkTitleBase, nextForkTitle } from '../domain/fork-title.js';
-import { childLineage, compactionScopes, ownerOf, visibleSegments, type LineageSession } from '../domain/lineage.js';
+import { childLineage, clipSegments, compactionScopes, ownerOf, visibleSegments, type LineageSession } from '../domain/lineage.js';
 import {
   draftMessage,
   joinText,
@@ -12,14 +12,13 @@ import {
   type DraftPart,
   type MessageInputData,
   type PartInput,
-  draftPart,
 } from '../domain/parts.js';
 import { countStoredTokens, countTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 import { badInput, DomainError, notFound } from '../errors.js';
 import { Prisma, type Compaction, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
-import { appendEvents, publishAll, type NewSessionEvent, type Tx } from './event-log.js';
+import { appendEvents, publishAll, type Tx } from './event-log.js';
 import { segmentsWhere } from './messages.js';
 
 /** The columns a locked session row carries through a write. */
@@ -98,12 +97,10 @@ export class SessionService {
     const drafts = draftBatch(input.messages ?? [], true);
     const id = uuidv7();
     return this.write(async (tx, events) => {
-      await tx.session.create({ data: { id, rootId: id, ancestorIds: [], workspaceId, title, settings, metadata } });
-      if (drafts.length) {
-        const session = await this.lock(tx, workspaceId, id);
-        await this.insertMessages(tx, session, drafts, { turnId: null, agentId: null }, events);
-      }
-      return tx.session.findUniqueOrThrow({ where: { id } });
+      const created = await tx.session.create({ data: { id, rootId: id, ancestorIds: [], workspaceId, title, settings, metadata } });
+      if (drafts.length === 0) return created;
+      const session = await this.lock(tx, workspaceId, id);
+      return (await this.insertMessages(tx, session, drafts, { turnId: null, agentId: null }, events)).session;
     });
   }
 
@@ -157,7 +154,7 @@ export class SessionService {
     inputs: MessageInputData[],
     options: { turnId: string | null; agentId: string | null },
     label?: string,
-  ): Promise<Message[]> {
+  ): Promise<{ session: Session; messages: Message[] }> {
     const drafts = draftBatch(inputs, false);
     if (options.agentId !== null && !options.agentId.trim()) throw badInput('agentId must not be empty.');
     return this.write(async (tx, events) => {
@@ -176,7 +173,7 @@ export class SessionService {
     drafts: DraftMessage[],
     options: { turnId: string | null; agentId: string | null },
     events: SessionEventMessage[],
-  ): Promise<Message[]> {
+  ): Promise<{ session: Session; messages: Message[] }> {
     await this.checkToolResults(tx, session, drafts.map((d) => d.parts));
     const now = Date.now();
     const rows = [];
@@ -202,7 +199,7 @@ export class SessionService {
       });
     }
     await tx.message.createMany({ data: rows });
-    await tx.session.update({ where: { id: session.id }, data: { messageCount: session.messageCount + rows.length } });
+    const updated = await tx.session.update({ where: { id: session.id }, data: { messageCount: session.messageCount + rows.length } });
     session.messageCount += rows.length;
     events.push(
       ...(await appendEvents(
@@ -216,7 +213,8 @@ export class SessionService {
         })),
       )),
     );
-    return rows.map((row) => ({ ...row, updatedAt: row.createdAt })) as unknown as Message[];
+    const messages = rows.map((row) => ({ ...row, updatedAt: row.createdAt })) as unknown as Message[];
+    return { session: updated, messages };
   }
 
   /** A tool result must name a call made earlier in the session (or earlier in the same batch). */
@@ -230,7 +228,7 @@ export class SessionService {
     if (missing.size === 0) return;
     const segments = visibleSegments(session);
     const findCalls = async (lo: number) => {
-      const where = segmentsWhere(segments.map((s) => ({ ...s, start: Math.max(s.start, lo) })).filter((s) => s.end > s.start));
+      const where = segmentsWhere(clipSegments(segments, lo, session.messageCount));
       if (where.OR.length === 0) return;
       const rows = await tx.message.findMany({
         where: { ...where, toolCallIds: { hasSome: [...missing] } },
@@ -287,7 +285,6 @@ export class SessionService {
     if (!hasAppend && !hasParts && (input.generating === undefined || input.generating === null)) {
       throw badInput('updateMessage: nothing to change; give appendText, parts or generating.');
     }
-    const newParts = hasParts ? input.parts!.map((p, i) => draftPart(p, `parts[${i}]`)) : null;
     return this.write(async (tx, events) => {
       const found = await tx.message.findFirst({
         where: { id: messageId, session: { workspaceId } },
@@ -302,10 +299,10 @@ export class SessionService {
         });
       }
       let parts = message.parts as unknown as StoredPart[];
-      if (newParts) {
+      if (hasParts) {
         const draft = draftMessage({ role: message.role, parts: input.parts! }, 'parts');
         await this.checkToolResults(tx, { ...session, messageCount: message.position }, [draft.parts]);
-        parts = await this.storeAttachments(tx, session, newParts);
+        parts = await this.storeAttachments(tx, session, draft.parts);
       }
       if (hasAppend) {
         if (message.role === 'TOOL') throw badInput('appendText cannot add text to a TOOL message.');
@@ -425,7 +422,7 @@ export class SessionService {
         });
       }
       const generating = await tx.message.findFirst({
-        where: { ...segmentsWhere(visibleSegments({ ...session, messageCount: input.uptoIndex })), generating: true },
+        where: { ...segmentsWhere(clipSegments(visibleSegments(session), 0, input.uptoIndex)), generating: true },
         select: { position: true },
       });
       if (generating) throw badInput(`Message ${generating.position} is still generating and cannot be summarized yet.`);

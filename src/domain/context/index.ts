@@ -41,11 +41,11 @@ export {
 } from './tool-rounds.js';
 export * from './formats.js';
 export { canonicalize, canonicalJson, contextHash } from './hash.js';
+export { countCodePoints } from '../tokens.js';
 export { createToolPairExplainer, DecisionLog } from './decisions.js';
 export {
   label,
   newestUserIndex,
-  countCodePoints,
   toolResultStub,
   toolResultStubTokens,
   shapeOf,

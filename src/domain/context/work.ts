@@ -5,7 +5,7 @@
  * parts and token count are materialized at most once, and only for messages that are looked at
  * (budget fitting stops at the budget, so a 10,000-message history is mostly never touched).
  */
-import { countTokens, partTokenText, tokensFor } from '../tokens.js';
+import { countCodePoints, countTokens, partTokenText, tokensFor } from '../tokens.js';
 import type { DomainMessage, StoredPart, TokenEncoding } from '../types.js';
 import { toolShapeOf, type ToolShape } from './tool-shape.js';
 import type { Removal } from './types.js';
@@ -34,22 +34,6 @@ export function toWork(message: DomainMessage): WorkMessage {
 
 /** The view tool-round helpers take of a working entry. */
 export const shapeOf = (w: WorkMessage): ToolShape => w.shape;
-
-/** Code points of `text` (a surrogate pair is one character); a charCode loop, no iterator. */
-export function countCodePoints(text: string): number {
-  let n = text.length;
-  for (let i = 0; i < text.length - 1; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
-}
 
 const stubText = (characters: number) => `[tool result elided: ${characters} characters]`;
 
