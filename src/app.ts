@@ -59,7 +59,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     bus = options.bus ?? createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
     const auth = new WorkspaceAuth(db.prisma);
     await auth.init(config.apiKeys);
-    const sessions = new SessionService(db.prisma, bus);
+    const sessions = new SessionService(db.prisma, db.sql, bus);
     const services: AppServices = {
       config,
       logger,

@@ -7,6 +7,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { redact } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
+import { createPgliteSql, createPgSql, type Sql } from './sql.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
@@ -29,6 +30,8 @@ export interface Database {
   /** One line for the start-up log: where the data lives. */
   description: string;
   prisma: PrismaClient;
+  /** Plain SQL on the same database, for the hot paths (see sql.ts). */
+  sql: Sql;
   queries: QueryCounter;
   migrate(): Promise<MigrationReport>;
   /** Throws when the database cannot answer. */
@@ -63,6 +66,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       kind: 'postgres',
       description: `PostgreSQL at ${redact(options.url)}`,
       prisma,
+      sql: createPgSql(pool, queries, pg.types),
       queries,
       async migrate() {
         const client = await pool.connect();
@@ -107,6 +111,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     kind: 'pglite',
     description,
     prisma,
+    sql: createPgliteSql(pglite, queries),
     queries,
     migrate: () => applyMigrations(pgliteConnection(pglite)),
     async ping() {

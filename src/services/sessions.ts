@@ -16,9 +16,10 @@ import {
 import { countStoredTokens, countTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 import { badInput, DomainError, notFound } from '../errors.js';
+import { isRetryableSqlError, type Sql, type SqlClient } from '../db/sql.js';
 import { Prisma, type Compaction, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
-import { appendEvents, publishAll, type Tx } from './event-log.js';
+import { appendEvents, asSql, publishAll, type SqlTarget, type Tx } from './event-log.js';
 import { segmentsWhere } from './messages.js';
 
 /** The columns a locked session row carries through a write. */
@@ -35,9 +36,8 @@ export interface LockedSession extends LineageSession {
 }
 
 export const DEFAULT_TITLE = 'Untitled session';
-const LOCKED_COLUMNS = Prisma.raw(
-  'id, "workspaceId", "rootId", "parentId", "ancestorIds", depth, "forkIndex", "messageCount", "compactionCount", lineage, title, settings, metadata',
-);
+const LOCKED_COLUMNS =
+  'id, "workspaceId", "rootId", "parentId", "ancestorIds", depth, "forkIndex", "messageCount", "compactionCount", lineage, title, settings, metadata';
 const RECENT_WINDOW = 64;
 
 /**
@@ -48,15 +48,25 @@ const RECENT_WINDOW = 64;
 export class SessionService {
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly sql: Sql,
     private readonly bus: EventBus,
   ) {}
 
-  /** Runs `work` in a transaction, retrying serialization failures and deadlocks, then publishes. */
-  async write<T>(work: (tx: Tx, events: SessionEventMessage[]) => Promise<T>): Promise<T> {
+  /** Runs `work` in a Prisma transaction, retrying serialization failures and deadlocks, then publishes. */
+  write<T>(work: (tx: Tx, events: SessionEventMessage[]) => Promise<T>): Promise<T> {
+    return this.retrying((events) => this.prisma.$transaction((tx) => work(tx, events)));
+  }
+
+  /** `write` in a plain SQL transaction, for the hot paths (see db/sql.ts). */
+  writeSql<T>(work: (sql: SqlClient, events: SessionEventMessage[]) => Promise<T>): Promise<T> {
+    return this.retrying((events) => this.sql.transaction((sql) => work(sql, events)));
+  }
+
+  private async retrying<T>(run: (events: SessionEventMessage[]) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const events: SessionEventMessage[] = [];
       try {
-        const result = await this.prisma.$transaction((tx) => work(tx, events));
+        const result = await run(events);
         publishAll(this.bus, events);
         return result;
       } catch (error) {
@@ -66,9 +76,11 @@ export class SessionService {
     }
   }
 
-  async lock(tx: Tx, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
-    const rows = await tx.$queryRaw<LockedSession[]>`
-      SELECT ${LOCKED_COLUMNS} FROM "Session" WHERE id = ${sessionId} AND "workspaceId" = ${workspaceId} FOR UPDATE`;
+  async lock(db: SqlTarget, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
+    const rows = await asSql(db).query<LockedSession>(
+      `SELECT ${LOCKED_COLUMNS} FROM "Session" WHERE id = $1 AND "workspaceId" = $2 FOR UPDATE`,
+      [sessionId, workspaceId],
+    );
     if (!rows[0]) throw notFound('Session', label);
     return rows[0];
   }
@@ -78,11 +90,13 @@ export class SessionService {
    * (then the session itself), so concurrent forks anywhere in one tree get distinct numbers and a
    * delete never races a fork of a session it removes.
    */
-  async lockTreeRoot(tx: Tx, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
-    const rows = await tx.$queryRaw<LockedSession[]>`
-      SELECT ${LOCKED_COLUMNS} FROM "Session"
-      WHERE id = (SELECT "rootId" FROM "Session" WHERE id = ${sessionId} AND "workspaceId" = ${workspaceId})
-      FOR UPDATE`;
+  async lockTreeRoot(db: SqlTarget, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
+    const rows = await asSql(db).query<LockedSession>(
+      `SELECT ${LOCKED_COLUMNS} FROM "Session"
+       WHERE id = (SELECT "rootId" FROM "Session" WHERE id = $1 AND "workspaceId" = $2)
+       FOR UPDATE`,
+      [sessionId, workspaceId],
+    );
     if (!rows[0]) throw notFound('Session', label);
     return rows[0];
   }
@@ -349,9 +363,10 @@ export class SessionService {
     const byId = input.messageId !== undefined && input.messageId !== null;
     if (byIndex === byId) throw badInput('forkSession: give exactly one of messageIndex and messageId.');
     const title = input.title === undefined || input.title === null ? null : checkTitle(input.title);
-    return this.write(async (tx, events) => {
-      const root = await this.lockTreeRoot(tx, workspaceId, input.sessionId, label);
-      const parent = root.id === input.sessionId ? root : await this.lock(tx, workspaceId, input.sessionId, label);
+    // Plain SQL: four statements in one transaction, whatever the parent's length (see db/sql.ts).
+    return this.writeSql(async (sql, events) => {
+      const root = await this.lockTreeRoot(sql, workspaceId, input.sessionId, label);
+      const parent = root.id === input.sessionId ? root : await this.lock(sql, workspaceId, input.sessionId, label);
       if (byIndex) {
         const index = input.messageIndex!;
         if (!Number.isInteger(index) || index < 0 || index >= parent.messageCount) {
@@ -363,7 +378,7 @@ export class SessionService {
         }
       }
       const base = forkTitleBase(parent.title);
-      const cut = await readForkPoint(tx, parent, byIndex ? { index: input.messageIndex! } : { messageId: input.messageId! }, base);
+      const cut = await readForkPoint(sql, parent, byIndex ? { index: input.messageIndex! } : { messageId: input.messageId! }, base);
       if (!cut || ownerOf(parent, cut.message.position) !== cut.message.sessionId) {
         throw notFound('Message in this session', input.messageId ?? String(input.messageIndex));
       }
@@ -381,25 +396,31 @@ export class SessionService {
       }
       const forkTitle = title ?? nextForkTitle(base, highestFork === null ? null : BigInt(highestFork));
       const id = uuidv7();
-      const session = await tx.session.create({
-        data: {
+      const now = new Date().toISOString();
+      const [session] = await sql.query<Session>(
+        `INSERT INTO "Session" (id, "workspaceId", title, settings, metadata, "parentId", "rootId", "ancestorIds", depth,
+                                "forkIndex", "forkPointMessageId", lineage, "messageCount", "createdAt", "updatedAt")
+         VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::text[], $9, $10, $11, $12::jsonb, $13, $14::timestamp(3), $14::timestamp(3))
+         RETURNING *`,
+        [
           id,
           workspaceId,
-          title: forkTitle,
-          settings: parent.settings as Prisma.InputJsonValue,
-          metadata: parent.metadata as Prisma.InputJsonValue,
-          parentId: parent.id,
-          rootId: parent.rootId,
-          ancestorIds: [...(parent.ancestorIds ?? []), parent.id],
-          depth: parent.depth + 1,
-          forkIndex: index,
-          forkPointMessageId: excluded.id,
-          lineage: childLineage(parent, index) as unknown as Prisma.InputJsonValue,
-          messageCount: index,
-        },
-      });
+          forkTitle,
+          JSON.stringify(parent.settings),
+          JSON.stringify(parent.metadata),
+          parent.id,
+          parent.rootId,
+          [...(parent.ancestorIds ?? []), parent.id],
+          parent.depth + 1,
+          index,
+          excluded.id,
+          JSON.stringify(childLineage(parent, index)),
+          index,
+          now,
+        ],
+      );
       events.push(
-        ...(await appendEvents(tx, parent.id, [
+        ...(await appendEvents(sql, parent.id, [
           { type: 'SESSION_FORKED', messageId: excluded.id, payload: { forkId: id, messageIndex: index, title: forkTitle } },
         ])),
       );
@@ -473,23 +494,23 @@ export class SessionService {
  * base followed by exactly " (fork N)").
  */
 async function readForkPoint(
-  tx: Tx,
+  sql: SqlClient,
   parent: LockedSession,
   at: { index: number } | { messageId: string },
   base: string,
 ): Promise<{ message: Message; generatingAt: number | null; highestFork: string | null } | null> {
   const ownStart = parent.forkIndex ?? 0;
-  const where =
-    'index' in at
-      ? Prisma.sql`m."sessionId" = ${ownerOf(parent, at.index)} AND m.position = ${at.index}`
-      : Prisma.sql`m.id = ${at.messageId}`;
-  const [row] = await tx.$queryRaw<(Message & { generatingAt: number | null; highestFork: string | null })[]>`
-    SELECT m.*,
-      (SELECT min(g.position) FROM "Message" g
-        WHERE g."sessionId" = ${parent.id} AND g.generating AND g.position >= ${ownStart} AND g.position < m.position) AS "generatingAt",
-      (SELECT max(substring(substr(s.title, char_length(${base}) + 1) FROM ${FORK_NUMBER_AFTER_BASE_SQL})::numeric)::text
-        FROM "Session" s WHERE s."rootId" = ${parent.rootId} AND starts_with(s.title, ${base})) AS "highestFork"
-    FROM "Message" m WHERE ${where}`;
+  const [where, values] =
+    'index' in at ? ['m."sessionId" = $6 AND m.position = $7', [ownerOf(parent, at.index), at.index]] : ['m.id = $6', [at.messageId]];
+  const [row] = await sql.query<Message & { generatingAt: number | null; highestFork: string | null }>(
+    `SELECT m.*,
+       (SELECT min(g.position) FROM "Message" g
+         WHERE g."sessionId" = $1 AND g.generating AND g.position >= $2 AND g.position < m.position) AS "generatingAt",
+       (SELECT max(substring(substr(s.title, char_length($4) + 1) FROM $5)::numeric)::text
+         FROM "Session" s WHERE s."rootId" = $3 AND starts_with(s.title, $4)) AS "highestFork"
+     FROM "Message" m WHERE ${where}`,
+    [parent.id, ownStart, parent.rootId, base, FORK_NUMBER_AFTER_BASE_SQL, ...values],
+  );
   if (!row) return null;
   const { generatingAt, highestFork, ...message } = row;
   return { message: message as Message, generatingAt: generatingAt === null ? null : Number(generatingAt), highestFork };
@@ -516,6 +537,7 @@ function jsonObject(value: unknown, name: string): Prisma.InputJsonObject {
 }
 
 function isRetryable(error: unknown): boolean {
+  if (isRetryableSqlError(error)) return true;
   if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return false;
   if (error.code === 'P2034') return true;
   const meta = error.meta as { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } | undefined;

@@ -1,0 +1,111 @@
+/**
+ * Plain SQL on the app's database, beside Prisma, for the two hot paths with latency targets
+ * (`forkSession` and the context window): there Prisma 7's per-statement compilation and its
+ * interactive-transaction round trips cost as much as the statements themselves. Everything else
+ * goes through Prisma. Rows come back as Prisma would give them for the same columns: timestamps
+ * (stored as `TIMESTAMP(3)`, UTC) as `Date`, `BIGINT` as `bigint`, JSON parsed, arrays as arrays,
+ * enums as their names.
+ */
+import type { PGlite, Transaction as PGliteTransaction } from '@electric-sql/pglite';
+import type pg from 'pg';
+
+/** Runs statements with `$1`-style parameters. */
+export interface SqlClient {
+  query<T = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<T[]>;
+}
+
+/** The database as plain SQL: single statements, or a transaction on one connection. */
+export interface Sql extends SqlClient {
+  /**
+   * Runs `work` in a transaction (BEGIN … COMMIT on one connection; ROLLBACK when it throws).
+   * Retrying is the caller's choice: see `isRetryableSqlError`.
+   */
+  transaction<T>(work: (sql: SqlClient) => Promise<T>): Promise<T>;
+}
+
+/** What counts the statements (the app's QueryCounter). */
+export interface StatementRecorder {
+  record(sql: string): void;
+}
+
+const TIMESTAMP = 1114;
+const TIMESTAMP_ARRAY = 1115;
+const INT8 = 20;
+const NUMERIC = 1700;
+
+/** `2026-11-22 15:04:05.123` (a TIMESTAMP without zone, written in UTC) as a Date. */
+export function parseUtcTimestamp(text: string): Date {
+  if (text === 'infinity' || text === '-infinity') return new Date(text === 'infinity' ? 8.64e15 : -8.64e15);
+  return new Date(`${text.replace(' ', 'T')}Z`);
+}
+
+function parseTimestampArray(text: string): (Date | null)[] {
+  if (text === '{}') return [];
+  return text
+    .slice(1, -1)
+    .split(',')
+    .map((item) => (item === 'NULL' ? null : parseUtcTimestamp(item.replace(/^"|"$/g, ''))));
+}
+
+/** Text-format parsers that differ from the drivers' defaults (which read timestamps as local time). */
+const PARSERS: Record<number, (text: string) => unknown> = {
+  [TIMESTAMP]: parseUtcTimestamp,
+  [TIMESTAMP_ARRAY]: parseTimestampArray,
+  [INT8]: (text) => BigInt(text),
+  [NUMERIC]: (text) => text,
+};
+
+export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes: typeof pg.types): Sql {
+  const types = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      PARSERS[oid] ?? pgTypes.getTypeParser(oid, format as 'text')) as typeof pgTypes.getTypeParser,
+  };
+  const run = async <T>(client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = []) => {
+    recorder.record(text);
+    const result = await client.query({ text, values: values as unknown[], types });
+    return result.rows as T[];
+  };
+  return {
+    query: (text, values) => run(pool, text, values),
+    async transaction(work) {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        try {
+          const result = await work({ query: (text, values) => run(client, text, values) });
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch((rollbackError: Error) => {
+            broken = rollbackError;
+          });
+          throw error;
+        }
+      } finally {
+        // A connection that could not roll back is destroyed, not returned to the pool.
+        client.release(broken);
+      }
+    },
+  };
+}
+
+export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder): Sql {
+  const options = { parsers: PARSERS };
+  const run = async <T>(client: PGlite | PGliteTransaction, text: string, values: readonly unknown[] = []) => {
+    recorder.record(text);
+    const result = await client.query<T>(text, values as unknown[], options);
+    return result.rows;
+  };
+  return {
+    query: (text, values) => run(pglite, text, values),
+    // PGlite is one connection: its transaction holds it, and every other query waits.
+    transaction: (work) => pglite.transaction((tx) => work({ query: (text, values) => run(tx, text, values) })),
+  };
+}
+
+/** A serialization failure or a deadlock: the transaction can be run again from the start. */
+export function isRetryableSqlError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40001' || code === '40P01';
+}
