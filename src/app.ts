@@ -67,7 +67,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       bus,
       auth,
       sessions,
-      contexts: new ContextService(db.prisma, sessions),
+      contexts: new ContextService(db.prisma, db.sql, sessions),
     };
     return assemble(services);
   } catch (error) {

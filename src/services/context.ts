@@ -13,16 +13,25 @@ import {
   toolResultStubTokens,
 } from '../domain/context/index.js';
 import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
-import { clipSegments, visibleSegments, type Segment } from '../domain/lineage.js';
+import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
+import type { Sql } from '../db/sql.js';
 import { notFound } from '../errors.js';
-import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
+import type { MessageRole, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
 import { segmentsWhere } from './messages.js';
 import type { SessionService } from './sessions.js';
 
-/** Messages loaded before the point where nothing older can fit, so the cut is decided by the pipeline. */
-const WINDOW_MARGIN = 16;
-/** Messages read per page, newest first, while looking for the window's start. */
-const WINDOW_PAGE = 256;
+/**
+ * How the window is read, newest first: `first` messages while the compaction is read, then pages
+ * sized from the cost seen so far, within [`min`, `max`], until `margin` messages past the point
+ * where nothing older can fit (so the cut is decided by the pipeline, not here).
+ */
+export interface WindowPaging {
+  first: number;
+  min: number;
+  max: number;
+  margin: number;
+}
+export const DEFAULT_WINDOW_PAGING: WindowPaging = { first: 256, min: 64, max: 2_048, margin: 16 };
 
 const LIGHT_COLUMNS = {
   id: true,
@@ -33,17 +42,51 @@ const LIGHT_COLUMNS = {
   tokensO200k: true,
   tokensCl100k: true,
 } as const;
+const LIGHT_SQL = 'id, position, role, generating, "toolResultIds", "tokensO200k", "tokensCl100k"';
 
-type LightRow = Prisma.MessageGetPayload<{ select: typeof LIGHT_COLUMNS }>;
-type WindowRow = LightRow & { parts: StoredPart[] };
+interface LightRow {
+  id: string;
+  position: number;
+  role: MessageRole;
+  generating: boolean;
+  toolResultIds: string[];
+  tokensO200k: number | null;
+  tokensCl100k: number | null;
+}
+interface LoadedWindow {
+  /** The window's messages, oldest first, with their parts. */
+  messages: DomainMessage[];
+  /** The average lower-bound cost of the messages counted (null when none were). */
+  costPerRow: number | null;
+}
 
 /**
- * Parsed parts of finished messages, least recently used first out. A finished message never
- * changes, so an entry is never stale, and a deleted one is never asked for again: every lookup
- * is by an id the database just returned.
+ * What one assembly of a session tells the next: its lineage (frozen when the session was made)
+ * and the cost per message of its window, to size the first page.
+ */
+interface WindowHint extends LineageSession {
+  costPerRow: number | null;
+}
+const MAX_HINTS = 10_000;
+
+/** The session and what its previous turns say, read in one statement. */
+type SessionState = Session & {
+  /** Whether the session has a turn other than the one being recorded. */
+  hadTurn: boolean;
+  /** Whether the turn to record the context on is a turn of this session (true when none is given). */
+  turnFound: boolean;
+  /** The settings fingerprint of the latest earlier recorded context, the session's own or else its parent's. */
+  previousFingerprint: string | null;
+};
+
+/**
+ * Parsed parts of finished messages, evicted by the CLOCK rule (second chance: the oldest entry
+ * goes unless it was read since it was last passed over), which approximates least recently used
+ * while a read only sets a flag. A finished message never changes, so an entry is never stale,
+ * and a deleted one is never asked for again: every lookup is by an id the database just returned.
  */
 export class FinishedPartsCache {
-  private readonly entries = new Map<string, { parts: StoredPart[]; size: number }>();
+  private readonly entries = new Map<string, { parts: StoredPart[]; size: number; read: boolean }>();
   private size = 0;
 
   constructor(private readonly maxChars = 32_000_000) {}
@@ -51,20 +94,27 @@ export class FinishedPartsCache {
   get(id: string): StoredPart[] | undefined {
     const entry = this.entries.get(id);
     if (!entry) return undefined;
-    this.entries.delete(id);
-    this.entries.set(id, entry);
+    entry.read = true;
     return entry.parts;
   }
 
   set(id: string, parts: StoredPart[]) {
     if (this.entries.has(id)) return;
     const size = parts.reduce((sum, p) => sum + 64 + (p.type === 'text' ? p.text.length : p.type === 'toolResult' ? p.content.length : 0), 0);
-    this.entries.set(id, { parts, size });
+    if (size > this.maxChars) return;
+    this.entries.set(id, { parts, size, read: false });
     this.size += size;
-    for (const [oldest, entry] of this.entries) {
-      if (this.size <= this.maxChars) break;
+    while (this.size > this.maxChars) {
+      const [oldest, entry] = this.entries.entries().next().value!;
       this.entries.delete(oldest);
-      this.size -= entry.size;
+      // The entry just added stays (it is about to be used); one read since it was last passed over
+      // is passed over once more.
+      if (oldest === id || entry.read) {
+        entry.read = false;
+        this.entries.set(oldest, entry);
+      } else {
+        this.size -= entry.size;
+      }
     }
   }
 }
@@ -105,10 +155,13 @@ export interface RecordedContext extends AssembledContext {
  */
 export class ContextService {
   private readonly parts = new FinishedPartsCache();
+  private readonly hints = new Map<string, WindowHint>();
 
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly sql: Sql,
     private readonly sessions: SessionService,
+    private readonly paging: WindowPaging = DEFAULT_WINDOW_PAGING,
   ) {}
 
   async assemble(workspaceId: string, request: AssembleRequest, label?: string): Promise<ServedContext> {
@@ -124,39 +177,43 @@ export class ContextService {
       contextAttachmentMaxChars: request.contextAttachmentMaxChars ?? DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
     });
 
-    const session = await this.prisma.session.findFirst({ where: { id: request.sessionId, workspaceId } });
-    if (!session) throw notFound('Session', label ?? request.sessionId);
-    if (request.turnId) {
-      const turn = await this.prisma.turn.findFirst({ where: { id: request.turnId, sessionId: session.id }, select: { id: true } });
-      if (!turn) throw notFound('Turn of this session', request.turnId);
+    // A session assembled before is known here: its lineage never changes, so its compaction and
+    // the newest page of its own messages (sized from the cost seen last time) are read alongside
+    // the session itself. Otherwise they are read once the session is.
+    const windowed = options.maxTokens !== null && options.encoding !== 'CHARS_DIV_4';
+    const hint = this.hints.get(request.sessionId);
+    const early = hint
+      ? {
+          compaction: this.sessions.latestCompaction(this.sql, hint),
+          newest: windowed ? this.readNewest(hint, this.firstPageSize(hint, options.maxTokens!)) : null,
+        }
+      : null;
+    let session: SessionState | null;
+    try {
+      session = await this.readSession(workspaceId, request.sessionId, request.turnId ?? null);
+      if (!session) throw notFound('Session', label ?? request.sessionId);
+      if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
+    } catch (error) {
+      // Nobody waits for the early reads any more.
+      early?.compaction.catch(() => {});
+      early?.newest?.catch(() => {});
+      throw error;
     }
 
     const segments = visibleSegments(session);
-    const [previous, { compaction, rows }] = await Promise.all([
-      this.previousContext(session.id, session.parentId, request.turnId ?? null),
-      this.sessions.latestCompaction(this.prisma, session).then(async (compaction) => ({
-        compaction,
-        rows: await this.loadWindow(segments, compaction?.uptoIndex ?? 0, session.messageCount, options),
-      })),
+    const compactionRead = early?.compaction ?? this.sessions.latestCompaction(this.sql, session);
+    const [compaction, window] = await Promise.all([
+      compactionRead,
+      this.loadWindow(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0), options, early?.newest ?? null),
     ]);
+    const { messages } = window;
+    this.remember(session, window);
     const upto = compaction?.uptoIndex ?? 0;
-    const lo = rows.length ? rows[0].position : session.messageCount;
-
-    const messages: DomainMessage[] = rows.map((row) => ({
-      id: row.id,
-      index: row.position,
-      role: row.role,
-      parts: row.parts,
-      generating: row.generating,
-      tokens:
-        row.tokensO200k === null || row.tokensCl100k === null
-          ? null
-          : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
-    }));
+    const lo = messages.length ? messages[0].index : session.messageCount;
     const attachments = await this.loadAttachments(session.workspaceId, messages);
     const fingerprint = settingsFingerprint(session.settings);
 
-    const windowed = assembleContext({
+    const assembled = assembleContext({
       messages,
       compaction: compaction
         ? {
@@ -170,22 +227,46 @@ export class ContextService {
       options,
       flags: {
         isFork: session.parentId !== null,
-        isFirstTurn: !previous.hadTurn,
-        hasConnectorSwap: previous.fingerprint !== null && previous.fingerprint !== fingerprint,
+        isFirstTurn: !session.hadTurn,
+        hasConnectorSwap: session.previousFingerprint !== null && session.previousFingerprint !== fingerprint,
       },
     });
 
-    const result = lo > 0 ? this.withEarlierDecisions(windowed, segments, lo, upto) : windowed;
+    const result = lo > 0 ? this.withEarlierDecisions(assembled, segments, lo, upto) : assembled;
     if (request.turnId) {
       const { earlierDecisions, ...plain } = result as ServedContext;
       const decisions = earlierDecisions ? [...(await earlierDecisions()), ...plain.decisions] : plain.decisions;
       const recorded: RecordedContext = { ...plain, decisions, settingsFingerprint: fingerprint, assembledAt: new Date().toISOString() };
       await this.prisma.turn.update({
         where: { id: request.turnId },
-        data: { context: JSON.parse(JSON.stringify(recorded)) as Prisma.InputJsonValue },
+        data: { context: JSON.parse(JSON.stringify(recorded)) as Prisma.InputJsonValue, contextSettingsFingerprint: fingerprint },
       });
     }
     return result;
+  }
+
+  /**
+   * The session, whether it had a turn before this one, and the settings fingerprint recorded with
+   * the latest earlier context (a fork with no context of its own compares with its parent's latest),
+   * in one statement.
+   */
+  private async readSession(workspaceId: string, sessionId: string, turnId: string | null): Promise<SessionState | null> {
+    const [row] = await this.sql.query<SessionState>(
+      `SELECT s.*,
+         EXISTS (SELECT 1 FROM "Turn" t WHERE t."sessionId" = s.id AND t.id IS DISTINCT FROM $3) AS "hadTurn",
+         ($3::text IS NULL OR EXISTS (SELECT 1 FROM "Turn" t WHERE t.id = $3 AND t."sessionId" = s.id)) AS "turnFound",
+         coalesce(
+           (SELECT t."contextSettingsFingerprint" FROM "Turn" t
+             WHERE t."sessionId" = s.id AND t."contextSettingsFingerprint" IS NOT NULL AND t.id IS DISTINCT FROM $3
+             ORDER BY t.number DESC LIMIT 1),
+           (SELECT t."contextSettingsFingerprint" FROM "Turn" t
+             WHERE t."sessionId" = s."parentId" AND t."contextSettingsFingerprint" IS NOT NULL
+             ORDER BY t.number DESC LIMIT 1)
+         ) AS "previousFingerprint"
+       FROM "Session" s WHERE s.id = $1 AND s."workspaceId" = $2`,
+      [sessionId, workspaceId, turnId],
+    );
+    return row ?? null;
   }
 
   /**
@@ -193,35 +274,61 @@ export class ContextService {
    * so a message cannot be kept once even a lower bound of the cost of it and everything after it
    * exceeds the budget: stored content tokens plus one framing token a message, a tool result
    * counted at most as its elision stub, a generating message (dropped) as nothing. Messages are
-   * read newest first, a page at a time, until that point plus a margin and the newest user
-   * message (always kept). Everything before is decided without being loaded: summarized when the
-   * compaction covers it, dropped for the budget otherwise. Without a budget, or without stored
-   * counts, everything after the compaction is loaded.
+   * read newest first, a page at a time (the first while the compaction is read, or already read
+   * with the session; the next ones sized from the cost seen so far), until that point plus a
+   * margin and the newest user message (always kept). Everything before is decided without being
+   * loaded: summarized when the compaction covers it, dropped for the budget otherwise. Without a
+   * budget, or without stored counts, everything after the compaction is loaded.
    */
-  private async loadWindow(segments: Segment[], upto: number, count: number, options: AssembleContextOptions): Promise<WindowRow[]> {
-    const scope = clipSegments(segments, upto, count);
-    const loadAll = async () =>
-      scope.length
-        ? this.withParts(await this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS }))
+  private async loadWindow(
+    session: LineageSession,
+    segments: Segment[],
+    uptoRead: Promise<number>,
+    options: AssembleContextOptions,
+    newestRead: Promise<LightRow[]> | null,
+  ): Promise<LoadedWindow> {
+    const count = session.messageCount;
+    const loadAll = async (): Promise<LoadedWindow> => {
+      newestRead?.catch(() => {});
+      const scope = clipSegments(segments, await uptoRead, count);
+      const rows = scope.length
+        ? await this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS })
         : [];
+      return { messages: await this.withParts(rows), costPerRow: null };
+    };
     if (options.maxTokens === null || options.encoding === 'CHARS_DIV_4') return loadAll();
+    const budget = options.maxTokens;
+    const paging = this.paging;
     const stub = toolResultStubTokens(0, options.encoding);
     const newestFirst: LightRow[] = [];
+    let upto: number | null = null;
     let spent = 0;
+    let counted = 0;
     let margin: number | null = null;
     let userSeen = false;
     const done = () => margin !== null && margin <= 0 && userSeen;
-    for (const segment of [...scope].reverse()) {
-      for (let hi = segment.end; !done() && hi > segment.start; ) {
-        const rows = await this.prisma.message.findMany({
-          where: { sessionId: segment.sessionId, position: { gte: segment.start, lt: hi } },
-          orderBy: { position: 'desc' },
-          take: WINDOW_PAGE,
-          select: LIGHT_COLUMNS,
-        });
+    for (const segment of [...clipSegments(segments, 0, count)].reverse()) {
+      for (let hi = segment.end; !done() && hi > Math.max(segment.start, upto ?? 0); ) {
+        let rows: LightRow[];
+        if (newestRead && segment.sessionId === session.id && hi === count) {
+          // Read alongside the session, so not from the same snapshot: messages appended since are
+          // left out, and a page that misses some the session counts is read again.
+          rows = (await newestRead).filter((row) => row.position < count);
+          newestRead = null;
+          if (rows[0]?.position !== count - 1) continue;
+        } else {
+          // Past the budget, only the margin and the newest user message are still wanted.
+          const size =
+            counted === 0 || margin !== null
+              ? paging.first
+              : Math.min(paging.max, Math.max(paging.min, Math.ceil(((budget - spent) / Math.max(1, spent)) * counted * 1.25) + paging.margin));
+          rows = await this.readPage(segment.sessionId, Math.max(segment.start, upto ?? 0), hi, size);
+        }
+        // The first page was read before the compaction's end was known.
+        upto ??= await uptoRead;
         if (rows.length === 0) break;
         for (const row of rows) {
-          if (done()) break;
+          if (done() || row.position < upto) break;
           newestFirst.push(row);
           if (row.role === 'USER' && !row.generating) userSeen = true;
           if (margin !== null) {
@@ -232,20 +339,68 @@ export class ContextService {
           // A message counted before counts were stored bounds nothing: load everything.
           if (tokens === null && !row.generating) return loadAll();
           spent += row.generating || tokens === null ? 0 : row.role === 'TOOL' ? Math.min(tokens, row.toolResultIds.length * stub) : tokens + 1;
-          if (spent > options.maxTokens) margin = WINDOW_MARGIN;
+          counted++;
+          if (spent > budget) margin = paging.margin;
         }
         hi = rows[rows.length - 1].position;
       }
-      if (done()) break;
+      if (done() || (upto !== null && segment.start <= upto)) break;
     }
+    newestRead?.catch(() => {});
     const window = newestFirst.reverse();
     // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
     const head = window.findIndex((row) => row.role !== 'TOOL');
-    return this.withParts(head > 0 && window[0].position > upto ? window.slice(head) : window);
+    const rows = head > 0 && window[0].position > (upto ?? 0) ? window.slice(head) : window;
+    return { messages: await this.withParts(rows), costPerRow: counted > 0 ? spent / counted : null };
   }
 
-  /** Adds the parts: finished messages' from the cache, the others (generating ones too) in one query. */
-  private async withParts(rows: LightRow[]): Promise<WindowRow[]> {
+  /**
+   * The newest `size` messages of one session in [lo, hi), newest first. Positions are dense, so
+   * the range itself holds at most `size` rows: whatever plan the planner picks (with stale
+   * statistics it may sort every row of the session instead of reading the index backwards),
+   * it reads no more than that.
+   */
+  private readPage(sessionId: string, lo: number, hi: number, size: number): Promise<LightRow[]> {
+    return this.sql.query<LightRow>(
+      `SELECT ${LIGHT_SQL} FROM "Message"
+       WHERE "sessionId" = $1 AND position >= $2 AND position < $3 ORDER BY position DESC`,
+      [sessionId, Math.max(lo, hi - size), hi],
+    );
+  }
+
+  /** The newest page of a known session's own messages, read alongside the session (its count is read here too). */
+  private readNewest(hint: WindowHint, size: number): Promise<LightRow[]> {
+    return this.sql.query<LightRow>(
+      `SELECT ${LIGHT_SQL} FROM "Message"
+       WHERE "sessionId" = $1
+         AND position >= greatest($2::int, (SELECT "messageCount" FROM "Session" WHERE id = $1) - $3::int)
+       ORDER BY position DESC`,
+      [hint.id, hint.forkIndex ?? 0, size],
+    );
+  }
+
+  /** The first page: what the budget holds at the cost per message seen last time, plus the margin. */
+  private firstPageSize(hint: WindowHint, budget: number): number {
+    if (hint.costPerRow === null) return this.paging.first;
+    const size = Math.ceil((budget / Math.max(1, hint.costPerRow)) * 1.1) + 2 * this.paging.margin;
+    return Math.min(this.paging.max, Math.max(this.paging.min, size));
+  }
+
+  /** Keeps what the next assembly of this session can read early (bounded: oldest forgotten first). */
+  private remember(session: LineageSession, window: LoadedWindow) {
+    this.hints.delete(session.id);
+    this.hints.set(session.id, {
+      id: session.id,
+      forkIndex: session.forkIndex,
+      lineage: session.lineage,
+      messageCount: session.messageCount,
+      costPerRow: window.costPerRow,
+    });
+    if (this.hints.size > MAX_HINTS) this.hints.delete(this.hints.keys().next().value!);
+  }
+
+  /** The rows as messages with their parts: finished messages' from the cache, the others (generating ones too) in one query. */
+  private async withParts(rows: LightRow[]): Promise<DomainMessage[]> {
     const resolved = new Map<string, StoredPart[]>();
     const missing: string[] = [];
     for (const row of rows) {
@@ -254,7 +409,10 @@ export class ContextService {
       else missing.push(row.id);
     }
     if (missing.length) {
-      const found = await this.prisma.message.findMany({ where: { id: { in: missing } }, select: { id: true, parts: true, generating: true } });
+      const found = await this.sql.query<{ id: string; parts: StoredPart[]; generating: boolean }>(
+        'SELECT id, parts, generating FROM "Message" WHERE id = ANY($1::text[])',
+        [missing],
+      );
       for (const row of found) {
         const parts = row.parts as unknown as StoredPart[];
         resolved.set(row.id, parts);
@@ -265,7 +423,15 @@ export class ContextService {
       const parts = resolved.get(row.id);
       // Only a delete running alongside removes a message between the two reads.
       if (!parts) throw notFound('Message', row.id);
-      return { ...row, parts };
+      return {
+        id: row.id,
+        index: row.position,
+        role: row.role,
+        parts,
+        generating: row.generating,
+        tokens:
+          row.tokensO200k === null || row.tokensCl100k === null ? null : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
+      };
     });
   }
 
@@ -297,25 +463,6 @@ export class ContextService {
       truncated: windowed.truncated || dropped > 0,
       earlierDecisions,
     };
-  }
-
-  /**
-   * Whether the session had a turn before this one, and the settings fingerprint recorded with the
-   * latest earlier context (a fork with no context of its own compares with its parent's latest).
-   */
-  private async previousContext(sessionId: string, parentId: string | null, turnId: string | null) {
-    const excludeTurn = turnId ? { id: { not: turnId } } : {};
-    const hadTurn = (await this.prisma.turn.count({ where: { sessionId, ...excludeTurn } })) > 0;
-    for (const id of parentId ? [sessionId, parentId] : [sessionId]) {
-      const turn = await this.prisma.turn.findFirst({
-        where: { sessionId: id, context: { not: { equals: null } } as never, ...(id === sessionId ? excludeTurn : {}) },
-        orderBy: { number: 'desc' },
-        select: { context: true },
-      });
-      const fingerprint = (turn?.context as { settingsFingerprint?: string } | null)?.settingsFingerprint;
-      if (fingerprint) return { hadTurn, fingerprint };
-    }
-    return { hadTurn, fingerprint: null };
   }
 
   private async loadAttachments(workspaceId: string, messages: DomainMessage[]): Promise<Map<string, ResolvedAttachment>> {

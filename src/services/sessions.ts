@@ -469,21 +469,26 @@ export class SessionService {
     });
   }
 
-  /** The latest compaction that applies to this session (its own, or inherited through its lineage). */
-  async latestCompaction(db: PrismaClient | Tx, session: LineageSession): Promise<Compaction | null> {
+  /**
+   * The latest compaction that applies to this session, in one statement: its own latest, or else
+   * the latest inherited through its lineage (from the nearest ancestor that has one, among those
+   * that existed when the lineage left it and end within what this session sees of it).
+   */
+  async latestCompaction(db: SqlTarget, session: LineageSession): Promise<Compaction | null> {
     const scopes = compactionScopes(session);
-    const candidates = await db.compaction.findMany({
-      where: {
-        OR: scopes.map((s) => ({
-          sessionId: s.sessionId,
-          ...(s.maxOrdinal !== null ? { ordinal: { lte: s.maxOrdinal } } : {}),
-          ...(s.maxUpto !== null ? { uptoIndex: { lte: s.maxUpto } } : {}),
-        })),
-      },
-    });
-    const depth = new Map(scopes.map((s, i) => [s.sessionId, i]));
-    candidates.sort((a, b) => depth.get(b.sessionId)! - depth.get(a.sessionId)! || b.ordinal - a.ordinal);
-    return candidates[0] ?? null;
+    const [row] = await asSql(db).query<Compaction>(
+      `SELECT c.* FROM unnest($1::text[], $2::int[], $3::int[]) WITH ORDINALITY AS s(session_id, max_ordinal, max_upto, depth)
+       CROSS JOIN LATERAL (
+         SELECT * FROM "Compaction" c
+         WHERE c."sessionId" = s.session_id
+           AND (s.max_ordinal IS NULL OR c.ordinal <= s.max_ordinal)
+           AND (s.max_upto IS NULL OR c."uptoIndex" <= s.max_upto)
+         ORDER BY c.ordinal DESC LIMIT 1
+       ) c
+       ORDER BY s.depth DESC LIMIT 1`,
+      [scopes.map((s) => s.sessionId), scopes.map((s) => s.maxOrdinal), scopes.map((s) => s.maxUpto)],
+    );
+    return row ?? null;
   }
 }
 

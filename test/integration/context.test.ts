@@ -1,6 +1,10 @@
 import { encodeChat } from 'gpt-tokenizer/encoding/o200k_base';
 import { assembleContext as assemblePure } from '../../src/domain/context/index.js';
-import type { StoredPart } from '../../src/domain/types.js';
+import { visibleSegments } from '../../src/domain/lineage.js';
+import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
+import type { Sql } from '../../src/db/sql.js';
+import { ContextService } from '../../src/services/context.js';
+import { segmentsWhere } from '../../src/services/messages.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { graphql } from '../generated/index.js';
 import { backend, createTestApp, dropTestDatabases, gql, gqlError, gqlOk, rawIdOf, globalIdOf, type TestApp } from '../helpers/app.js';
@@ -331,6 +335,158 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
       });
       expect(served.decisions.map((d) => [d.index, d.decision])).toEqual(full.decisions.map((d) => [d.index, d.decision]));
     }
+  });
+
+  it('reads the window in small pages across forks and compactions, and gives exactly what assembling everything gives', async () => {
+    // Rounds of four (question, call, result, answer) of varying sizes, so page sizes adapt to costs.
+    const rounds = (label: string, from: number, count: number) =>
+      Array.from({ length: count }, (_, r) => {
+        const n = from + r;
+        return [
+          { role: 'USER' as const, text: `${label} question ${n}: ${'how '.repeat((n * 7) % 23)}?` },
+          { role: 'ASSISTANT' as const, parts: [{ text: { text: `Looking ${n}.` } }, { toolCall: { callId: `${label}${n}`, name: 'search', arguments: { n } } }] },
+          { role: 'TOOL' as const, parts: [{ toolResult: { callId: `${label}${n}`, content: `row ${n} `.repeat((n * 13) % 41) } }] },
+          { role: 'ASSISTANT' as const, text: `${label} answer ${n} ${'because '.repeat((n * 5) % 17)}` },
+        ];
+      }).flat();
+    const appendRounds = (sessionId: string, label: string, from: number, count: number) =>
+      gqlOk(app, AppendMessages, { input: { sessionId, messages: rounds(label, from, count) } });
+    const forkAt = async (sessionId: string, messageIndex: number) =>
+      (await gqlOk(app, ForkSession, { input: { sessionId, messageIndex } })).forkSession.session.id;
+
+    const root = (await gqlOk(app, CreateSession, { input: { title: 'paged' } })).createSession.id;
+    await appendRounds(root, 'r', 0, 30); // 120 messages
+    await gqlOk(app, Compact, { input: { sessionId: root, uptoIndex: 40, summary: 'Root, first ten rounds.' } });
+    const child = await forkAt(root, 80); // inherits the compaction
+    await appendRounds(child, 'c', 20, 10);
+    await gqlOk(app, Compact, { input: { sessionId: child, uptoIndex: 100, summary: 'Child, up to 100.' } });
+    const grandchild = await forkAt(child, 112); // three segments, the child's compaction inherited
+    await appendRounds(grandchild, 'g', 28, 5);
+    const early = await forkAt(root, 24); // cut before the root's compaction ends: none inherited
+    await appendRounds(early, 'e', 6, 12);
+
+    const { prisma, sql, queries } = app.services.db;
+    const paged = new ContextService(prisma, sql, app.services.sessions, { first: 4, min: 2, max: 8, margin: 1 });
+    let pagedStatements = 0;
+    for (const sessionId of [root, child, grandchild, early]) {
+      const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
+      const rows = await prisma.message.findMany({ where: segmentsWhere(visibleSegments(session)), orderBy: { position: 'asc' } });
+      expect(rows.map((r) => r.position)).toEqual([...rows.keys()]);
+      const compaction = await app.services.sessions.latestCompaction(sql, session);
+      for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as TokenEncoding[]) {
+        for (const maxTokens of [30, 150, 600, 2_500, 1_000_000]) {
+          const options = {
+            maxTokens,
+            maxMessages: null,
+            keepToolCallRounds: 1,
+            encoding,
+            system: 'Be brief.',
+            turnContext: null,
+            format: 'OPENAI_CHAT' as const,
+            attachmentMaxChars: 20_000,
+            contextAttachmentMaxChars: 100_000,
+          };
+          const label = `${session.title} at ${maxTokens} ${encoding}`;
+          let full: ReturnType<typeof assemblePure> | null = null;
+          let refusal: unknown = null;
+          try {
+            full = assemblePure({
+              messages: rows.map((r) => ({
+                id: r.id,
+                index: r.position,
+                role: r.role,
+                parts: r.parts as unknown as StoredPart[],
+                generating: r.generating,
+                tokens: { O200K_BASE: r.tokensO200k!, CL100K_BASE: r.tokensCl100k! },
+              })),
+              compaction: compaction ? { id: compaction.id, uptoIndex: compaction.uptoIndex, summary: compaction.summary, tokens: null } : null,
+              attachments: new Map(),
+              options,
+              flags: { isFork: session.parentId !== null, isFirstTurn: true, hasConnectorSwap: false },
+            });
+          } catch (error) {
+            refusal = error;
+          }
+          queries.reset();
+          const request = { sessionId: session.id, ...options };
+          if (!full) {
+            await expect(paged.assemble(session.workspaceId, request), label).rejects.toMatchObject({ code: (refusal as { code: string }).code });
+            continue;
+          }
+          const served = await paged.assemble(session.workspaceId, request);
+          pagedStatements = Math.max(pagedStatements, queries.count);
+          expect(served.contextHash, label).toBe(full.contextHash);
+          expect(
+            { tokens: served.tokenCount, dropped: served.droppedMessageCount, truncated: served.truncated, summary: served.summaryIncluded },
+            label,
+          ).toEqual({ tokens: full.tokenCount, dropped: full.droppedMessageCount, truncated: full.truncated, summary: full.summaryIncluded });
+          const decisions = [...((await served.earlierDecisions?.()) ?? []), ...served.decisions];
+          expect(decisions.map((d) => [d.index, d.decision]), label).toEqual(full.decisions.map((d) => [d.index, d.decision]));
+        }
+      }
+    }
+    // Pages of at most 8 over sessions of up to 152 messages: the paging really was exercised.
+    expect(pagedStatements).toBeGreaterThan(8);
+  });
+
+  it('reads a known session\'s newest page alongside the session, and reads again what that page missed', async () => {
+    const { prisma, sql } = app.services.db;
+    // Holds the session read (when asked) until the newest page, read alongside it, has answered.
+    let hold = false;
+    let newestAnswered: () => void = () => {};
+    let release: () => void = () => {};
+    const held: Sql = {
+      transaction: (work) => sql.transaction(work),
+      async query<T>(text: string, values?: readonly unknown[]) {
+        if (hold && text.includes('"previousFingerprint"')) {
+          await new Promise<void>((resolve) => (release = resolve));
+        }
+        const rows = await sql.query<T>(text, values);
+        if (text.includes(`(SELECT "messageCount" FROM "Session"`)) newestAnswered();
+        return rows;
+      },
+    };
+    const service = new ContextService(prisma, held, app.services.sessions);
+    const id = await conversation(40);
+    const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(id) } });
+    const request = { sessionId: session.id, maxTokens: 60, format: 'OPENAI_CHAT' as const };
+    const first = await service.assemble(session.workspaceId, request);
+    expect(first.truncated).toBe(true);
+
+    // Known now: the next assembly reads the newest page before the session. Messages appended in
+    // between are in the session's count but not in that page: they must still be assembled.
+    hold = true;
+    const answered = new Promise<void>((resolve) => (newestAnswered = resolve));
+    const assembling = service.assemble(session.workspaceId, request);
+    await answered;
+    await gqlOk(app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'ASSISTANT', text: 'late answer' }, { role: 'USER', text: 'late question' }] } });
+    release();
+    const served = await assembling;
+    hold = false;
+    expect(served.messages.at(-1)).toMatchObject({ sourceIndex: 41 });
+    const fresh = await new ContextService(prisma, sql, app.services.sessions).assemble(session.workspaceId, request);
+    expect(served.contextHash).toBe(fresh.contextHash);
+
+    // A compaction made after the session became known applies at once.
+    await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 38, summary: 'Most of it.' } });
+    const compacted = await service.assemble(session.workspaceId, { ...request, maxTokens: 10_000 });
+    expect(compacted.summaryIncluded).toBe(true);
+    expect(compacted.messages.filter((m) => m.kind === 'message').map((m) => m.sourceIndex)).toEqual([38, 39, 40, 41]);
+  });
+
+  it('compares a fork without recorded contexts with its parent\'s latest for hasConnectorSwap', async () => {
+    const parent = await conversation(4, { model: 'gpt-4o' });
+    const turn = await startTurn(parent, 1);
+    await assemble(parent, { turnId: turn });
+    const same = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 2 } })).forkSession.session.id;
+    expect(await assemble(same)).toMatchObject({ isFork: true, isFirstTurn: true, hasConnectorSwap: false });
+    const swapped = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 2 } })).forkSession.session.id;
+    await gqlOk(app, UpdateSession, { input: { sessionId: swapped, settings: { model: 'claude-sonnet' } } });
+    const forkTurn = await startTurn(swapped, 1);
+    expect(await assemble(swapped, { turnId: forkTurn })).toMatchObject({ isFirstTurn: true, hasConnectorSwap: true });
+    // Its own recorded context is what the next turn compares with.
+    const next = await startTurn(swapped, 2);
+    expect(await assemble(swapped, { turnId: next })).toMatchObject({ isFirstTurn: false, hasConnectorSwap: false });
   });
 
   it('assembles a streamed message with its final content once it is finished', async () => {
