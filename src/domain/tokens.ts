@@ -19,8 +19,12 @@ export function countTokens(text: string, encoding: TokenEncoding): number {
   }
 }
 
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /** Code points of `text` (a surrogate pair is one character); a charCode loop, no iterator. */
 export function countCodePoints(text: string): number {
+  // Most text has no surrogate at all (a regular expression finds that natively).
+  if (!SURROGATE.test(text)) return text.length;
   let n = text.length;
   for (let i = 0; i < text.length - 1; i++) {
     const c = text.charCodeAt(i);
