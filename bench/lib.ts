@@ -80,6 +80,11 @@ export interface BenchContext {
     tokens?: number;
     analyze?: boolean;
   }): Promise<{ id: string; rawId: string; messageCount: number }>;
+  /**
+   * A full garbage collection (when node runs with --expose-gc, as `npm run bench` does), so what a
+   * scenario measures does not pay for collecting what its setup left behind.
+   */
+  collectGarbage(): void;
   /** Progress output (stderr). */
   log(message: string): void;
 }

@@ -163,6 +163,7 @@ function context(backend: BackendKind, app: App, workspaceId: string): BenchCont
       }
       return { id, rawId, messageCount: messages };
     },
+    collectGarbage: () => (globalThis as { gc?: () => void }).gc?.(),
     log: (message) => log(`  [${backend}] ${message}`),
   };
 }

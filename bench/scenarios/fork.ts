@@ -70,6 +70,7 @@ const fork: Scenario = {
     );
     await ctx.app.services.db.prisma.$executeRawUnsafe('ANALYZE "Message"');
     const samples = { small: [] as number[], large: [] as number[] };
+    ctx.collectGarbage();
     for (let i = 0; i < WARMUP + ITERATIONS; i++) {
       // Interleaved, so drift (caches, JIT, autovacuum) hits both lengths alike.
       const a = await forkOnce(ctx, small.id, cut(small.messageCount));
