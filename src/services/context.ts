@@ -64,7 +64,7 @@ interface LoadedWindow {
  * What one assembly of a session tells the next: its lineage (frozen when the session was made)
  * and the cost per message of its window, to size the first page.
  */
-interface WindowHint extends LineageSession {
+interface WindowHint extends Pick<LineageSession, 'id' | 'forkIndex' | 'lineage'> {
   costPerRow: number | null;
 }
 const MAX_HINTS = 10_000;
@@ -393,7 +393,6 @@ export class ContextService {
       id: session.id,
       forkIndex: session.forkIndex,
       lineage: session.lineage,
-      messageCount: session.messageCount,
       costPerRow: window.costPerRow,
     });
     if (this.hints.size > MAX_HINTS) this.hints.delete(this.hints.keys().next().value!);

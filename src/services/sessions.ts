@@ -474,7 +474,7 @@ export class SessionService {
    * the latest inherited through its lineage (from the nearest ancestor that has one, among those
    * that existed when the lineage left it and end within what this session sees of it).
    */
-  async latestCompaction(db: SqlTarget, session: LineageSession): Promise<Compaction | null> {
+  async latestCompaction(db: SqlTarget, session: Pick<LineageSession, 'id' | 'lineage'>): Promise<Compaction | null> {
     const scopes = compactionScopes(session);
     const [row] = await asSql(db).query<Compaction>(
       `SELECT c.* FROM unnest($1::text[], $2::int[], $3::int[]) WITH ORDINALITY AS s(session_id, max_ordinal, max_upto, depth)

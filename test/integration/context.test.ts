@@ -108,6 +108,31 @@ async function startTurn(sessionId: string, number: number) {
   return globalId('Turn', turn.id);
 }
 
+type MessageRow = Awaited<ReturnType<TestApp['services']['db']['prisma']['message']['findMany']>>[number];
+
+/** Assembles every one of `rows` (a session's visible messages, oldest first) with the pure pipeline. */
+function assembleEverything(
+  rows: MessageRow[],
+  compaction: { id: string; uptoIndex: number; summary: string } | null,
+  options: Parameters<typeof assemblePure>[0]['options'],
+  isFork = false,
+) {
+  return assemblePure({
+    messages: rows.map((r) => ({
+      id: r.id,
+      index: r.position,
+      role: r.role,
+      parts: r.parts as unknown as StoredPart[],
+      generating: r.generating,
+      tokens: { O200K_BASE: r.tokensO200k!, CL100K_BASE: r.tokensCl100k! },
+    })),
+    compaction: compaction ? { id: compaction.id, uptoIndex: compaction.uptoIndex, summary: compaction.summary, tokens: null } : null,
+    attachments: new Map(),
+    options,
+    flags: { isFork, isFirstTurn: true, hasConnectorSwap: false },
+  });
+}
+
 describe(`assembleContext and compactSession (${backend.label})`, () => {
   it('assembles every message in order when nothing limits it, and explains each one', async () => {
     const id = await conversation(4);
@@ -302,29 +327,16 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
       const counter = app.services.db.queries;
       counter.reset();
       const served = await assemble(id, { maxTokens, format: 'OPENAI_CHAT', keepToolCallRounds: 1 });
-      const full = assemblePure({
-        messages: rows.map((r) => ({
-          id: r.id,
-          index: r.position,
-          role: r.role,
-          parts: r.parts as unknown as StoredPart[],
-          generating: r.generating,
-          tokens: { O200K_BASE: r.tokensO200k!, CL100K_BASE: r.tokensCl100k! },
-        })),
-        compaction: { id: compaction.id, uptoIndex: 40, summary: compaction.summary, tokens: null },
-        attachments: new Map(),
-        options: {
-          maxTokens,
-          maxMessages: null,
-          keepToolCallRounds: 1,
-          encoding: 'O200K_BASE',
-          system: null,
-          turnContext: null,
-          format: 'OPENAI_CHAT',
-          attachmentMaxChars: 20_000,
-          contextAttachmentMaxChars: 100_000,
-        },
-        flags: { isFork: false, isFirstTurn: true, hasConnectorSwap: false },
+      const full = assembleEverything(rows, { ...compaction, uptoIndex: 40 }, {
+        maxTokens,
+        maxMessages: null,
+        keepToolCallRounds: 1,
+        encoding: 'O200K_BASE',
+        system: null,
+        turnContext: null,
+        format: 'OPENAI_CHAT',
+        attachmentMaxChars: 20_000,
+        contextAttachmentMaxChars: 100_000,
       });
       expect(served.contextHash, `maxTokens ${maxTokens}`).toBe(full.contextHash);
       expect(served.tokenCount).toBe(full.tokenCount);
@@ -390,20 +402,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
           let full: ReturnType<typeof assemblePure> | null = null;
           let refusal: unknown = null;
           try {
-            full = assemblePure({
-              messages: rows.map((r) => ({
-                id: r.id,
-                index: r.position,
-                role: r.role,
-                parts: r.parts as unknown as StoredPart[],
-                generating: r.generating,
-                tokens: { O200K_BASE: r.tokensO200k!, CL100K_BASE: r.tokensCl100k! },
-              })),
-              compaction: compaction ? { id: compaction.id, uptoIndex: compaction.uptoIndex, summary: compaction.summary, tokens: null } : null,
-              attachments: new Map(),
-              options,
-              flags: { isFork: session.parentId !== null, isFirstTurn: true, hasConnectorSwap: false },
-            });
+            full = assembleEverything(rows, compaction, options, session.parentId !== null);
           } catch (error) {
             refusal = error;
           }
