@@ -4,11 +4,14 @@
  * budget with stored counts, against the same assembly with every message recounted from scratch.
  */
 import { assembleContext } from '../src/domain/context/index.js';
+import { markImmutable } from '../src/domain/immutable.js';
 import type { TokenEncoding } from '../src/domain/types.js';
 import { generateSession, makeInput } from '../test/unit/context/helpers.js';
 
 const messages = generateSession(10_000, 7);
 const uncounted = messages.map((m) => ({ ...m, tokens: null }));
+// As the server's parts cache holds finished messages: frozen, so payload pieces are kept.
+const cached = messages.map((m) => ({ ...m, parts: markImmutable(structuredClone(m.parts)) }));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Wall-clock and CPU time (process.cpuUsage: less sensitive to other processes on a shared machine). */
@@ -35,6 +38,7 @@ for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as TokenEncoding[]) {
     const r = assembleContext(input);
     console.log(`${encoding} ${format}: kept ${r.messages.length} messages, ${r.tokenCount} tokens, dropped ${r.droppedMessageCount}, elided ${r.elidedToolResultCount}`);
     time(`  stored counts`, () => assembleContext(input), 30);
+    time(`  stored counts, cached (immutable) parts`, () => assembleContext({ ...input, messages: cached }), 30);
     time(`  no maxTokens (all 10k kept)`, () => assembleContext({ ...input, options: { ...input.options, maxTokens: null } }), 10);
     time(`  recount from scratch`, () => assembleContext({ ...input, messages: uncounted }), 5);
   }

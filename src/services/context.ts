@@ -14,6 +14,7 @@ import {
 } from '../domain/context/index.js';
 import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
+import { markImmutable } from '../domain/immutable.js';
 import type { Sql } from '../db/sql.js';
 import { notFound } from '../errors.js';
 import type { MessageRole, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
@@ -415,7 +416,8 @@ export class ContextService {
       for (const row of found) {
         const parts = row.parts as unknown as StoredPart[];
         resolved.set(row.id, parts);
-        if (!row.generating) this.parts.set(row.id, parts);
+        // A finished message never changes: its parts are frozen, and what is derived from them kept.
+        if (!row.generating) this.parts.set(row.id, markImmutable(parts));
       }
     }
     return rows.map((row) => {

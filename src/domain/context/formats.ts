@@ -47,8 +47,15 @@
  *   `{type:'toolResult', callId, content, isError}`.
  * Payload objects are built with their keys in sorted order (the canonical order the hash uses), so
  * hashing a large payload walks it without copying; providers do not care about key order.
+ *
+ * A message whose parts are immutable (a finished message's stored parts: see `markImmutable`)
+ * always gives the same payload piece in a format, so the piece is built once, sealed (frozen, its
+ * canonical JSON kept for the hash) and shared by every later payload. Sealed pieces are never
+ * changed: merging Anthropic turns copies.
  */
+import { isImmutable, markImmutable } from '../immutable.js';
 import type { MessageRole } from '../types.js';
+import { seal } from './hash.js';
 import type { AssembledMessage, AssembledPart, ContextFormat } from './types.js';
 
 /**
@@ -88,6 +95,30 @@ export function framingTokensFor(format: ContextFormat, role: MessageRole, calls
   return MESSAGE_FRAMING_TOKENS + TOOL_CALL_FRAMING_TOKENS * calls;
 }
 
+// ---------------------------------------------------------------- Pieces kept per message
+
+const pieces = new WeakMap<object, Array<{ format: ContextFormat; role: MessageRole; piece: object }>>();
+
+/**
+ * `build(m)` for message `m`; when `m`'s parts are immutable, built once per format and role, sealed
+ * (by `sealPiece`: what ends up in payloads is what must be sealed) and kept while the parts live.
+ */
+function pieceOf<T extends object>(
+  format: ContextFormat,
+  m: AssembledMessage,
+  build: (m: AssembledMessage) => T,
+  sealPiece: (piece: T) => T = seal,
+): T {
+  if (!isImmutable(m.parts)) return build(m);
+  let kept = pieces.get(m.parts);
+  const hit = kept?.find((k) => k.format === format && k.role === m.role);
+  if (hit) return hit.piece as T;
+  const piece = sealPiece(build(m));
+  if (!kept) pieces.set(m.parts, (kept = []));
+  kept.push({ format, role: m.role, piece });
+  return piece;
+}
+
 // ---------------------------------------------------------------- OpenAI Chat Completions
 
 export type OpenAiContent = string | Array<{ type: 'text'; text: string }>;
@@ -122,37 +153,42 @@ export function toolArgumentsJson(args: unknown): string {
   return JSON.stringify(args ?? {});
 }
 
+/** The Chat Completions messages of one assembled message (a TOOL message gives one per result). */
+function openAiMessagesOf(m: AssembledMessage): OpenAiMessage[] {
+  switch (m.role) {
+    case 'SYSTEM':
+      return [{ content: openAiContent(textsOf(m.parts)), role: 'system' }];
+    case 'USER':
+      return [{ content: openAiContent(textsOf(m.parts)), role: 'user' }];
+    case 'ASSISTANT': {
+      const texts = textsOf(m.parts);
+      const calls: NonNullable<Extract<OpenAiMessage, { role: 'assistant' }>['tool_calls']> = [];
+      for (const p of m.parts) {
+        if (p.type === 'toolCall') {
+          calls.push({ function: { arguments: toolArgumentsJson(p.arguments), name: p.name }, id: p.callId, type: 'function' });
+        }
+      }
+      if (calls.length === 0) return [{ content: openAiContent(texts), role: 'assistant' }];
+      return [{ content: texts.length === 0 ? null : openAiContent(texts), role: 'assistant', tool_calls: calls }];
+    }
+    case 'TOOL': {
+      const out: OpenAiMessage[] = [];
+      for (const p of m.parts) {
+        if (p.type === 'toolResult') out.push({ content: p.content, role: 'tool', tool_call_id: p.callId });
+      }
+      const texts = textsOf(m.parts);
+      if (texts.length > 0) out.push({ content: openAiContent(texts), role: 'user' });
+      return out;
+    }
+  }
+}
+
 export function toOpenAiChat(messages: readonly AssembledMessage[]): OpenAiChatPayload {
   const out: OpenAiMessage[] = [];
   for (const m of messages) {
-    switch (m.role) {
-      case 'SYSTEM':
-        out.push({ content: openAiContent(textsOf(m.parts)), role: 'system' });
-        break;
-      case 'USER':
-        out.push({ content: openAiContent(textsOf(m.parts)), role: 'user' });
-        break;
-      case 'ASSISTANT': {
-        const texts = textsOf(m.parts);
-        const calls: NonNullable<Extract<OpenAiMessage, { role: 'assistant' }>['tool_calls']> = [];
-        for (const p of m.parts) {
-          if (p.type === 'toolCall') {
-            calls.push({ function: { arguments: toolArgumentsJson(p.arguments), name: p.name }, id: p.callId, type: 'function' });
-          }
-        }
-        if (calls.length === 0) out.push({ content: openAiContent(texts), role: 'assistant' });
-        else out.push({ content: texts.length === 0 ? null : openAiContent(texts), role: 'assistant', tool_calls: calls });
-        break;
-      }
-      case 'TOOL': {
-        for (const p of m.parts) {
-          if (p.type === 'toolResult') out.push({ content: p.content, role: 'tool', tool_call_id: p.callId });
-        }
-        const texts = textsOf(m.parts);
-        if (texts.length > 0) out.push({ content: openAiContent(texts), role: 'user' });
-        break;
-      }
-    }
+    // The messages go into the payload one by one: each is sealed.
+    const piece = pieceOf('OPENAI_CHAT', m, openAiMessagesOf, (list) => markImmutable(list.map(seal)));
+    for (let i = 0; i < piece.length; i++) out.push(piece[i]);
   }
   return { messages: out };
 }
@@ -177,34 +213,47 @@ export function toolInputObject(args: unknown): Record<string, unknown> {
   return args === undefined ? {} : { value: args };
 }
 
+/** The content blocks of one user or assistant message (no empty text blocks), as a message of its own. */
+function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
+  const blocks: AnthropicBlock[] = [];
+  for (const p of m.parts) {
+    if (p.type === 'text') {
+      if (p.text.length > 0) blocks.push({ text: p.text, type: 'text' });
+    } else if (p.type === 'toolCall') {
+      blocks.push({ id: p.callId, input: toolInputObject(p.arguments), name: p.name, type: 'tool_use' });
+    } else {
+      blocks.push(
+        p.isError
+          ? { content: p.content, is_error: true, tool_use_id: p.callId, type: 'tool_result' }
+          : { content: p.content, tool_use_id: p.callId, type: 'tool_result' },
+      );
+    }
+  }
+  return { content: blocks, role: m.role === 'ASSISTANT' ? 'assistant' : 'user' };
+}
+
 export function toAnthropicMessages(messages: readonly AssembledMessage[]): AnthropicMessagesPayload {
   const system: string[] = [];
   const out: AnthropicMessage[] = [];
+  // Whether out's last message was made here by merging (so it may be extended in place).
+  let lastMerged = false;
   for (const m of messages) {
     if (m.role === 'SYSTEM') {
       const text = textsOf(m.parts).join('\n\n');
       if (text.length > 0) system.push(text);
       continue;
     }
-    const role = m.role === 'ASSISTANT' ? 'assistant' : 'user';
-    const blocks: AnthropicBlock[] = [];
-    for (const p of m.parts) {
-      if (p.type === 'text') {
-        if (p.text.length > 0) blocks.push({ text: p.text, type: 'text' });
-      } else if (p.type === 'toolCall') {
-        blocks.push({ id: p.callId, input: toolInputObject(p.arguments), name: p.name, type: 'tool_use' });
-      } else {
-        blocks.push(
-          p.isError
-            ? { content: p.content, is_error: true, tool_use_id: p.callId, type: 'tool_result' }
-            : { content: p.content, tool_use_id: p.callId, type: 'tool_result' },
-        );
-      }
-    }
-    if (blocks.length === 0) continue;
+    const message = pieceOf('ANTHROPIC_MESSAGES', m, anthropicMessageOf);
+    if (message.content.length === 0) continue;
     const last = out[out.length - 1];
-    if (last && last.role === role) last.content.push(...blocks);
-    else out.push({ content: blocks, role });
+    if (last && last.role === message.role) {
+      if (!lastMerged) out[out.length - 1] = { content: [...last.content], role: last.role };
+      out[out.length - 1].content.push(...message.content);
+      lastMerged = true;
+    } else {
+      out.push(message);
+      lastMerged = false;
+    }
   }
   return system.length > 0 ? { messages: out, system: system.join('\n\n') } : { messages: out };
 }
@@ -219,22 +268,24 @@ export interface GenericPayload {
   messages: Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; parts: GenericPart[] }>;
 }
 
-export function toGeneric(messages: readonly AssembledMessage[]): GenericPayload {
+function genericMessageOf(m: AssembledMessage): GenericPayload['messages'][number] {
   return {
-    messages: messages.map((m) => ({
-      parts: m.parts.map((p): GenericPart => {
-        switch (p.type) {
-          case 'text':
-            return { text: p.text, type: 'text' };
-          case 'toolCall':
-            return { arguments: p.arguments ?? {}, callId: p.callId, name: p.name, type: 'toolCall' };
-          case 'toolResult':
-            return { callId: p.callId, content: p.content, isError: p.isError, type: 'toolResult' };
-        }
-      }),
-      role: m.role.toLowerCase() as 'system' | 'user' | 'assistant' | 'tool',
-    })),
+    parts: m.parts.map((p): GenericPart => {
+      switch (p.type) {
+        case 'text':
+          return { text: p.text, type: 'text' };
+        case 'toolCall':
+          return { arguments: p.arguments ?? {}, callId: p.callId, name: p.name, type: 'toolCall' };
+        case 'toolResult':
+          return { callId: p.callId, content: p.content, isError: p.isError, type: 'toolResult' };
+      }
+    }),
+    role: m.role.toLowerCase() as 'system' | 'user' | 'assistant' | 'tool',
   };
+}
+
+export function toGeneric(messages: readonly AssembledMessage[]): GenericPayload {
+  return { messages: messages.map((m) => pieceOf('GENERIC', m, genericMessageOf)) };
 }
 
 export function buildPayload(format: ContextFormat, messages: readonly AssembledMessage[]): unknown {

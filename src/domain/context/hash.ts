@@ -1,33 +1,58 @@
 /**
- * Canonical JSON (object keys sorted recursively, arrays in order) and the context hash: sha256 hex
- * of the canonical serialization of { encoding, format, payload }. Same inputs, same hash; any
+ * Canonical JSON (RFC 8785: object keys sorted recursively by UTF-16 code units, arrays in order,
+ * JSON.stringify's strings and numbers) and the context hash: sha256 hex of the canonical
+ * serialization of { encoding, format, payload }. Same inputs, same hash; any
  * change to what the provider would receive (or how it is counted) changes it.
+ *
+ * Payload pieces built from finished messages are sealed (`seal`): their canonical JSON is
+ * serialized and UTF-8 encoded once and reused by every later hash, so hashing a 128k-token payload
+ * costs little more than SHA-256 over its bytes. The bytes hashed are the same either way.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
+import { markImmutable } from '../immutable.js';
 import type { TokenEncoding } from '../types.js';
 import type { ContextFormat } from './types.js';
+
+/** Deeper than this is treated as a cycle (JSON from users is never this deep). */
+const MAX_DEPTH = 2_000;
+
+const tooDeep = () => new TypeError(`a structure nested deeper than ${MAX_DEPTH} levels (or cyclic) is not supported`);
+
+/**
+ * Whether JavaScript would not keep `key` where it is put: array-index keys ("0", "10") are always
+ * enumerated first, in numeric order, so an object holding one next to other keys cannot be built
+ * in code-unit order.
+ */
+function isIndexKey(key: string): boolean {
+  const c = key.charCodeAt(0);
+  return c >= 48 && c <= 57 && /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 4_294_967_295;
+}
+
+interface WalkState {
+  /** An object with an array-index key next to other keys was met. */
+  indexKeys: boolean;
+}
 
 /**
  * `value` with every object's keys sorted (by UTF-16 code units), copy-on-write: objects and arrays
  * already in canonical order are returned as they are, so canonicalizing a large payload is a walk,
  * not a copy. toJSON is applied first. Throws a TypeError for a cycle (detected by depth).
+ * JavaScript enumerates array-index keys ("2", "10") first, in numeric order, whatever the order
+ * they were set in: such objects come out in that order (canonicalJson still sorts them).
  */
 export function canonicalize(value: unknown): unknown {
-  return walk(value, 0);
+  return walk(value, 0, { indexKeys: false });
 }
 
-/** Deeper than this is treated as a cycle (JSON from users is never this deep). */
-const MAX_DEPTH = 2_000;
-
-function walk(v: unknown, depth: number): unknown {
+function walk(v: unknown, depth: number, state: WalkState): unknown {
   if (v === null || typeof v !== 'object') return v;
-  if (depth > MAX_DEPTH) throw new TypeError(`a structure nested deeper than ${MAX_DEPTH} levels (or cyclic) is not supported`);
+  if (depth > MAX_DEPTH) throw tooDeep();
   const obj = v as object & { toJSON?: () => unknown };
-  if (typeof obj.toJSON === 'function') return walk(obj.toJSON(), depth + 1);
+  if (typeof obj.toJSON === 'function') return walk(obj.toJSON(), depth + 1, state);
   if (Array.isArray(obj)) {
     let copy: unknown[] | null = null;
     for (let i = 0; i < obj.length; i++) {
-      const item = walk(obj[i], depth + 1);
+      const item = walk(obj[i], depth + 1, state);
       if (copy === null && item !== obj[i]) copy = obj.slice(0, i);
       if (copy !== null) copy.push(item);
     }
@@ -42,10 +67,11 @@ function walk(v: unknown, depth: number): unknown {
       break;
     }
   }
+  if (keys.length > 1 && !state.indexKeys && isIndexKey(keys[0])) state.indexKeys = true;
   let members: unknown[] | null = null;
   for (let i = 0; i < keys.length; i++) {
     const member = record[keys[i]];
-    const walked = walk(member, depth + 1);
+    const walked = walk(member, depth + 1, state);
     if (members === null && walked !== member) {
       members = new Array<unknown>(keys.length);
       for (let j = 0; j < i; j++) members[j] = record[keys[j]];
@@ -61,17 +87,130 @@ function walk(v: unknown, depth: number): unknown {
 }
 
 /**
- * JSON with every object's keys sorted recursively, JSON semantics otherwise (toJSON honoured,
- * undefined/function/symbol members left out of objects, null in arrays). Throws a TypeError for
- * what JSON cannot hold: bigint, cycles, or an undefined/function/symbol value at the top.
- * Non-finite numbers become null, as in JSON.stringify.
+ * JSON with every object's keys sorted recursively by UTF-16 code units, JSON semantics otherwise
+ * (toJSON honoured, undefined/function/symbol members left out of objects, null in arrays,
+ * non-finite numbers as null): the canonical form of RFC 8785 (JCS), whose number and string
+ * rules are JSON.stringify's. Throws a TypeError for what JSON cannot hold: bigint, cycles, or an
+ * undefined/function/symbol value at the top.
  */
 export function canonicalJson(value: unknown): string {
-  const json = JSON.stringify(canonicalize(value)) as string | undefined;
+  const state: WalkState = { indexKeys: false };
+  const canonical = walk(value, 0, state);
+  if (state.indexKeys) {
+    // JSON.stringify would put array-index keys first: write the keys out in order instead.
+    let json = '';
+    writeStructure(value, { text: (t) => (json += t), bytes: (b) => (json += b.toString('utf8')) }, 0);
+    return json;
+  }
+  const json = JSON.stringify(canonical) as string | undefined;
   if (json === undefined) throw new TypeError(`a ${typeof value} is not a JSON value`);
   return json;
 }
 
+/** Canonical JSON (UTF-8) of sealed values, once serialized; null until first needed. */
+const sealedJson = new WeakMap<object, Buffer | null>();
+
+/**
+ * Deep-freezes `value` (plain JSON data) and marks it so that its canonical JSON is computed once
+ * and kept as long as the value lives. For payload pieces that are reused across assemblies.
+ */
+export function seal<T extends object>(value: T): T {
+  markImmutable(value);
+  if (!sealedJson.has(value)) sealedJson.set(value, null);
+  return value;
+}
+
+/** Where canonical JSON is written: text (structure, small values) or bytes (a sealed value's JSON). */
+export interface CanonicalSink {
+  text(json: string): void;
+  bytes(utf8: Buffer): void;
+}
+
+const omittedInObjects = (v: unknown) => v === undefined || typeof v === 'function' || typeof v === 'symbol';
+
+/**
+ * Writes `canonicalJson(value)` to `sink`, using the kept bytes of sealed values: the same text,
+ * written piece by piece (keys in code-unit order, array-index keys included).
+ */
+export function writeCanonicalJson(value: unknown, sink: CanonicalSink, depth = 0): void {
+  const sealed = value !== null && typeof value === 'object' ? sealedJson.get(value) : undefined;
+  if (sealed === undefined) {
+    writeStructure(value, sink, depth);
+    return;
+  }
+  let bytes = sealed;
+  if (bytes === null) {
+    bytes = Buffer.from(canonicalJson(value));
+    sealedJson.set(value!, bytes);
+  }
+  sink.bytes(bytes);
+}
+
+/** `value` itself written out (whether sealed or not); what it holds through writeCanonicalJson. */
+function writeStructure(value: unknown, sink: CanonicalSink, depth: number): void {
+  if (value === null || typeof value !== 'object') {
+    const json = JSON.stringify(value) as string | undefined;
+    if (json === undefined) throw new TypeError(`a ${typeof value} is not a JSON value`);
+    sink.text(json);
+    return;
+  }
+  if (depth > MAX_DEPTH) throw tooDeep();
+  const obj = value as object & { toJSON?: () => unknown };
+  if (typeof obj.toJSON === 'function') {
+    writeCanonicalJson(obj.toJSON(), sink, depth + 1);
+    return;
+  }
+  if (Array.isArray(obj)) {
+    sink.text('[');
+    for (let i = 0; i < obj.length; i++) {
+      if (i > 0) sink.text(',');
+      const item: unknown = obj[i];
+      if (omittedInObjects(item)) sink.text('null');
+      else writeCanonicalJson(item, sink, depth + 1);
+    }
+    sink.text(']');
+    return;
+  }
+  if (obj instanceof Number || obj instanceof String || obj instanceof Boolean) {
+    // Boxed primitives: JSON holds the value they box.
+    sink.text(JSON.stringify(obj));
+    return;
+  }
+  const record = obj as Record<string, unknown>;
+  const keys = Object.keys(record).sort();
+  sink.text('{');
+  let first = true;
+  for (const key of keys) {
+    const member = record[key];
+    if (omittedInObjects(member)) continue;
+    sink.text(first ? `${JSON.stringify(key)}:` : `,${JSON.stringify(key)}:`);
+    first = false;
+    writeCanonicalJson(member, sink, depth + 1);
+  }
+  sink.text('}');
+}
+
+/** Feeds a hash: text is gathered and hashed in runs, sealed bytes are hashed as they are. */
+class HashSink implements CanonicalSink {
+  private pending = '';
+  constructor(private readonly hash: Hash) {}
+  text(json: string) {
+    this.pending += json;
+  }
+  bytes(utf8: Buffer) {
+    this.flush();
+    this.hash.update(utf8);
+  }
+  flush() {
+    if (this.pending.length > 0) this.hash.update(this.pending);
+    this.pending = '';
+  }
+}
+
 export function contextHash(payload: unknown, encoding: TokenEncoding, format: ContextFormat): string {
-  return createHash('sha256').update(canonicalJson({ encoding, format, payload })).digest('hex');
+  const hash = createHash('sha256');
+  const sink = new HashSink(hash);
+  writeCanonicalJson({ encoding, format, payload }, sink);
+  sink.flush();
+  return hash.digest('hex');
 }
