@@ -17,9 +17,10 @@ import { clipSegments, visibleSegments, type LineageSession, type Segment } from
 import { markImmutable } from '../domain/immutable.js';
 import type { Sql } from '../db/sql.js';
 import { notFound } from '../errors.js';
-import type { MessageRole, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
+import type { Compaction, MessageRole, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
 import { segmentsWhere } from './messages.js';
-import type { SessionService } from './sessions.js';
+import { FinishedRowsCache } from './finished-rows.js';
+import { compactionScopeValues, latestCompactionSql, type SessionService } from './sessions.js';
 
 /**
  * How the window is read, newest first: `first` messages while the compaction is read, then pages
@@ -54,6 +55,13 @@ interface LightRow {
   tokensO200k: number | null;
   tokensCl100k: number | null;
 }
+/** A known session's newest messages [from, messageCount), newest first, read with the session. */
+interface NewestPage {
+  from: number;
+  rows: LightRow[];
+}
+/** What assembly uses of the applicable compaction. */
+type CompactionRow = Pick<Compaction, 'id' | 'uptoIndex' | 'summary' | 'tokensO200k' | 'tokensCl100k'>;
 interface LoadedWindow {
   /** The window's messages, oldest first, with their parts. */
   messages: DomainMessage[];
@@ -78,6 +86,8 @@ type SessionState = Session & {
   turnFound: boolean;
   /** The settings fingerprint of the latest earlier recorded context, the session's own or else its parent's. */
   previousFingerprint: string | null;
+  /** For a known session, what was read with it. */
+  known: { compaction: CompactionRow | null; newest: NewestPage } | null;
 };
 
 /**
@@ -157,13 +167,17 @@ export interface RecordedContext extends AssembledContext {
 export class ContextService {
   private readonly parts = new FinishedPartsCache();
   private readonly hints = new Map<string, WindowHint>();
+  private readonly rows: FinishedRowsCache<LightRow>;
 
   constructor(
     private readonly prisma: PrismaClient,
     private readonly sql: Sql,
     private readonly sessions: SessionService,
     private readonly paging: WindowPaging = DEFAULT_WINDOW_PAGING,
-  ) {}
+    rowsCache: { maxRows?: number; maxRowsPerSession?: number } = {},
+  ) {
+    this.rows = new FinishedRowsCache(rowsCache.maxRows, rowsCache.maxRowsPerSession);
+  }
 
   async assemble(workspaceId: string, request: AssembleRequest, label?: string): Promise<ServedContext> {
     const options: AssembleContextOptions = validateAssembleOptions({
@@ -179,33 +193,23 @@ export class ContextService {
     });
 
     // A session assembled before is known here: its lineage never changes, so its compaction and
-    // the newest page of its own messages (sized from the cost seen last time) are read alongside
-    // the session itself. Otherwise they are read once the session is.
+    // its newest messages (those the rows cache lacks, as many as the cost per message seen last
+    // time says can fit) are read in the same statement as the session, from the same snapshot.
+    // Otherwise they are read once the session is.
     const windowed = options.maxTokens !== null && options.encoding !== 'CHARS_DIV_4';
     const hint = this.hints.get(request.sessionId);
-    const early = hint
-      ? {
-          compaction: this.sessions.latestCompaction(this.sql, hint),
-          newest: windowed ? this.readNewest(hint, this.firstPageSize(hint, options.maxTokens!)) : null,
-        }
-      : null;
-    let session: SessionState | null;
-    try {
-      session = await this.readSession(workspaceId, request.sessionId, request.turnId ?? null);
-      if (!session) throw notFound('Session', label ?? request.sessionId);
-      if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
-    } catch (error) {
-      // Nobody waits for the early reads any more.
-      early?.compaction.catch(() => {});
-      early?.newest?.catch(() => {});
-      throw error;
-    }
+    const known = hint ? { hint, newest: windowed ? this.firstPageSize(hint, options.maxTokens!) : 0 } : null;
+    const session = await this.readSession(workspaceId, request.sessionId, request.turnId ?? null, known);
+    if (!session) throw notFound('Session', label ?? request.sessionId);
+    if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
 
     const segments = visibleSegments(session);
-    const compactionRead = early?.compaction ?? this.sessions.latestCompaction(this.sql, session);
+    const compactionRead: Promise<CompactionRow | null> = session.known
+      ? Promise.resolve(session.known.compaction)
+      : this.sessions.latestCompaction(this.sql, session);
     const [compaction, window] = await Promise.all([
       compactionRead,
-      this.loadWindow(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0), options, early?.newest ?? null),
+      this.loadWindow(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0), options, session.known?.newest ?? null),
     ]);
     const { messages } = window;
     this.remember(session, window);
@@ -249,10 +253,17 @@ export class ContextService {
   /**
    * The session, whether it had a turn before this one, and the settings fingerprint recorded with
    * the latest earlier context (a fork with no context of its own compares with its parent's latest),
-   * in one statement.
+   * in one statement. For a known session the same statement reads its compaction and its newest
+   * messages from `from` (what the rows cache lacks) on, at most `known.newest` of them.
    */
-  private async readSession(workspaceId: string, sessionId: string, turnId: string | null): Promise<SessionState | null> {
-    const [row] = await this.sql.query<SessionState>(
+  private async readSession(
+    workspaceId: string,
+    sessionId: string,
+    turnId: string | null,
+    known: { hint: WindowHint; newest: number } | null,
+  ): Promise<SessionState | null> {
+    const from = known ? Math.max(known.hint.forkIndex ?? 0, this.rows.range(sessionId)?.hi ?? 0) : 0;
+    const [row] = await this.sql.query<SessionState & { compaction?: CompactionRow | null; newest?: LightRow[] }>(
       `SELECT s.*,
          EXISTS (SELECT 1 FROM "Turn" t WHERE t."sessionId" = s.id AND t.id IS DISTINCT FROM $3) AS "hadTurn",
          ($3::text IS NULL OR EXISTS (SELECT 1 FROM "Turn" t WHERE t.id = $3 AND t."sessionId" = s.id)) AS "turnFound",
@@ -263,11 +274,27 @@ export class ContextService {
            (SELECT t."contextSettingsFingerprint" FROM "Turn" t
              WHERE t."sessionId" = s."parentId" AND t."contextSettingsFingerprint" IS NOT NULL
              ORDER BY t.number DESC LIMIT 1)
-         ) AS "previousFingerprint"
+         ) AS "previousFingerprint"${
+           known
+             ? `,
+         (SELECT row_to_json(c) FROM (SELECT id, "uptoIndex", summary, "tokensO200k", "tokensCl100k" FROM (${latestCompactionSql(4)}) lc) c) AS compaction,
+         (SELECT coalesce(json_agg(m ORDER BY m.position DESC), '[]'::json) FROM (
+            SELECT ${LIGHT_SQL} FROM "Message"
+            WHERE "sessionId" = s.id AND position >= greatest($7::int, s."messageCount" - $8::int)
+          ) m) AS newest`
+             : ''
+         }
        FROM "Session" s WHERE s.id = $1 AND s."workspaceId" = $2`,
-      [sessionId, workspaceId, turnId],
+      known ? [sessionId, workspaceId, turnId, ...compactionScopeValues(known.hint), from, known.newest] : [sessionId, workspaceId, turnId],
     );
-    return row ?? null;
+    if (!row) return null;
+    const { compaction, newest, ...session } = row;
+    if (!known) return { ...session, known: null };
+    const rows = newest ?? [];
+    return {
+      ...session,
+      known: { compaction: compaction ?? null, newest: { from: Math.max(from, session.messageCount - known.newest), rows } },
+    };
   }
 
   /**
@@ -275,22 +302,22 @@ export class ContextService {
    * so a message cannot be kept once even a lower bound of the cost of it and everything after it
    * exceeds the budget: stored content tokens plus one framing token a message, a tool result
    * counted at most as its elision stub, a generating message (dropped) as nothing. Messages are
-   * read newest first, a page at a time (the first while the compaction is read, or already read
-   * with the session; the next ones sized from the cost seen so far), until that point plus a
-   * margin and the newest user message (always kept). Everything before is decided without being
-   * loaded: summarized when the compaction covers it, dropped for the budget otherwise. Without a
-   * budget, or without stored counts, everything after the compaction is loaded.
+   * taken newest first until that point plus a margin and the newest user message (always kept):
+   * from the rows cache where it has them, else read a page at a time (the first while the
+   * compaction is read, or already read with the session; the next ones sized from the cost seen
+   * so far). Everything before is decided without being loaded: summarized when the compaction
+   * covers it, dropped for the budget otherwise. Without a budget, or without stored counts,
+   * everything after the compaction is loaded.
    */
   private async loadWindow(
     session: LineageSession,
     segments: Segment[],
     uptoRead: Promise<number>,
     options: AssembleContextOptions,
-    newestRead: Promise<LightRow[]> | null,
+    newest: NewestPage | null,
   ): Promise<LoadedWindow> {
     const count = session.messageCount;
     const loadAll = async (): Promise<LoadedWindow> => {
-      newestRead?.catch(() => {});
       const scope = clipSegments(segments, await uptoRead, count);
       const rows = scope.length
         ? await this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS })
@@ -302,6 +329,13 @@ export class ContextService {
     const paging = this.paging;
     const stub = toolResultStubTokens(0, options.encoding);
     const newestFirst: LightRow[] = [];
+    // Rows read from the database, by session, for the rows cache.
+    const fetched = new Map<string, LightRow[]>();
+    const keep = (sessionId: string, rows: LightRow[]) => {
+      const list = fetched.get(sessionId);
+      if (list) list.push(...rows);
+      else fetched.set(sessionId, rows);
+    };
     let upto: number | null = null;
     let spent = 0;
     let counted = 0;
@@ -310,20 +344,26 @@ export class ContextService {
     const done = () => margin !== null && margin <= 0 && userSeen;
     for (const segment of [...clipSegments(segments, 0, count)].reverse()) {
       for (let hi = segment.end; !done() && hi > Math.max(segment.start, upto ?? 0); ) {
+        const floor = Math.max(segment.start, upto ?? 0);
+        const cached = this.rows.range(segment.sessionId);
         let rows: LightRow[];
-        if (newestRead && segment.sessionId === session.id && hi === count) {
-          // Read alongside the session, so not from the same snapshot: messages appended since are
-          // left out, and a page that misses some the session counts is read again.
-          rows = (await newestRead).filter((row) => row.position < count);
-          newestRead = null;
-          if (rows[0]?.position !== count - 1) continue;
+        if (newest && segment.sessionId === session.id && hi === count && newest.from < count) {
+          // Read with the session: [from, count).
+          rows = newest.rows;
+          newest = null;
+          keep(segment.sessionId, rows);
+        } else if (cached && cached.lo < hi && hi <= cached.hi) {
+          rows = this.rows.newestFirst(segment.sessionId, Math.max(cached.lo, floor), hi);
         } else {
           // Past the budget, only the margin and the newest user message are still wanted.
           const size =
             counted === 0 || margin !== null
               ? paging.first
               : Math.min(paging.max, Math.max(paging.min, Math.ceil(((budget - spent) / Math.max(1, spent)) * counted * 1.25) + paging.margin));
-          rows = await this.readPage(segment.sessionId, Math.max(segment.start, upto ?? 0), hi, size);
+          // What is kept below `hi` is not read again.
+          const lo = Math.max(floor, hi - size, cached && cached.hi < hi ? cached.hi : 0);
+          rows = await this.readPage(segment.sessionId, lo, hi);
+          keep(segment.sessionId, rows);
         }
         // The first page was read before the compaction's end was known.
         upto ??= await uptoRead;
@@ -347,7 +387,7 @@ export class ContextService {
       }
       if (done() || (upto !== null && segment.start <= upto)) break;
     }
-    newestRead?.catch(() => {});
+    for (const [sessionId, rows] of fetched) this.rows.add(sessionId, rows);
     const window = newestFirst.reverse();
     // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
     const head = window.findIndex((row) => row.role !== 'TOOL');
@@ -356,27 +396,15 @@ export class ContextService {
   }
 
   /**
-   * The newest `size` messages of one session in [lo, hi), newest first. Positions are dense, so
-   * the range itself holds at most `size` rows: whatever plan the planner picks (with stale
-   * statistics it may sort every row of the session instead of reading the index backwards),
-   * it reads no more than that.
+   * Messages [lo, hi) of one session, newest first. Positions are dense, so the range itself bounds
+   * the rows: whatever plan the planner picks (with stale statistics it may sort every row of the
+   * session instead of reading the index backwards), it reads no more than that.
    */
-  private readPage(sessionId: string, lo: number, hi: number, size: number): Promise<LightRow[]> {
+  private readPage(sessionId: string, lo: number, hi: number): Promise<LightRow[]> {
     return this.sql.query<LightRow>(
       `SELECT ${LIGHT_SQL} FROM "Message"
        WHERE "sessionId" = $1 AND position >= $2 AND position < $3 ORDER BY position DESC`,
-      [sessionId, Math.max(lo, hi - size), hi],
-    );
-  }
-
-  /** The newest page of a known session's own messages, read alongside the session (its count is read here too). */
-  private readNewest(hint: WindowHint, size: number): Promise<LightRow[]> {
-    return this.sql.query<LightRow>(
-      `SELECT ${LIGHT_SQL} FROM "Message"
-       WHERE "sessionId" = $1
-         AND position >= greatest($2::int, (SELECT "messageCount" FROM "Session" WHERE id = $1) - $3::int)
-       ORDER BY position DESC`,
-      [hint.id, hint.forkIndex ?? 0, size],
+      [sessionId, lo, hi],
     );
   }
 

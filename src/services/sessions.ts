@@ -475,9 +475,18 @@ export class SessionService {
    * that existed when the lineage left it and end within what this session sees of it).
    */
   async latestCompaction(db: SqlTarget, session: Pick<LineageSession, 'id' | 'lineage'>): Promise<Compaction | null> {
-    const scopes = compactionScopes(session);
-    const [row] = await asSql(db).query<Compaction>(
-      `SELECT c.* FROM unnest($1::text[], $2::int[], $3::int[]) WITH ORDINALITY AS s(session_id, max_ordinal, max_upto, depth)
+    const [row] = await asSql(db).query<Compaction>(latestCompactionSql(1), compactionScopeValues(session));
+    return row ?? null;
+  }
+}
+
+/**
+ * The latest compaction that applies to a session (see compactionScopes), as a statement over the
+ * scope arrays of `compactionScopeValues` bound at $first, $first+1 and $first+2: usable alone or
+ * as a subquery.
+ */
+export function latestCompactionSql(first: number): string {
+  return `SELECT c.* FROM unnest($${first}::text[], $${first + 1}::int[], $${first + 2}::int[]) WITH ORDINALITY AS s(session_id, max_ordinal, max_upto, depth)
        CROSS JOIN LATERAL (
          SELECT * FROM "Compaction" c
          WHERE c."sessionId" = s.session_id
@@ -485,11 +494,12 @@ export class SessionService {
            AND (s.max_upto IS NULL OR c."uptoIndex" <= s.max_upto)
          ORDER BY c.ordinal DESC LIMIT 1
        ) c
-       ORDER BY s.depth DESC LIMIT 1`,
-      [scopes.map((s) => s.sessionId), scopes.map((s) => s.maxOrdinal), scopes.map((s) => s.maxUpto)],
-    );
-    return row ?? null;
-  }
+       ORDER BY s.depth DESC LIMIT 1`;
+}
+
+export function compactionScopeValues(session: Pick<LineageSession, 'id' | 'lineage'>): [string[], (number | null)[], (number | null)[]] {
+  const scopes = compactionScopes(session);
+  return [scopes.map((s) => s.sessionId), scopes.map((s) => s.maxOrdinal), scopes.map((s) => s.maxUpto)];
 }
 
 /**

@@ -378,7 +378,11 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     await appendRounds(early, 'e', 6, 12);
 
     const { prisma, sql, queries } = app.services.db;
-    const paged = new ContextService(prisma, sql, app.services.sessions, { first: 4, min: 2, max: 8, margin: 1 });
+    const paging = { first: 4, min: 2, max: 8, margin: 1 };
+    // Without the rows cache every page is read; with it, pages come from what earlier assemblies
+    // kept, read below and above it as budgets grow and shrink.
+    const uncached = new ContextService(prisma, sql, app.services.sessions, paging, { maxRows: 0 });
+    const cached = new ContextService(prisma, sql, app.services.sessions, paging);
     let pagedStatements = 0;
     for (const sessionId of [root, child, grandchild, early]) {
       const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
@@ -386,7 +390,11 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
       expect(rows.map((r) => r.position)).toEqual([...rows.keys()]);
       const compaction = await app.services.sessions.latestCompaction(sql, session);
       for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as TokenEncoding[]) {
-        for (const maxTokens of [30, 150, 600, 2_500, 1_000_000]) {
+        for (const [paged, maxTokens] of [30, 150, 600, 2_500, 1_000_000].flatMap((budget) => [
+          [uncached, budget] as const,
+          [cached, budget] as const,
+          [cached, Math.ceil(budget / 7)] as const,
+        ])) {
           const options = {
             maxTokens,
             maxMessages: null,
@@ -413,7 +421,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
             continue;
           }
           const served = await paged.assemble(session.workspaceId, request);
-          pagedStatements = Math.max(pagedStatements, queries.count);
+          if (paged === uncached) pagedStatements = Math.max(pagedStatements, queries.count);
           expect(served.contextHash, label).toBe(full.contextHash);
           expect(
             { tokens: served.tokenCount, dropped: served.droppedMessageCount, truncated: served.truncated, summary: served.summaryIncluded },
@@ -428,43 +436,29 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(pagedStatements).toBeGreaterThan(8);
   });
 
-  it('reads a known session\'s newest page alongside the session, and reads again what that page missed', async () => {
-    const { prisma, sql } = app.services.db;
-    // Holds the session read (when asked) until the newest page, read alongside it, has answered.
-    let hold = false;
-    let newestAnswered: () => void = () => {};
-    let release: () => void = () => {};
-    const held: Sql = {
-      transaction: (work) => sql.transaction(work),
-      async query<T>(text: string, values?: readonly unknown[]) {
-        if (hold && text.includes('"previousFingerprint"')) {
-          await new Promise<void>((resolve) => (release = resolve));
-        }
-        const rows = await sql.query<T>(text, values);
-        if (text.includes(`(SELECT "messageCount" FROM "Session"`)) newestAnswered();
-        return rows;
-      },
-    };
-    const service = new ContextService(prisma, held, app.services.sessions);
+  it('reads a known session, its compaction and its new messages in one statement, and misses nothing appended or compacted since', async () => {
+    const { prisma, sql, queries } = app.services.db;
+    const service = new ContextService(prisma, sql, app.services.sessions);
     const id = await conversation(40);
     const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(id) } });
     const request = { sessionId: session.id, maxTokens: 60, format: 'OPENAI_CHAT' as const };
+    const fresh = () => new ContextService(prisma, sql, app.services.sessions).assemble(session.workspaceId, request);
     const first = await service.assemble(session.workspaceId, request);
     expect(first.truncated).toBe(true);
 
-    // Known now: the next assembly reads the newest page before the session. Messages appended in
-    // between are in the session's count but not in that page: they must still be assembled.
-    hold = true;
-    const answered = new Promise<void>((resolve) => (newestAnswered = resolve));
-    const assembling = service.assemble(session.workspaceId, request);
-    await answered;
+    // Known now, with its window's rows and parts kept: one statement, nothing else.
+    queries.reset();
+    const again = await service.assemble(session.workspaceId, request);
+    expect(queries.count).toBe(1);
+    expect(again.contextHash).toBe(first.contextHash);
+
+    // Messages appended since: read with the session (their parts too), and assembled.
     await gqlOk(app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'ASSISTANT', text: 'late answer' }, { role: 'USER', text: 'late question' }] } });
-    release();
-    const served = await assembling;
-    hold = false;
+    queries.reset();
+    const served = await service.assemble(session.workspaceId, request);
+    expect(queries.count).toBe(2);
     expect(served.messages.at(-1)).toMatchObject({ sourceIndex: 41 });
-    const fresh = await new ContextService(prisma, sql, app.services.sessions).assemble(session.workspaceId, request);
-    expect(served.contextHash).toBe(fresh.contextHash);
+    expect(served.contextHash).toBe((await fresh()).contextHash);
 
     // A compaction made after the session became known applies at once.
     await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 38, summary: 'Most of it.' } });

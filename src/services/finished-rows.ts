@@ -1,0 +1,100 @@
+/**
+ * The light rows (position, role, token counts, …) of finished messages, kept per session as one
+ * run of consecutive positions, so that assembling a session again reads only what was appended
+ * since. A finished message never changes (MESSAGE_IMMUTABLE) and positions are never reused, so a
+ * kept row is never stale, on one server or on several; a session is only deleted with its forks,
+ * so a session that still exists never reaches a deleted ancestor's rows.
+ *
+ * Bounded by rows: whole sessions are forgotten, least recently used first, and one session keeps
+ * at most `maxRowsPerSession` (its newest: windows are read newest first).
+ */
+export interface FinishedRow {
+  position: number;
+  generating: boolean;
+}
+
+interface Run<R> {
+  /** Position of rows[0]; rows[i].position === lo + i. */
+  lo: number;
+  rows: R[];
+}
+
+export class FinishedRowsCache<R extends FinishedRow> {
+  private readonly runs = new Map<string, Run<R>>();
+  private total = 0;
+
+  constructor(
+    private readonly maxRows = 250_000,
+    private readonly maxRowsPerSession = 16_384,
+  ) {}
+
+  /** The positions [lo, hi) kept for `sessionId`, or null. */
+  range(sessionId: string): { lo: number; hi: number } | null {
+    const run = this.runs.get(sessionId);
+    return run ? { lo: run.lo, hi: run.lo + run.rows.length } : null;
+  }
+
+  /** Rows [from, to) of `sessionId`, newest first; the range must lie within `range(sessionId)`. */
+  newestFirst(sessionId: string, from: number, to: number): R[] {
+    const run = this.runs.get(sessionId)!;
+    // Used now: last to be forgotten.
+    this.runs.delete(sessionId);
+    this.runs.set(sessionId, run);
+    return run.rows.slice(from - run.lo, to - run.lo).reverse();
+  }
+
+  /** Keeps what `rows` (of one session, any order) adds to its run: finished rows only. */
+  add(sessionId: string, rows: readonly R[]): void {
+    if (rows.length === 0) return;
+    const sorted = [...rows].sort((a, b) => a.position - b.position);
+    let run = this.runs.get(sessionId) ?? null;
+    const before = run?.rows.length ?? 0;
+    // Each stretch of consecutive finished rows joins the run when it touches it; a stretch apart
+    // from it replaces it when it is newer (the next assembly starts from the newest messages).
+    for (let start = 0; start < sorted.length; ) {
+      let end = start;
+      while (end < sorted.length && !sorted[end].generating && (end === start || sorted[end].position === sorted[end - 1].position + 1)) end++;
+      if (end === start) {
+        start++;
+        continue;
+      }
+      run = merge(run, { lo: sorted[start].position, rows: sorted.slice(start, end).map((row) => Object.freeze(row)) });
+      start = end;
+    }
+    if (!run) return;
+    const cap = Math.min(this.maxRowsPerSession, this.maxRows);
+    if (run.rows.length > cap) {
+      const cut = run.rows.length - cap;
+      run = { lo: run.lo + cut, rows: run.rows.slice(cut) };
+    }
+    if (run.rows.length === 0) {
+      this.runs.delete(sessionId);
+      this.total -= before;
+      return;
+    }
+    this.runs.delete(sessionId);
+    this.runs.set(sessionId, run);
+    this.total += run.rows.length - before;
+    for (const [oldest, kept] of this.runs) {
+      if (this.total <= this.maxRows || oldest === sessionId) break;
+      this.runs.delete(oldest);
+      this.total -= kept.rows.length;
+    }
+  }
+
+  /** Rows kept, over all sessions. */
+  get size(): number {
+    return this.total;
+  }
+}
+
+function merge<R>(run: Run<R> | null, stretch: Run<R>): Run<R> {
+  if (!run) return stretch;
+  const runHi = run.lo + run.rows.length;
+  const stretchHi = stretch.lo + stretch.rows.length;
+  if (stretch.lo > runHi || stretchHi < run.lo) return stretchHi > runHi ? stretch : run;
+  if (stretch.lo >= run.lo && stretchHi <= runHi) return run;
+  const below = stretch.lo < run.lo ? stretch.rows.slice(0, run.lo - stretch.lo) : [];
+  const above = stretchHi > runHi ? stretch.rows.slice(runHi - stretch.lo) : [];
+  return { lo: Math.min(run.lo, stretch.lo), rows: below.length ? [...below, ...run.rows, ...above] : run.rows.concat(above) };
+}
