@@ -429,39 +429,40 @@ export class ContextService {
 
   /** The rows as messages with their parts: finished messages' from the cache, the others (generating ones too) in one query. */
   private async withParts(rows: LightRow[]): Promise<DomainMessage[]> {
-    const resolved = new Map<string, StoredPart[]>();
-    const missing: string[] = [];
-    for (const row of rows) {
-      const cached = row.generating ? undefined : this.parts.get(row.id);
-      if (cached) resolved.set(row.id, cached);
-      else missing.push(row.id);
+    const parts: (StoredPart[] | undefined)[] = new Array(rows.length);
+    let missing: string[] | null = null;
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      parts[i] = row.generating ? undefined : this.parts.get(row.id);
+      if (parts[i] === undefined) (missing ??= []).push(row.id);
     }
-    if (missing.length) {
+    if (missing) {
       const found = await this.sql.query<{ id: string; parts: StoredPart[]; generating: boolean }>(
         'SELECT id, parts, generating FROM "Message" WHERE id = ANY($1::text[])',
         [missing],
       );
+      const byId = new Map<string, StoredPart[]>();
       for (const row of found) {
-        const parts = row.parts as unknown as StoredPart[];
-        resolved.set(row.id, parts);
+        byId.set(row.id, row.parts);
         // A finished message never changes: its parts are frozen, and what is derived from them kept.
-        if (!row.generating) this.parts.set(row.id, markImmutable(parts));
+        if (!row.generating) this.parts.set(row.id, markImmutable(row.parts));
+      }
+      for (let i = 0; i < rows.length; i++) {
+        if (parts[i] !== undefined) continue;
+        parts[i] = byId.get(rows[i].id);
+        // Only a delete running alongside removes a message between the two reads.
+        if (parts[i] === undefined) throw notFound('Message', rows[i].id);
       }
     }
-    return rows.map((row) => {
-      const parts = resolved.get(row.id);
-      // Only a delete running alongside removes a message between the two reads.
-      if (!parts) throw notFound('Message', row.id);
-      return {
-        id: row.id,
-        index: row.position,
-        role: row.role,
-        parts,
-        generating: row.generating,
-        tokens:
-          row.tokensO200k === null || row.tokensCl100k === null ? null : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
-      };
-    });
+    return rows.map((row, i) => ({
+      id: row.id,
+      index: row.position,
+      role: row.role,
+      parts: parts[i]!,
+      generating: row.generating,
+      tokens:
+        row.tokensO200k === null || row.tokensCl100k === null ? null : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
+    }));
   }
 
   /**
