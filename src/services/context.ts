@@ -94,7 +94,11 @@ type SessionState = Session & {
  * Parsed parts of finished messages, evicted by the CLOCK rule (second chance: the oldest entry
  * goes unless it was read since it was last passed over), which approximates least recently used
  * while a read only sets a flag. A finished message never changes, so an entry is never stale,
- * and a deleted one is never asked for again: every lookup is by an id the database just returned.
+ * and a deleted one is never asked for again: every lookup is by the id of a row of a session that
+ * exists (a session is only deleted with its forks). The parts are frozen (markImmutable), and the
+ * payload pieces and canonical JSON derived from them live as long as they do (weakly keyed), so
+ * the bound on characters bounds those too (pieces share the parts' strings; the canonical JSON,
+ * kept as UTF-8, about doubles what the parts take).
  */
 export class FinishedPartsCache {
   private readonly entries = new Map<string, { parts: StoredPart[]; size: number; read: boolean }>();
