@@ -6,7 +6,7 @@ import { median, p95, round, type Scenario } from '../lib.js';
 const MESSAGES = 10_000;
 const BUDGET = 128_000;
 const RUNS = 30;
-const WARMUP = 5;
+const WARMUP = 15;
 
 /*
  * Sizes follow what agent sessions look like: short user turns, assistant answers of a few hundred
@@ -64,39 +64,50 @@ const ASSEMBLE = `mutation ($id: ID!) {
   assembleContext(input: { sessionId: $id, maxTokens: ${BUDGET}, format: OPENAI_CHAT }) { tokenCount truncated droppedMessageCount contextHash }
 }`;
 
+const APPEND = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { session { messageCount } } }`;
+
 export default {
   name: 'context',
   description: `assembleContext of a ${MESSAGES.toLocaleString('en')}-message session (text, code, JSON, tool rounds) at a ${BUDGET.toLocaleString('en')}-token budget, with stored token counts and with every message recounted.`,
   async run(ctx) {
     const prisma = ctx.app.services.db.prisma;
-    const created = await ctx.gql<{ createSession: { id: string } }>(
-      'mutation { createSession(input: { title: "context bench" }) { id } }',
-    );
-    const id = created.createSession.id;
-    const rawId = Buffer.from(id, 'base64').toString().split(':')[1];
+    /** A session holding the generated conversation; `counted: false` stores no token counts (legacy rows). */
+    const seed = async (counted: boolean) => {
+      const created = await ctx.gql<{ createSession: { id: string } }>(
+        `mutation { createSession(input: { title: "context bench${counted ? '' : ', no counts'}" }) { id } }`,
+      );
+      const id = created.createSession.id;
+      const rawId = Buffer.from(id, 'base64').toString().split(':')[1];
+      ctx.log(`context: seeding ${MESSAGES} messages ${counted ? 'with' : 'without'} their token counts`);
+      let o200k = 0;
+      const rows = Array.from({ length: MESSAGES }, (_, i) => {
+        const { role, parts } = messageAt(i);
+        const tokens = countStoredTokens(parts);
+        o200k += tokens.O200K_BASE;
+        return {
+          id: uuidv7(),
+          sessionId: rawId,
+          position: i,
+          role,
+          parts: parts as never,
+          text: parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'),
+          toolCallIds: parts.flatMap((p) => (p.type === 'toolCall' ? [p.callId] : [])),
+          toolResultIds: parts.flatMap((p) => (p.type === 'toolResult' ? [p.callId] : [])),
+          tokensO200k: counted ? tokens.O200K_BASE : null,
+          tokensCl100k: counted ? tokens.CL100K_BASE : null,
+        };
+      });
+      for (let i = 0; i < rows.length; i += 2_000) await prisma.message.createMany({ data: rows.slice(i, i + 2_000) });
+      await prisma.session.update({ where: { id: rawId }, data: { messageCount: MESSAGES } });
+      return { id, averageTokens: o200k / MESSAGES };
+    };
+    // Two sessions with the same messages: one as the server writes them (counted once, when
+    // written), one without counts, so that every message is tokenized again on each call.
+    const storedSession = await seed(true);
+    const recountSession = await seed(false);
+    const averageTokens = storedSession.averageTokens;
 
-    ctx.log(`context: seeding ${MESSAGES} messages with their token counts`);
-    const rows = Array.from({ length: MESSAGES }, (_, i) => {
-      const { role, parts } = messageAt(i);
-      const tokens = countStoredTokens(parts);
-      return {
-        id: uuidv7(),
-        sessionId: rawId,
-        position: i,
-        role,
-        parts: parts as never,
-        text: parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n'),
-        toolCallIds: parts.flatMap((p) => (p.type === 'toolCall' ? [p.callId] : [])),
-        toolResultIds: parts.flatMap((p) => (p.type === 'toolResult' ? [p.callId] : [])),
-        tokensO200k: tokens.O200K_BASE,
-        tokensCl100k: tokens.CL100K_BASE,
-      };
-    });
-    for (let i = 0; i < rows.length; i += 2_000) await prisma.message.createMany({ data: rows.slice(i, i + 2_000) });
-    const averageTokens = rows.reduce((sum, row) => sum + row.tokensO200k, 0) / rows.length;
-    await prisma.session.update({ where: { id: rawId }, data: { messageCount: MESSAGES } });
-
-    const measure = async () => {
+    const measure = async (id: string) => {
       const samples: number[] = [];
       let last: { assembleContext: { tokenCount: number; contextHash: string } } | null = null;
       ctx.collectGarbage();
@@ -105,14 +116,33 @@ export default {
         if (run >= WARMUP) samples.push(ms);
         last = result as typeof last;
       }
+      // BENCH_DEBUG=1 prints every sample (to see warm-up and GC pauses).
+      if (process.env.BENCH_DEBUG) ctx.log(samples.map((x) => x.toFixed(1)).join(' '));
       return { samples, last: last!.assembleContext };
     };
 
-    const stored = await measure();
-    // The same session with no stored counts: every message is tokenized again on each call.
-    await prisma.message.updateMany({ where: { sessionId: rawId }, data: { tokensO200k: null, tokensCl100k: null } });
-    const recount = await measure();
+    const stored = await measure(storedSession.id);
+    const recount = await measure(recountSession.id);
     if (recount.last.contextHash !== stored.last.contextHash) throw new Error('recounting changed the assembled context');
+
+    // As an agent loop uses it: a question and an answer are appended (not timed) before each
+    // assembly, so every call reads new messages and the window slides.
+    const incremental: number[] = [];
+    ctx.collectGarbage();
+    for (let run = 0; run < RUNS + WARMUP; run++) {
+      const i = MESSAGES + 2 * run;
+      await ctx.gql(APPEND, {
+        input: {
+          sessionId: storedSession.id,
+          messages: [
+            { role: 'ASSISTANT', text: `${prose(i, 3)}\n\n\`\`\`ts\n${code(i, 12)}\n\`\`\`` },
+            { role: 'USER', text: `${prose(i + 1, 2)} What should we change next?` },
+          ],
+        },
+      });
+      const { ms } = await ctx.time(() => ctx.gql(ASSEMBLE, { id: storedSession.id }));
+      if (run >= WARMUP) incremental.push(ms);
+    }
 
     const storedMedian = median(stored.samples);
     const recountMedian = median(recount.samples);
@@ -125,6 +155,12 @@ export default {
         note: `${stored.last.tokenCount} tokens assembled`,
       },
       { metric: 'assemble.stored.p95', value: round(p95(stored.samples), 2), unit: 'ms' },
+      {
+        metric: 'assemble.incremental.median',
+        value: round(median(incremental), 2),
+        unit: 'ms',
+        note: 'two messages appended before each call (not timed)',
+      },
       { metric: 'session.average_tokens_per_message', value: round(averageTokens, 1), unit: 'tokens', note: 'o200k content tokens' },
       { metric: 'assemble.recount.median', value: round(recountMedian, 2), unit: 'ms', note: `${RUNS} runs after ${WARMUP} warm-up, as stored` },
       {
