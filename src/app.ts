@@ -11,7 +11,6 @@ import type { AppConfig } from './config.js';
 import { createGraphQLContext, type AppServices, type GraphQLContext } from './context.js';
 import { createDatabase, type Database } from './db/database.js';
 import { Prisma } from './generated/prisma/client.js';
-import { DomainError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { useQueryLimits } from './query-limits.js';

@@ -2,7 +2,6 @@ import { encodeChat } from 'gpt-tokenizer/encoding/o200k_base';
 import { assembleContext as assemblePure } from '../../src/domain/context/index.js';
 import { visibleSegments } from '../../src/domain/lineage.js';
 import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
-import type { Sql } from '../../src/db/sql.js';
 import { ContextService } from '../../src/services/context.js';
 import { segmentsWhere } from '../../src/services/messages.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
