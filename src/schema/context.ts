@@ -141,7 +141,8 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     encoding: t.field({ type: TokenEncodingEnum, description: 'How tokens were counted.', resolve: (c) => c.encoding }),
     format: t.field({ type: ContextFormatEnum, description: 'The shape of payload.', resolve: (c) => c.format }),
     contextHash: t.exposeString('contextHash', {
-      description: 'SHA-256 (hex) of the canonical payload, format and encoding: the same inputs give the same hash.',
+      description:
+        'SHA-256 (hex) of the RFC 8785 canonical JSON of { encoding, format, payload }: the same inputs give the same hash, and a client can recompute it.',
     }),
     decisions: t.field({
       type: [ContextDecision],

@@ -1,5 +1,6 @@
 import { encodeChat } from 'gpt-tokenizer/encoding/o200k_base';
-import { assembleContext as assemblePure } from '../../src/domain/context/index.js';
+import { createHash } from 'node:crypto';
+import { assembleContext as assemblePure, canonicalJson } from '../../src/domain/context/index.js';
 import { visibleSegments } from '../../src/domain/lineage.js';
 import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
 import { ContextService } from '../../src/services/context.js';
@@ -292,7 +293,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(missing.messages.map((m) => m.text).join('\n')).toContain('beta');
   });
 
-  it('gives the same hash for the same inputs and another for other inputs', async () => {
+  it('gives the same hash for the same inputs and another for other inputs, one a client can recompute', async () => {
     const id = await conversation(4);
     const a = await assemble(id, { format: 'ANTHROPIC_MESSAGES' });
     const b = await assemble(id, { format: 'ANTHROPIC_MESSAGES' });
@@ -300,6 +301,11 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(a.contextHash).toMatch(/^[0-9a-f]{64}$/);
     expect(b.contextHash).toBe(a.contextHash);
     expect(c.contextHash).not.toBe(a.contextHash);
+    // From the payload as received: SHA-256 of the RFC 8785 form of { encoding, format, payload }.
+    for (const [format, served] of [['ANTHROPIC_MESSAGES', b], ['OPENAI_CHAT', await assemble(id, { format: 'OPENAI_CHAT' })]] as const) {
+      const canonical = canonicalJson({ encoding: 'O200K_BASE', format, payload: served.payload });
+      expect(createHash('sha256').update(canonical).digest('hex'), format).toBe(served.contextHash);
+    }
   });
 
   it('loads only the messages that can fit, and gives exactly what assembling all of them gives', async () => {
