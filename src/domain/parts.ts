@@ -55,7 +55,7 @@ export function draftMessage(input: MessageInputData, where: string): DraftMessa
   return { role: input.role, parts, generating: input.generating ?? false, agentId };
 }
 
-export function draftPart(input: PartInput, where: string): DraftPart {
+function draftPart(input: PartInput, where: string): DraftPart {
   const keys = (Object.keys(input) as (keyof PartInput)[]).filter((k) => input[k] !== undefined && input[k] !== null);
   if (keys.length !== 1) throw badInput(`${where}: set exactly one of text, toolCall, toolResult, attachment.`);
   if (input.text) return { type: 'text', text: input.text.text };

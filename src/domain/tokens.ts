@@ -39,6 +39,11 @@ export function countCodePoints(text: string): number {
   return n;
 }
 
+/** Tool call arguments as the provider shapes send them (and as they are counted). */
+export function toolArgumentsJson(args: unknown): string {
+  return JSON.stringify(args ?? {});
+}
+
 /**
  * The text a part contributes to a model-facing message, as the provider shapes serialize it
  * (tool call arguments as JSON). Attachments are resolved at assembly and counted there.
@@ -48,7 +53,7 @@ export function partTokenText(part: StoredPart): string {
     case 'text':
       return part.text;
     case 'toolCall':
-      return part.name + JSON.stringify(part.arguments ?? {});
+      return part.name + toolArgumentsJson(part.arguments);
     case 'toolResult':
       return part.content;
     case 'attachment':

@@ -234,8 +234,6 @@ export function createAttachmentResolver(
 export interface ResolvedMessage {
   work: WorkMessage;
   parts: AssembledPart[];
-  /** Tokens of its inlined attachment blocks. */
-  attachmentTokens: number;
 }
 
 /**
@@ -255,7 +253,7 @@ export function resolveAttachments(
   const messages = list.map((work) => {
     if (work.shape.attachments === 0 && !work.elided) {
       // No attachment part: the stored parts are already what the model sees.
-      return { work, parts: work.source.parts as AssembledPart[], attachmentTokens: 0 };
+      return { work, parts: work.source.parts as AssembledPart[] };
     }
     const resolved = resolver.resolve(work);
     problems.push(...resolved.problems);
@@ -272,7 +270,7 @@ export function resolveAttachments(
           return part;
       }
     });
-    return { work, parts, attachmentTokens: resolved.tokens };
+    return { work, parts };
   });
   return { messages, problems };
 }

@@ -35,7 +35,6 @@ export function fitTokenBudget(list: readonly WorkMessage[], options: FitBudgetO
   const cut = keepNewestUnits(list, {
     capacity,
     costOf: options.costOf,
-    costOfForced: options.costOf,
     leadCost: options.leadCost,
     dropped: removalFor(`Fits maxTokens (${maxTokens}) on its own`, 'DROPPED_BUDGET', budgetReason),
   });

@@ -54,6 +54,7 @@
  * changed: merging Anthropic turns copies.
  */
 import { isImmutable, markImmutable } from '../immutable.js';
+import { toolArgumentsJson } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { seal } from './hash.js';
 import type { AssembledMessage, AssembledPart, ContextFormat } from './types.js';
@@ -147,10 +148,6 @@ function openAiContent(texts: string[]): OpenAiContent {
   if (texts.length === 0) return '';
   if (texts.length === 1) return texts[0];
   return texts.map((text) => ({ text, type: 'text' as const }));
-}
-
-export function toolArgumentsJson(args: unknown): string {
-  return JSON.stringify(args ?? {});
 }
 
 /** The Chat Completions messages of one assembled message (a TOOL message gives one per result). */

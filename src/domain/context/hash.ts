@@ -34,16 +34,12 @@ interface WalkState {
 }
 
 /**
- * `value` with every object's keys sorted (by UTF-16 code units), copy-on-write: objects and arrays
+ * `v` with every object's keys sorted (by UTF-16 code units), copy-on-write: objects and arrays
  * already in canonical order are returned as they are, so canonicalizing a large payload is a walk,
  * not a copy. toJSON is applied first. Throws a TypeError for a cycle (detected by depth).
  * JavaScript enumerates array-index keys ("2", "10") first, in numeric order, whatever the order
- * they were set in: such objects come out in that order (canonicalJson still sorts them).
+ * they were set in: such objects come out in that order, and `state` says one was met.
  */
-export function canonicalize(value: unknown): unknown {
-  return walk(value, 0, { indexKeys: false });
-}
-
 function walk(v: unknown, depth: number, state: WalkState): unknown {
   if (v === null || typeof v !== 'object') return v;
   if (depth > MAX_DEPTH) throw tooDeep();

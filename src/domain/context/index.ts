@@ -27,10 +27,7 @@ export {
   assertToolInvariants,
   buildUnits,
   findToolInvariantViolations,
-  hasToolCalls,
   repairToolPairs,
-  toolCallIds,
-  toolResultIds,
   isRoundHead,
   toolShapeOf,
   type ShapeView,
@@ -40,7 +37,7 @@ export {
   type Unit,
 } from './tool-rounds.js';
 export * from './formats.js';
-export { canonicalize, canonicalJson, contextHash } from './hash.js';
+export { canonicalJson, contextHash } from './hash.js';
 export { countCodePoints } from '../tokens.js';
 export { createToolPairExplainer, DecisionLog } from './decisions.js';
 export {

@@ -14,7 +14,6 @@ export function capMaxMessages(list: readonly WorkMessage[], maxMessages: number
   return keepNewestUnits(list, {
     capacity: maxMessages,
     costOf: () => 1,
-    costOfForced: () => 1,
     dropped: removalFor(`Within maxMessages (${maxMessages}) on its own`, 'DROPPED_MAX_MESSAGES', olderReason),
   }).result;
 }
@@ -41,10 +40,8 @@ export function removalFor(
 export interface KeepNewestOptions {
   /** Capacity left for source messages (maxMessages, or maxTokens minus the fixed blocks). */
   capacity: number;
-  /** Cost of a message; called newest first, only for messages the cut looks at. */
+  /** Cost of a message; called first for the forced newest USER message, then newest first, only for messages the cut looks at. */
   costOf: (w: WorkMessage) => number;
-  /** Cost of the forced newest USER message; called first. */
-  costOfForced: (w: WorkMessage) => number;
   /**
    * The removal for a dropped message. `wouldFitAlone` is true for a message of the first unit
    * that did not fit that would have fitted without the rest of its round; `boundary` is that
@@ -76,7 +73,7 @@ export interface KeepNewestResult {
 export function keepNewestUnits(list: readonly WorkMessage[], options: KeepNewestOptions): KeepNewestResult {
   const leadCost = options.leadCost ?? (() => 0);
   const forcedIndex = newestUserIndex(list);
-  const forcedCost = forcedIndex >= 0 ? options.costOfForced(list[forcedIndex]) : 0;
+  const forcedCost = forcedIndex >= 0 ? options.costOf(list[forcedIndex]) : 0;
   let used = forcedCost;
   // The first non-SYSTEM message kept so far (the oldest), for the lead cost.
   let first: WorkMessage | null = forcedIndex >= 0 ? list[forcedIndex] : null;

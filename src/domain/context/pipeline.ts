@@ -14,7 +14,7 @@
  *      an assistant turn; it is reserved in step 5 only when the kept messages need it)
  * then the provider payload, the token total and the hash.
  */
-import { DomainError } from '../../errors.js';
+import { badInput } from '../../errors.js';
 import { countTokens } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { createAttachmentResolver, resolveAttachments } from './attachments.js';
@@ -67,10 +67,8 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
 
   const log = new DecisionLog(input.messages);
   const explainer = createToolPairExplainer(input.messages, log);
-  let truncated = false;
   const apply = (step: StepResult, name: string): WorkMessage[] => {
     log.record(step.removed);
-    if (step.removed.some((r) => CUT_DECISIONS.has(r.decision))) truncated = true;
     assertToolInvariants(step.list, name, shapeOf);
     return step.list;
   };
@@ -82,10 +80,7 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
   // 1. messages still being generated
   let list = applyWithRepair(dropGenerating(input.messages.map(toWork)), 'dropGenerating');
   if (!list.some((w) => w.source.role === 'USER')) {
-    throw new DomainError(
-      'BAD_USER_INPUT',
-      'The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.',
-    );
+    throw badInput('The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.');
   }
 
   // 2. compaction
@@ -159,10 +154,7 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
       parts: r.parts,
       sourceMessageId: source.id,
       sourceIndex: source.index,
-      tokenCount:
-        workContentTokens(r.work, encoding) +
-        r.attachmentTokens +
-        framingTokensFor(format, source.role, r.work.shape.calls.length, r.work.shape.results.length, r.work.shape.others),
+      tokenCount: costOf(r.work),
     });
     kept.set(source.id, {
       elided: r.work.elided,
@@ -196,7 +188,8 @@ export function assembleContext(input: AssembleContextInput): AssembledContext {
     maxTokens: options.maxTokens,
     maxMessages: options.maxMessages,
     droppedMessageCount: decisions.filter((d) => d.decision.startsWith('DROPPED_')).length,
-    truncated,
+    // Every cut leaves at least one message out for its limit (the first that does not fit).
+    truncated: decisions.some((d) => CUT_DECISIONS.has(d.decision)),
     summaryIncluded: summaryBlock !== null,
     elidedToolResultCount,
     isFork: input.flags.isFork,

@@ -16,18 +16,6 @@ import { label, type StepResult, type WorkMessage } from './work.js';
 
 export { isRoundHead, toolShapeOf, type ToolCheckMessage, type ToolShape };
 
-export function toolCallIds(message: ToolCheckMessage): string[] {
-  return [...toolShapeOf(message).calls];
-}
-
-export function toolResultIds(message: ToolCheckMessage): string[] {
-  return [...toolShapeOf(message).results];
-}
-
-export function hasToolCalls(message: ToolCheckMessage): boolean {
-  return isRoundHead(toolShapeOf(message));
-}
-
 /** How the helpers below see a list item; the working list passes the shapes it computed once. */
 export type ShapeView<T> = (item: T) => ToolShape;
 

@@ -7,7 +7,7 @@
  * \u003c, \u003e, \u0026 (and U+2028/U+2029 escaped), which is still the same JSON but cannot close
  * the block or open a tag whatever the values hold.
  */
-import { DomainError } from '../../errors.js';
+import { badInput } from '../../errors.js';
 import { canonicalJson } from './hash.js';
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -25,17 +25,13 @@ export function escapeJsonForMarkup(json: string): string {
 export function renderTurnContext(turnContext: unknown): string {
   if (!isPlainObject(turnContext)) {
     const what = Array.isArray(turnContext) ? 'an array' : turnContext === null ? 'null' : `a ${typeof turnContext}`;
-    throw new DomainError('BAD_USER_INPUT', `turnContext must be a JSON object (like {"cwd": "/repo"}), not ${what}.`, {
-      field: 'turnContext',
-    });
+    throw badInput(`turnContext must be a JSON object (like {"cwd": "/repo"}), not ${what}.`, { field: 'turnContext' });
   }
   let json: string;
   try {
     json = canonicalJson(turnContext);
   } catch (error) {
-    throw new DomainError('BAD_USER_INPUT', `turnContext must be plain JSON: ${(error as Error).message}.`, {
-      field: 'turnContext',
-    });
+    throw badInput(`turnContext must be plain JSON: ${(error as Error).message}.`, { field: 'turnContext' });
   }
   return `<turn_context>${escapeJsonForMarkup(json)}</turn_context>`;
 }

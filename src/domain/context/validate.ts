@@ -2,12 +2,12 @@
  * Options check: every refusal is BAD_USER_INPUT with a message saying what to send instead.
  * Runs before anything else, so bad input never costs work.
  */
-import { DomainError } from '../../errors.js';
+import { badInput } from '../../errors.js';
 import type { TokenEncoding } from '../types.js';
 import { CONTEXT_FORMATS, TOKEN_ENCODINGS, type AssembleContextOptions, type ContextFormat } from './types.js';
 import { isPlainObject } from './turn-context.js';
 
-const bad = (field: string, message: string) => new DomainError('BAD_USER_INPUT', message, { field });
+const bad = (field: string, message: string) => badInput(message, { field });
 
 function checkInteger(field: string, value: unknown, min: number, nullable: boolean): void {
   if (value === null && nullable) return;
