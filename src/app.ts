@@ -66,7 +66,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       bus,
       auth,
       sessions,
-      contexts: new ContextService(db.prisma, db.sql, sessions),
+      contexts: new ContextService(db.prisma, db.sql),
     };
     return assemble(services);
   } catch (error) {

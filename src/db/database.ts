@@ -9,7 +9,6 @@ import { PrismaClient } from '../generated/prisma/client.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
 import { createPgliteSql, createPgSql, type Sql } from './sql.js';
 
-export type DatabaseKind = 'pglite' | 'postgres';
 
 /** Counts the SQL statements sent to the database (tests use it to catch N+1 regressions). */
 export class QueryCounter {
@@ -26,7 +25,6 @@ export class QueryCounter {
 }
 
 export interface Database {
-  kind: DatabaseKind;
   /** One line for the start-up log: where the data lives. */
   description: string;
   prisma: PrismaClient;
@@ -40,10 +38,8 @@ export interface Database {
 }
 
 export type DatabaseOptions =
-  | { kind: 'postgres'; url: string; poolSize?: number }
-  | { kind: 'pglite'; dataDir: string }
-  /** An already open PGlite (tests clone a migrated template); closed with the database. */
-  | { kind: 'pglite'; instance: PGlite };
+  | { kind: 'postgres'; url: string }
+  | { kind: 'pglite'; dataDir: string };
 
 const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
 
@@ -54,7 +50,7 @@ const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
 export async function createDatabase(options: DatabaseOptions): Promise<Database> {
   const queries = new QueryCounter();
   if (options.kind === 'postgres') {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: options.url, max: 10 });
     pool.on('error', () => {
       // An idle client lost its connection; the pool replaces it and the next query reports errors.
     });
@@ -63,7 +59,6 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       transactionOptions: TRANSACTION_OPTIONS,
     });
     return {
-      kind: 'postgres',
       description: `PostgreSQL at ${redact(options.url)}`,
       prisma,
       sql: createPgSql(pool, queries, pg.types),
@@ -91,10 +86,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
 
   let pglite: PGlite;
   let description: string;
-  if ('instance' in options) {
-    pglite = options.instance;
-    description = 'PGlite (in memory)';
-  } else if (options.dataDir.startsWith('memory://')) {
+  if (options.dataDir.startsWith('memory://')) {
     pglite = new PGlite(options.dataDir);
     description = 'PGlite (in memory)';
   } else {
@@ -108,7 +100,6 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     transactionOptions: TRANSACTION_OPTIONS,
   });
   return {
-    kind: 'pglite',
     description,
     prisma,
     sql: createPgliteSql(pglite, queries),

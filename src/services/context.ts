@@ -17,10 +17,10 @@ import { clipSegments, visibleSegments, type LineageSession, type Segment } from
 import { markImmutable } from '../domain/immutable.js';
 import type { Sql } from '../db/sql.js';
 import { notFound } from '../errors.js';
-import type { Compaction, MessageRole, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
+import type { Compaction, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
 import { segmentsWhere } from './messages.js';
 import { FinishedRowsCache } from './finished-rows.js';
-import { compactionScopeValues, latestCompactionSql, type SessionService } from './sessions.js';
+import { compactionScopeValues, latestCompaction, latestCompactionSql } from './compactions.js';
 
 /**
  * How the window is read, newest first: `first` messages while the compaction is read, then pages
@@ -44,17 +44,12 @@ const LIGHT_COLUMNS = {
   tokensO200k: true,
   tokensCl100k: true,
 } as const;
-const LIGHT_SQL = 'id, position, role, generating, "toolResultIds", "tokensO200k", "tokensCl100k"';
+const LIGHT_SQL = Object.keys(LIGHT_COLUMNS)
+  .map((column) => `"${column}"`)
+  .join(', ');
 
-interface LightRow {
-  id: string;
-  position: number;
-  role: MessageRole;
-  generating: boolean;
-  toolResultIds: string[];
-  tokensO200k: number | null;
-  tokensCl100k: number | null;
-}
+/** What windowing looks at of a message: its place, role, state, tool results and stored counts. */
+type LightRow = Prisma.MessageGetPayload<{ select: typeof LIGHT_COLUMNS }>;
 /** A known session's newest messages [from, messageCount), newest first, read with the session. */
 interface NewestPage {
   from: number;
@@ -176,7 +171,6 @@ export class ContextService {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly sql: Sql,
-    private readonly sessions: SessionService,
     private readonly paging: WindowPaging = DEFAULT_WINDOW_PAGING,
     rowsCache: { maxRows?: number; maxRowsPerSession?: number } = {},
   ) {
@@ -200,7 +194,9 @@ export class ContextService {
     // its newest messages (those the rows cache lacks, as many as the cost per message seen last
     // time says can fit) are read in the same statement as the session, from the same snapshot.
     // Otherwise they are read once the session is.
-    const windowed = options.maxTokens !== null && options.encoding !== 'CHARS_DIV_4';
+    // Windowing needs a budget and stored counts of its encoding.
+    const countable = options.encoding === 'CHARS_DIV_4' ? null : options.encoding;
+    const windowed = options.maxTokens !== null && countable !== null;
     const hint = this.hints.get(request.sessionId);
     const known = hint ? { hint, newest: windowed ? this.firstPageSize(hint, options.maxTokens!) : 0 } : null;
     const session = await this.readSession(workspaceId, request.sessionId, request.turnId ?? null, known);
@@ -210,10 +206,12 @@ export class ContextService {
     const segments = visibleSegments(session);
     const compactionRead: Promise<CompactionRow | null> = session.known
       ? Promise.resolve(session.known.compaction)
-      : this.sessions.latestCompaction(this.sql, session);
+      : latestCompaction(this.sql, session);
     const [compaction, window] = await Promise.all([
       compactionRead,
-      this.loadWindow(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0), options, session.known?.newest ?? null),
+      windowed
+        ? this.loadWindow(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0), options.maxTokens!, countable!, session.known?.newest ?? null)
+        : this.loadAll(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0)),
     ]);
     const { messages } = window;
     this.remember(session, window);
@@ -258,7 +256,7 @@ export class ContextService {
    * The session, whether it had a turn before this one, and the settings fingerprint recorded with
    * the latest earlier context (a fork with no context of its own compares with its parent's latest),
    * in one statement. For a known session the same statement reads its compaction and its newest
-   * messages from `from` (what the rows cache lacks) on, at most `known.newest` of them.
+   * messages from `from` (what the rows cache lacks) on, at most `known.newest` of them (none: not read).
    */
   private async readSession(
     workspaceId: string,
@@ -281,7 +279,11 @@ export class ContextService {
          ) AS "previousFingerprint"${
            known
              ? `,
-         (SELECT row_to_json(c) FROM (SELECT id, "uptoIndex", summary, "tokensO200k", "tokensCl100k" FROM (${latestCompactionSql(4)}) lc) c) AS compaction,
+         (SELECT row_to_json(c) FROM (SELECT id, "uptoIndex", summary, "tokensO200k", "tokensCl100k" FROM (${latestCompactionSql(4)}) lc) c) AS compaction`
+             : ''
+         }${
+           known && known.newest > 0
+             ? `,
          (SELECT coalesce(json_agg(m ORDER BY m.position DESC), '[]'::json) FROM (
             SELECT ${LIGHT_SQL} FROM "Message"
             WHERE "sessionId" = s.id AND position >= greatest($7::int, s."messageCount" - $8::int)
@@ -289,7 +291,13 @@ export class ContextService {
              : ''
          }
        FROM "Session" s WHERE s.id = $1 AND s."workspaceId" = $2`,
-      known ? [sessionId, workspaceId, turnId, ...compactionScopeValues(known.hint), from, known.newest] : [sessionId, workspaceId, turnId],
+      [
+        sessionId,
+        workspaceId,
+        turnId,
+        ...(known ? compactionScopeValues(known.hint) : []),
+        ...(known && known.newest > 0 ? [from, known.newest] : []),
+      ],
     );
     if (!row) return null;
     const { compaction, newest, ...session } = row;
@@ -310,28 +318,20 @@ export class ContextService {
    * from the rows cache where it has them, else read a page at a time (the first while the
    * compaction is read, or already read with the session; the next ones sized from the cost seen
    * so far). Everything before is decided without being loaded: summarized when the compaction
-   * covers it, dropped for the budget otherwise. Without a budget, or without stored counts,
-   * everything after the compaction is loaded.
+   * covers it, dropped for the budget otherwise. Without stored counts, everything after the
+   * compaction is loaded (`loadAll`).
    */
   private async loadWindow(
     session: LineageSession,
     segments: Segment[],
     uptoRead: Promise<number>,
-    options: AssembleContextOptions,
+    budget: number,
+    encoding: Exclude<TokenEncoding, 'CHARS_DIV_4'>,
     newest: NewestPage | null,
   ): Promise<LoadedWindow> {
     const count = session.messageCount;
-    const loadAll = async (): Promise<LoadedWindow> => {
-      const scope = clipSegments(segments, await uptoRead, count);
-      const rows = scope.length
-        ? await this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS })
-        : [];
-      return { messages: await this.withParts(rows), costPerRow: null };
-    };
-    if (options.maxTokens === null || options.encoding === 'CHARS_DIV_4') return loadAll();
-    const budget = options.maxTokens;
     const paging = this.paging;
-    const stub = toolResultStubTokens(0, options.encoding);
+    const stub = toolResultStubTokens(0, encoding);
     const newestFirst: LightRow[] = [];
     // Rows read from the database, by session, for the rows cache.
     const fetched = new Map<string, LightRow[]>();
@@ -380,9 +380,9 @@ export class ContextService {
             margin--;
             continue;
           }
-          const tokens = options.encoding === 'CL100K_BASE' ? row.tokensCl100k : row.tokensO200k;
+          const tokens = encoding === 'CL100K_BASE' ? row.tokensCl100k : row.tokensO200k;
           // A message counted before counts were stored bounds nothing: load everything.
-          if (tokens === null && !row.generating) return loadAll();
+          if (tokens === null && !row.generating) return this.loadAll(session, segments, uptoRead);
           spent += row.generating || tokens === null ? 0 : row.role === 'TOOL' ? Math.min(tokens, row.toolResultIds.length * stub) : tokens + 1;
           counted++;
           if (spent > budget) margin = paging.margin;
@@ -397,6 +397,15 @@ export class ContextService {
     const head = window.findIndex((row) => row.role !== 'TOOL');
     const rows = head > 0 && window[0].position > (upto ?? 0) ? window.slice(head) : window;
     return { messages: await this.withParts(rows), costPerRow: counted > 0 ? spent / counted : null };
+  }
+
+  /** Every message after the compaction: without a budget (or a countable one), nothing bounds the window. */
+  private async loadAll(session: LineageSession, segments: Segment[], uptoRead: Promise<number>): Promise<LoadedWindow> {
+    const scope = clipSegments(segments, await uptoRead, session.messageCount);
+    const rows = scope.length
+      ? await this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS })
+      : [];
+    return { messages: await this.withParts(rows), costPerRow: null };
   }
 
   /**

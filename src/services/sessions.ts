@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { uuidv7 } from '../db/ids.js';
 import { FORK_NUMBER_AFTER_BASE_SQL, forkTitleBase, nextForkTitle } from '../domain/fork-title.js';
-import { childLineage, clipSegments, compactionScopes, ownerOf, visibleSegments, type LineageSession } from '../domain/lineage.js';
+import { childLineage, clipSegments, ownerOf, visibleSegments, type LineageSession } from '../domain/lineage.js';
 import {
   draftMessage,
   joinText,
@@ -17,7 +17,7 @@ import { countStoredTokens, countTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 import { badInput, DomainError, notFound } from '../errors.js';
 import { isRetryableSqlError, type Sql, type SqlClient } from '../db/sql.js';
-import { Prisma, type Compaction, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
+import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import { appendEvents, asSql, publishAll, type SqlTarget, type Tx } from './event-log.js';
 import { segmentsWhere } from './messages.js';
@@ -77,12 +77,7 @@ export class SessionService {
   }
 
   async lock(db: SqlTarget, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
-    const rows = await asSql(db).query<LockedSession>(
-      `SELECT ${LOCKED_COLUMNS} FROM "Session" WHERE id = $1 AND "workspaceId" = $2 FOR UPDATE`,
-      [sessionId, workspaceId],
-    );
-    if (!rows[0]) throw notFound('Session', label);
-    return rows[0];
+    return lockSessionRow(db, 'id = $1 AND "workspaceId" = $2', [sessionId, workspaceId], label);
   }
 
   /**
@@ -91,14 +86,7 @@ export class SessionService {
    * delete never races a fork of a session it removes.
    */
   async lockTreeRoot(db: SqlTarget, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
-    const rows = await asSql(db).query<LockedSession>(
-      `SELECT ${LOCKED_COLUMNS} FROM "Session"
-       WHERE id = (SELECT "rootId" FROM "Session" WHERE id = $1 AND "workspaceId" = $2)
-       FOR UPDATE`,
-      [sessionId, workspaceId],
-    );
-    if (!rows[0]) throw notFound('Session', label);
-    return rows[0];
+    return lockSessionRow(db, 'id = (SELECT "rootId" FROM "Session" WHERE id = $1 AND "workspaceId" = $2)', [sessionId, workspaceId], label);
   }
 
   async createSession(
@@ -113,8 +101,8 @@ export class SessionService {
     return this.write(async (tx, events) => {
       const created = await tx.session.create({ data: { id, rootId: id, ancestorIds: [], workspaceId, title, settings, metadata } });
       if (drafts.length === 0) return created;
-      const session = await this.lock(tx, workspaceId, id);
-      return (await this.insertMessages(tx, session, drafts, { turnId: null, agentId: null }, events)).session;
+      // Nobody else sees the new row before the commit: no lock to take.
+      return (await this.insertMessages(tx, created, drafts, { turnId: null, agentId: null }, events)).session;
     });
   }
 
@@ -193,19 +181,12 @@ export class SessionService {
     const rows = [];
     for (const [i, draft] of drafts.entries()) {
       const parts = await this.storeAttachments(tx, session, draft.parts);
-      const tokens = draft.generating ? null : countStoredTokens(parts);
       rows.push({
         id: uuidv7(),
         sessionId: session.id,
         position: session.messageCount + i,
         role: draft.role,
-        parts: parts as unknown as Prisma.InputJsonValue,
-        text: joinText(parts),
-        toolCallIds: toolCallIdsOf(parts),
-        toolResultIds: toolResultIdsOf(parts),
-        generating: draft.generating,
-        tokensO200k: tokens?.O200K_BASE ?? null,
-        tokensCl100k: tokens?.CL100K_BASE ?? null,
+        ...contentColumns(parts, draft.generating),
         turnId: options.turnId,
         agentId: draft.agentId ?? options.agentId,
         // Strictly increasing timestamps within a batch keep createdAt order equal to index order.
@@ -214,7 +195,6 @@ export class SessionService {
     }
     await tx.message.createMany({ data: rows });
     const updated = await tx.session.update({ where: { id: session.id }, data: { messageCount: session.messageCount + rows.length } });
-    session.messageCount += rows.length;
     events.push(
       ...(await appendEvents(
         tx,
@@ -241,8 +221,8 @@ export class SessionService {
     }
     if (missing.size === 0) return;
     const segments = visibleSegments(session);
-    const findCalls = async (lo: number) => {
-      const where = segmentsWhere(clipSegments(segments, lo, session.messageCount));
+    const findCalls = async (lo: number, hi: number) => {
+      const where = segmentsWhere(clipSegments(segments, lo, hi));
       if (where.OR.length === 0) return;
       const rows = await tx.message.findMany({
         where: { ...where, toolCallIds: { hasSome: [...missing] } },
@@ -251,8 +231,9 @@ export class SessionService {
       for (const row of rows) for (const id of row.toolCallIds) missing.delete(id);
     };
     // Results almost always answer a recent call: look there first, then the whole history.
-    await findCalls(Math.max(0, session.messageCount - RECENT_WINDOW));
-    if (missing.size > 0 && session.messageCount > RECENT_WINDOW) await findCalls(0);
+    const recent = Math.max(0, session.messageCount - RECENT_WINDOW);
+    await findCalls(recent, session.messageCount);
+    if (missing.size > 0 && recent > 0) await findCalls(0, recent);
     if (missing.size > 0) {
       const [first] = missing;
       throw badInput(`Tool result for call id "${first}" does not answer any tool call made earlier in this session.`, {
@@ -327,19 +308,7 @@ export class SessionService {
             : [...parts, { type: 'text', text: input.appendText! }];
       }
       const generating = input.generating ?? true;
-      const tokens = generating ? null : countStoredTokens(parts);
-      const updated = await tx.message.update({
-        where: { id: messageId },
-        data: {
-          parts: parts as unknown as Prisma.InputJsonValue,
-          text: joinText(parts),
-          toolCallIds: toolCallIdsOf(parts),
-          toolResultIds: toolResultIdsOf(parts),
-          generating,
-          tokensO200k: tokens?.O200K_BASE ?? null,
-          tokensCl100k: tokens?.CL100K_BASE ?? null,
-        },
-      });
+      const updated = await tx.message.update({ where: { id: messageId }, data: contentColumns(parts, generating) });
       const payload: Record<string, unknown> = { index: message.position, generating };
       if (hasAppend) payload.appendText = input.appendText;
       events.push(
@@ -468,38 +437,6 @@ export class SessionService {
       return updated;
     });
   }
-
-  /**
-   * The latest compaction that applies to this session, in one statement: its own latest, or else
-   * the latest inherited through its lineage (from the nearest ancestor that has one, among those
-   * that existed when the lineage left it and end within what this session sees of it).
-   */
-  async latestCompaction(db: SqlTarget, session: Pick<LineageSession, 'id' | 'lineage'>): Promise<Compaction | null> {
-    const [row] = await asSql(db).query<Compaction>(latestCompactionSql(1), compactionScopeValues(session));
-    return row ?? null;
-  }
-}
-
-/**
- * The latest compaction that applies to a session (see compactionScopes), as a statement over the
- * scope arrays of `compactionScopeValues` bound at $first, $first+1 and $first+2: usable alone or
- * as a subquery.
- */
-export function latestCompactionSql(first: number): string {
-  return `SELECT c.* FROM unnest($${first}::text[], $${first + 1}::int[], $${first + 2}::int[]) WITH ORDINALITY AS s(session_id, max_ordinal, max_upto, depth)
-       CROSS JOIN LATERAL (
-         SELECT * FROM "Compaction" c
-         WHERE c."sessionId" = s.session_id
-           AND (s.max_ordinal IS NULL OR c.ordinal <= s.max_ordinal)
-           AND (s.max_upto IS NULL OR c."uptoIndex" <= s.max_upto)
-         ORDER BY c.ordinal DESC LIMIT 1
-       ) c
-       ORDER BY s.depth DESC LIMIT 1`;
-}
-
-export function compactionScopeValues(session: Pick<LineageSession, 'id' | 'lineage'>): [string[], (number | null)[], (number | null)[]] {
-  const scopes = compactionScopes(session);
-  return [scopes.map((s) => s.sessionId), scopes.map((s) => s.maxOrdinal), scopes.map((s) => s.maxUpto)];
 }
 
 /**
@@ -556,6 +493,26 @@ function isRetryable(error: unknown): boolean {
   if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return false;
   if (error.code === 'P2034') return true;
   const meta = error.meta as { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } | undefined;
-  const code = meta?.code ?? meta?.driverAdapterError?.cause?.originalCode;
-  return code === '40001' || code === '40P01';
+  return isRetryableSqlError({ code: meta?.code ?? meta?.driverAdapterError?.cause?.originalCode });
+}
+
+/** Locks the one session row `where` selects (parameters `values`), or says it was not found. */
+async function lockSessionRow(db: SqlTarget, where: string, values: unknown[], label: string): Promise<LockedSession> {
+  const [row] = await asSql(db).query<LockedSession>(`SELECT ${LOCKED_COLUMNS} FROM "Session" WHERE ${where} FOR UPDATE`, values);
+  if (!row) throw notFound('Session', label);
+  return row;
+}
+
+/** What a message's parts decide of its row: the parts, their text and tool ids, and (once finished) its token counts. */
+function contentColumns(parts: StoredPart[], generating: boolean) {
+  const tokens = generating ? null : countStoredTokens(parts);
+  return {
+    parts: parts as unknown as Prisma.InputJsonValue,
+    text: joinText(parts),
+    toolCallIds: toolCallIdsOf(parts),
+    toolResultIds: toolResultIdsOf(parts),
+    generating,
+    tokensO200k: tokens?.O200K_BASE ?? null,
+    tokensCl100k: tokens?.CL100K_BASE ?? null,
+  };
 }

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { assembleContext as assemblePure, canonicalJson } from '../../src/domain/context/index.js';
 import { visibleSegments } from '../../src/domain/lineage.js';
 import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
+import { latestCompaction } from '../../src/services/compactions.js';
 import { ContextService } from '../../src/services/context.js';
 import { segmentsWhere } from '../../src/services/messages.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -386,14 +387,14 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     const paging = { first: 4, min: 2, max: 8, margin: 1 };
     // Without the rows cache every page is read; with it, pages come from what earlier assemblies
     // kept, read below and above it as budgets grow and shrink.
-    const uncached = new ContextService(prisma, sql, app.services.sessions, paging, { maxRows: 0 });
-    const cached = new ContextService(prisma, sql, app.services.sessions, paging);
+    const uncached = new ContextService(prisma, sql, paging, { maxRows: 0 });
+    const cached = new ContextService(prisma, sql, paging);
     let pagedStatements = 0;
     for (const sessionId of [root, child, grandchild, early]) {
       const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
       const rows = await prisma.message.findMany({ where: segmentsWhere(visibleSegments(session)), orderBy: { position: 'asc' } });
       expect(rows.map((r) => r.position)).toEqual([...rows.keys()]);
-      const compaction = await app.services.sessions.latestCompaction(sql, session);
+      const compaction = await latestCompaction(sql, session);
       for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as TokenEncoding[]) {
         for (const [paged, maxTokens] of [30, 150, 600, 2_500, 1_000_000].flatMap((budget) => [
           [uncached, budget] as const,
@@ -443,11 +444,11 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
 
   it('reads a known session, its compaction and its new messages in one statement, and misses nothing appended or compacted since', async () => {
     const { prisma, sql, queries } = app.services.db;
-    const service = new ContextService(prisma, sql, app.services.sessions);
+    const service = new ContextService(prisma, sql);
     const id = await conversation(40);
     const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(id) } });
     const request = { sessionId: session.id, maxTokens: 60, format: 'OPENAI_CHAT' as const };
-    const fresh = () => new ContextService(prisma, sql, app.services.sessions).assemble(session.workspaceId, request);
+    const fresh = () => new ContextService(prisma, sql).assemble(session.workspaceId, request);
     const first = await service.assemble(session.workspaceId, request);
     expect(first.truncated).toBe(true);
 
