@@ -72,7 +72,6 @@ function config(databaseUrl: string | null): AppConfig {
     redisPrefix: `sgbench:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
-    production: false,
   };
 }
 

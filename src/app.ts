@@ -11,7 +11,7 @@ import type { AppConfig } from './config.js';
 import { createGraphQLContext, type AppServices, type GraphQLContext } from './context.js';
 import { createDatabase, type Database } from './db/database.js';
 import { Prisma } from './generated/prisma/client.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { useQueryLimits } from './query-limits.js';
 import { schema } from './schema/index.js';
@@ -31,10 +31,6 @@ export interface App {
 export interface BuildAppOptions {
   /** An already open database (tests); otherwise one is opened from the config. */
   database?: Database;
-  bus?: EventBus;
-  logger?: Logger;
-  /** Apply pending migrations at start (default true). */
-  migrate?: boolean;
 }
 
 /**
@@ -43,7 +39,7 @@ export interface BuildAppOptions {
  * environment, signals and the port.
  */
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel);
   const db =
     options.database ??
     (await createDatabase(
@@ -51,11 +47,9 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     ));
   let bus: EventBus | undefined;
   try {
-    if (options.migrate !== false) {
-      const report = await db.migrate();
-      if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
-    }
-    bus = options.bus ?? createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
+    const report = await db.migrate();
+    if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
+    bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
     const auth = new WorkspaceAuth(db.prisma);
     await auth.init(config.apiKeys);
     const sessions = new SessionService(db.prisma, db.sql, bus);
@@ -107,7 +101,6 @@ function assemble(services: AppServices): App {
     context: ({ request, connectionParams }: { request?: Request; connectionParams?: Record<string, unknown> }) =>
       createGraphQLContext(services, {
         authorization: authorizationFrom(request, connectionParams),
-        requestId: request?.headers.get('x-request-id'),
       }),
   });
 

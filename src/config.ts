@@ -22,8 +22,6 @@ export interface AppConfig {
   redisPrefix: string;
   logLevel: LogLevel;
   apiKeys: ApiKeyConfig[];
-  /** Masked errors and GraphiQL limits follow this. */
-  production: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -42,7 +40,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | REDIS_PREFIX | session-graph: | Redis channel prefix |
  * | LOG_LEVEL | info | debug, info, warn, error, silent |
  * | API_KEYS | — | comma-separated workspace:key pairs |
- * | NODE_ENV | — | production hides error details |
+ * | NODE_ENV | — | production turns off Pothos's development checks (read by the schema builder) |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const port = parsePort(env.PORT);
@@ -77,7 +75,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisPrefix: env.REDIS_PREFIX ?? 'session-graph:',
     logLevel,
     apiKeys: parseApiKeys(env.API_KEYS),
-    production: env.NODE_ENV === 'production',
   };
 }
 

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { initContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { WorkspaceAuth } from './auth.js';
@@ -27,7 +26,6 @@ export interface GraphQLContext {
   services: AppServices;
   prisma: PrismaClient;
   workspaceId: string;
-  requestId: string;
   loaders: ReturnType<typeof createLoaders>;
 }
 
@@ -40,7 +38,13 @@ function createLoaders(prisma: PrismaClient, workspaceId: string) {
         where: { forkPointMessageId: { in: [...messageIds] }, workspaceId },
         orderBy: { id: 'asc' },
       });
-      return messageIds.map((id) => rows.filter((r) => r.forkPointMessageId === id));
+      const byMessage = new Map<string, Session[]>();
+      for (const row of rows) {
+        const forks = byMessage.get(row.forkPointMessageId!);
+        if (forks) forks.push(row);
+        else byMessage.set(row.forkPointMessageId!, [row]);
+      }
+      return messageIds.map((id) => byMessage.get(id) ?? []);
     }),
     sessionById: new DataLoader<string, Session | null>(async (ids) => {
       const rows = await prisma.session.findMany({ where: { id: { in: [...ids] }, workspaceId } });
@@ -56,7 +60,7 @@ function createLoaders(prisma: PrismaClient, workspaceId: string) {
  */
 export async function createGraphQLContext(
   services: AppServices,
-  source: { authorization?: string | null; requestId?: string | null },
+  source: { authorization?: string | null },
 ): Promise<GraphQLContext> {
   const workspaceId = await services.auth.workspaceFor(source.authorization);
   const prisma = services.db.prisma;
@@ -65,7 +69,6 @@ export async function createGraphQLContext(
     services,
     prisma,
     workspaceId,
-    requestId: source.requestId || randomUUID(),
     loaders: createLoaders(prisma, workspaceId),
   };
 }

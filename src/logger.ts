@@ -10,10 +10,10 @@ export interface Logger {
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
 /** Structured logs: one JSON object a line on stdout (stderr for errors). */
-export function createLogger(level: LogLevel, base: Record<string, unknown> = {}): Logger {
+export function createLogger(level: LogLevel): Logger {
   const write = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[lvl] < RANK[level]) return;
-    const line = JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields }, errorReplacer);
+    const line = JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }, errorReplacer);
     (lvl === 'error' ? process.stderr : process.stdout).write(line + '\n');
   };
   return {

@@ -1,7 +1,6 @@
 // Entry point: reads the environment, builds the app, listens, and shuts down cleanly on signals.
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
 
 let config;
 try {
@@ -14,10 +13,9 @@ try {
   throw error;
 }
 
-const logger = createLogger(config.logLevel);
-const app = await buildApp(config, { logger });
+const app = await buildApp(config);
 const url = await app.listen();
-const { db, bus, auth } = app.services;
+const { db, bus, auth, logger } = app.services;
 console.log(`session-graph listening on ${url} (GraphiQL in a browser; WebSocket and SSE subscriptions)`);
 console.log(`storage: ${db.description}; pub/sub: ${bus.description}; auth: ${auth.keyless ? 'no API keys, one default workspace' : 'API keys required'}`);
 

@@ -28,7 +28,6 @@ export interface EventSubscription extends AsyncIterable<SessionEventMessage> {
  * anything a lost publish dropped by replaying the log (see services/event-stream.ts).
  */
 export interface EventBus {
-  kind: 'memory' | 'redis';
   description: string;
   publish(event: SessionEventMessage): void;
   subscribe(sessionId: string): EventSubscription;
@@ -48,7 +47,6 @@ export function createEventBus(options: { redisUrl: string | null; prefix: strin
   if (!options.redisUrl) {
     const target = new EventTarget();
     return {
-      kind: 'memory',
       description: 'in-memory pub/sub',
       publish: (event) => void target.dispatchEvent(new CustomEvent(channel(event.sessionId), { detail: event })),
       subscribe: (sessionId) => listen(target, channel(sessionId)),
@@ -80,7 +78,6 @@ export function createEventBus(options: { redisUrl: string | null; prefix: strin
   });
   const target = createRedisEventTarget<CustomEvent>({ publishClient: guardedPublisher, subscribeClient }) as unknown as BusTarget;
   return {
-    kind: 'redis',
     description: `Redis pub/sub at ${redact(options.redisUrl)}`,
     publish: (event) => void target.dispatchEvent(new CustomEvent(channel(event.sessionId), { detail: event })),
     // Commands on one connection are answered in order: when this PING returns, the SUBSCRIBE the

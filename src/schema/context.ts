@@ -32,10 +32,10 @@ const ContextFormatEnum = builder.enumType('ContextFormat', {
 const ContextMessageKindEnum = builder.enumType('ContextMessageKind', {
   description: 'Where an assembled message comes from.',
   values: {
-    SYSTEM: { description: 'The system prompt given to assembleContext.' },
-    SUMMARY: { description: 'The summary of a compaction, standing for the messages it replaced.' },
-    MESSAGE: { description: 'A message of the session.' },
-    TURN_CONTEXT: { description: 'The turnContext block, right before the last user message.' },
+    SYSTEM: { value: 'system', description: 'The system prompt given to assembleContext.' },
+    SUMMARY: { value: 'summary', description: 'The summary of a compaction, standing for the messages it replaced.' },
+    MESSAGE: { value: 'message', description: 'A message of the session.' },
+    TURN_CONTEXT: { value: 'turnContext', description: 'The turnContext block, right before the last user message.' },
   } as const,
 });
 
@@ -70,7 +70,7 @@ const ContextMessage = builder.objectRef<AssembledMessage>('ContextMessage').imp
     kind: t.field({
       type: ContextMessageKindEnum,
       description: 'Where it comes from.',
-      resolve: (m) => ({ system: 'SYSTEM', summary: 'SUMMARY', message: 'MESSAGE', turnContext: 'TURN_CONTEXT' }) [m.kind] as never,
+      resolve: (m) => m.kind,
     }),
     parts: t.field({
       type: [MessagePart],

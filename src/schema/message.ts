@@ -2,7 +2,6 @@ import { parseGlobalId, toGlobalId } from './ids.js';
 import { builder } from './builder.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
-import type { Message as MessageRow } from '../generated/prisma/client.js';
 
 export const MessageRoleEnum = builder.enumType('MessageRole', {
   description: 'Who a message is from.',
@@ -107,7 +106,6 @@ export const Message = builder.prismaNode('Message', {
   }),
 });
 
-export type MessageShape = MessageRow;
 
 const TextPartInput = builder.inputType('TextPartInput', {
   description: 'A text part.',

@@ -54,7 +54,7 @@ const TurnAgentStatusEnum = builder.enumType('TurnAgentStatus', {
   values: { ACTIVE: {}, COMPLETED: {}, FAILED: {}, CANCELLED: {} } as const,
 });
 
-const TurnAgent = builder.prismaObject('TurnAgent', {
+builder.prismaObject('TurnAgent', {
   description: 'One agent taking part in a turn.',
   fields: (t) => ({
     agentId: t.exposeString('agentId', { description: 'The agent.' }),
@@ -86,4 +86,3 @@ export const Turn = builder.prismaNode('Turn', {
   }),
 });
 
-void TurnAgent;

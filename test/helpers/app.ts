@@ -40,7 +40,6 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     redisPrefix: `sgtest:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
-    production: false,
     ...overrides,
   };
 }

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { printSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { SCHEMA_FILE } from '../../scripts/print-schema.js';
 import { schema } from '../../src/schema/index.js';
 
 describe('schema.graphql', () => {
   it('is the printed schema (run `npm run schema:print` after changing the schema)', () => {
-    const committed = readFileSync(new URL('../../schema.graphql', import.meta.url), 'utf8');
+    const committed = readFileSync(SCHEMA_FILE, 'utf8');
     expect(committed).toBe(printSchema(schema) + '\n');
   });
 
