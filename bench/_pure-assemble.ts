@@ -7,12 +7,12 @@ import { assembleContext } from '../src/domain/context/index.js';
 import { markImmutable } from '../src/domain/immutable.js';
 import type { TokenEncoding } from '../src/domain/types.js';
 import { generateSession, makeInput } from '../test/unit/context/helpers.js';
+import { median } from './lib.js';
 
 const messages = generateSession(10_000, 7);
 const uncounted = messages.map((m) => ({ ...m, tokens: null }));
 // As the server's parts cache holds finished messages: frozen, so payload pieces are kept.
 const cached = messages.map((m) => ({ ...m, parts: markImmutable(structuredClone(m.parts)) }));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Wall-clock and CPU time (process.cpuUsage: less sensitive to other processes on a shared machine). */
 function time(label: string, fn: () => unknown, runs: number) {

@@ -17,6 +17,7 @@ import pg from 'pg';
 import { buildApp, type App } from '../src/app.js';
 import type { AppConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
+import { parseGlobalId } from '../src/schema/ids.js';
 import { meets, type BackendKind, type BenchContext, type ResultRow, type Row, type Scenario } from './lib.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -145,7 +146,7 @@ function context(backend: BackendKind, app: App, workspaceId: string): BenchCont
         { title },
       );
       const id = created.createSession.id;
-      const rawId = Buffer.from(id, 'base64').toString('utf8').split(':').slice(1).join(':');
+      const rawId = parseGlobalId(id, 'Session', 'id');
       if (messages > 0) {
         await prisma.$executeRaw`
           INSERT INTO "Message" (id, "sessionId", position, role, parts, text, "toolCallIds", "toolResultIds",

@@ -1,6 +1,7 @@
 import { countStoredTokens } from '../../src/domain/tokens.js';
 import type { StoredPart } from '../../src/domain/types.js';
 import { uuidv7 } from '../../src/db/ids.js';
+import { parseGlobalId } from '../../src/schema/ids.js';
 import { median, p95, round, type Scenario } from '../lib.js';
 
 const MESSAGES = 10_000;
@@ -77,7 +78,7 @@ export default {
         `mutation { createSession(input: { title: "context bench${counted ? '' : ', no counts'}" }) { id } }`,
       );
       const id = created.createSession.id;
-      const rawId = Buffer.from(id, 'base64').toString().split(':')[1];
+      const rawId = parseGlobalId(id, 'Session', 'id');
       ctx.log(`context: seeding ${MESSAGES} messages ${counted ? 'with' : 'without'} their token counts`);
       let o200k = 0;
       const rows = Array.from({ length: MESSAGES }, (_, i) => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
@@ -84,6 +85,22 @@ export async function createTestApp(
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const app = await buildApp(config, { database });
   return Object.assign(app, { databaseUrl, redisPrefix });
+}
+
+/**
+ * Builds one app for the test file (`beforeAll`), handing it to `ready`, and closes it and drops
+ * the file's test databases afterwards (`afterAll`).
+ */
+export function useTestApp(ready: (app: TestApp) => void | Promise<void>, options: Parameters<typeof createTestApp>[0] = {}) {
+  let app: TestApp | undefined;
+  beforeAll(async () => {
+    app = await createTestApp(options);
+    await ready(app);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await dropTestDatabases();
+  });
 }
 
 export interface GqlOptions {

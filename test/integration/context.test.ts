@@ -6,9 +6,9 @@ import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
 import { latestCompaction } from '../../src/services/compactions.js';
 import { ContextService } from '../../src/services/context.js';
 import { segmentsWhere } from '../../src/services/messages.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { graphql } from '../generated/index.js';
-import { backend, createTestApp, dropTestDatabases, gql, gqlError, gqlOk, rawIdOf, globalIdOf, type TestApp } from '../helpers/app.js';
+import { backend, gql, gqlError, gqlOk, rawIdOf as rawId, globalIdOf as globalId, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, ForkSession, UpdateMessage, UpdateSession } from '../helpers/documents.js';
 
 const Assemble = graphql(`
@@ -74,17 +74,10 @@ const TurnContext = graphql(`
 
 let app: TestApp;
 
-beforeAll(async () => {
-  app = await createTestApp();
+useTestApp((built) => {
+  app = built;
 });
 
-afterAll(async () => {
-  await app?.close();
-  await dropTestDatabases();
-});
-
-const rawId = rawIdOf;
-const globalId = globalIdOf;
 
 /** A session of `n` alternating USER/ASSISTANT messages "m0", "m1", …; returns its ID. */
 async function conversation(n: number, settings: Record<string, unknown> = {}) {
@@ -330,10 +323,8 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     const rows = await prisma.message.findMany({ where: { sessionId: rawId(id) }, orderBy: { position: 'asc' } });
     const compaction = await prisma.compaction.findFirstOrThrow({ where: { sessionId: rawId(id) } });
     for (const maxTokens of [120, 400, 1500]) {
-      const counter = app.services.db.queries;
-      counter.reset();
       const served = await assemble(id, { maxTokens, format: 'OPENAI_CHAT', keepToolCallRounds: 1 });
-      const full = assembleEverything(rows, { ...compaction, uptoIndex: 40 }, {
+      const full = assembleEverything(rows, compaction, {
         maxTokens,
         maxMessages: null,
         keepToolCallRounds: 1,

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FORK_NUMBER_AFTER_BASE_SQL, forkNumberOf, forkTitleBase } from '../../src/domain/fork-title.js';
 import type { ForkPageQuery, MessageInput, MessageRole } from '../generated/graphql.js';
-import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlError, gqlOk, type GqlOptions, rawIdOf, type TestApp } from '../helpers/app.js';
+import { API_KEYS, backend, createTestApp, gqlError, gqlOk, type GqlOptions, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import {
   AppendMessages,
   CreateSession,
@@ -22,13 +22,8 @@ import { subscribeSse } from '../helpers/subscriptions.js';
 
 let app: TestApp;
 
-beforeAll(async () => {
-  app = await createTestApp();
-});
-
-afterAll(async () => {
-  await app?.close();
-  await dropTestDatabases();
+useTestApp((built) => {
+  app = built;
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEYS, backend, createTestApp, dropTestDatabases, gql, gqlError, gqlOk, type TestApp } from '../helpers/app.js';
+import { API_KEYS, backend, createTestApp, gql, gqlError, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 import {
   AppendMessages,
   CreateSession,
@@ -13,13 +13,8 @@ import {
 
 let app: TestApp;
 
-beforeAll(async () => {
-  app = await createTestApp();
-});
-
-afterAll(async () => {
-  await app?.close();
-  await dropTestDatabases();
+useTestApp((built) => {
+  app = built;
 });
 
 async function newSession(title = 'T', messages: { role: 'USER' | 'ASSISTANT' | 'SYSTEM' | 'TOOL'; text: string }[] = []) {

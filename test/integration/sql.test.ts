@@ -1,7 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
 import { appendEvents } from '../../src/services/event-log.js';
-import { backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp } from '../helpers/app.js';
+import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { CreateSession, ForkSession } from '../helpers/documents.js';
 
 // The plain-SQL path beside Prisma (db/sql.ts), on the test backend: rows read as Prisma reads them
@@ -11,18 +11,13 @@ import { CreateSession, ForkSession } from '../helpers/documents.js';
 let app: TestApp;
 const zone = process.env.TZ;
 
-beforeAll(async () => {
-  app = await createTestApp();
+useTestApp((built) => {
+  app = built;
 });
 
 afterEach(() => {
   if (zone === undefined) delete process.env.TZ;
   else process.env.TZ = zone;
-});
-
-afterAll(async () => {
-  await app?.close();
-  await dropTestDatabases();
 });
 
 describe(`plain SQL (${backend.label})`, () => {

@@ -187,7 +187,9 @@ describe('assembleContext: budgets at the edges', () => {
       let r: AssembledContext;
       try {
         r = assemble(messages, { format: 'OPENAI_CHAT', system: 'sys', maxTokens });
-      } catch {
+      } catch (error) {
+        // Below what the newest user message needs: nothing smaller can succeed.
+        expect((error as { code: string }).code).toBe('CONTEXT_BUDGET_TOO_SMALL');
         break;
       }
       const kept = new Set(keptIds(r));
