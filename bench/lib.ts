@@ -63,6 +63,7 @@ export interface BenchContext {
   /** The default workspace's id (the app runs keyless). */
   workspaceId: string;
   /** Runs a GraphQL operation in process (`yoga.fetch`); throws on any GraphQL error. */
+  // biome-ignore lint/suspicious/noExplicitAny: scenarios read untyped response data by path
   gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<T>;
   /** Times one call. */
   time<T>(fn: () => Promise<T>): Promise<{ ms: number; result: T }>;

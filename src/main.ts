@@ -1,8 +1,8 @@
 // Entry point: reads the environment, builds the app, listens, and shuts down cleanly on signals.
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { type AppConfig, ConfigError, loadConfig } from './config.js';
 
-let config;
+let config: AppConfig;
 try {
   config = loadConfig();
 } catch (error) {

@@ -20,6 +20,7 @@ const CODE_LINES = [
   '  return rows.map((row) => ({ id: row.id, total: Number(row.total), items: JSON.parse(row.items) }));',
   '}',
   'const totals = orders.reduce((sum, order) => sum + order.total, 0);',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: sample source code, not a template
   'if (totals > LIMIT) throw new Error(`limit exceeded for ${customerId}: ${totals}`);',
 ];
 const PROSE = [

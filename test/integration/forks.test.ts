@@ -492,7 +492,7 @@ describe(`copy-on-write (${backend.label})`, () => {
 
   it('pages from either end across segment boundaries', async () => {
     // A chain of 8 forks, each cut 2 before its parent's end and adding 4: segments of 2 messages.
-    let current = await createRoot('Pages', turns('L0', 0, 6));
+    const current = await createRoot('Pages', turns('L0', 0, 6));
     let want = texts('L0', 0, 6);
     let id = current.id;
     for (let level = 1; level <= 8; level++) {
@@ -507,7 +507,7 @@ describe(`copy-on-write (${backend.label})`, () => {
     for (const size of [1, 3, 5]) {
       // Forward.
       const seen: string[] = [];
-      let after: string | null | undefined = undefined;
+      let after: string | null | undefined;
       for (let page = 0; ; page++) {
         const data: ForkPageQuery = await gqlOk(app, ForkPage, { id, first: size, after });
         const conn = data.session!.messages;
@@ -520,7 +520,7 @@ describe(`copy-on-write (${backend.label})`, () => {
       expect(seen).toEqual(want);
       // Backward.
       const back: string[] = [];
-      let before: string | null | undefined = undefined;
+      let before: string | null | undefined;
       for (let page = 0; ; page++) {
         const data: ForkPageQuery = await gqlOk(app, ForkPage, { id, last: size, before });
         const conn = data.session!.messages;

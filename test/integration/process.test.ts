@@ -59,6 +59,7 @@ async function post(url: string, query: string, variables?: unknown) {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ query, variables }),
   });
+  // biome-ignore lint/suspicious/noExplicitAny: the process test reads the untyped response by path
   return (await response.json()) as { data?: Record<string, any>; errors?: unknown[] };
 }
 
