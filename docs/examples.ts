@@ -1,0 +1,297 @@
+// Worked examples for docs/api.md, one per mutation and subscription (`npm run docs` prints them
+// under their field). test/integration/api-docs.test.ts runs every one, in this order, against a
+// real app on a seeded session and expects exactly the response written here (any ID, time or hash
+// standing for any other), so an example cannot rot.
+//
+// IDs in the variables are the placeholders below; the test swaps in the seeded rows' IDs.
+
+/** A session holding the seeded conversation: USER, ASSISTANT, USER, ASSISTANT (indexes 0-3). */
+export const SESSION_ID = 'U2Vzc2lvbjowMTk2ZjVjMi03YTEwLTdjM2UtOWIxYS0yZjZkMWU0YzhhMDE=';
+/** An ASSISTANT message still being generated (in a session of its own). */
+export const GENERATING_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTI=';
+
+/** The conversation the examples' session holds (the test seeds it with createSession). */
+export const SEEDED_MESSAGES = [
+  { role: 'USER', text: 'Plan a weekend in Lisbon.' },
+  { role: 'ASSISTANT', text: 'Day 1: Alfama and the castle. Day 2: Belém and the riverside.' },
+  { role: 'USER', text: 'Add a day trip to Sintra.' },
+  { role: 'ASSISTANT', text: 'Day 3: Sintra by train from Rossio, Pena Palace in the morning.' },
+];
+
+const SUMMARY = 'The user wants a weekend in Lisbon: Alfama, the castle, Belém.';
+/** How assembleContext frames a compaction summary. */
+const SUMMARY_TEXT = `Summary of the earlier conversation (messages 0-1):\n\n${SUMMARY}`;
+
+export interface ApiExample {
+  /** The root field shown: a field of Mutation or Subscription. */
+  field: string;
+  kind: 'mutation' | 'subscription';
+  /** What the example does and what to notice (Markdown). */
+  summary: string;
+  document: string;
+  variables: Record<string, unknown>;
+  /** The response (for a subscription: the first event); IDs, times and hashes stand for any. */
+  response: Record<string, unknown>;
+}
+
+export const EXAMPLES: ApiExample[] = [
+  {
+    field: 'createSession',
+    kind: 'mutation',
+    summary: 'Creates a root session with its first message. Title, settings and metadata are optional.',
+    document: `mutation CreateSession($input: CreateSessionInput!) {
+  createSession(input: $input) {
+    id
+    title
+    messageCount
+    settings
+  }
+}`,
+    variables: {
+      input: {
+        title: 'Trip planning',
+        settings: { model: 'gpt-4o' },
+        messages: [{ role: 'USER', text: 'Plan a weekend in Lisbon.' }],
+      },
+    },
+    response: {
+      createSession: { id: SESSION_ID, title: 'Trip planning', messageCount: 1, settings: { model: 'gpt-4o' } },
+    },
+  },
+  {
+    field: 'appendMessages',
+    kind: 'mutation',
+    summary:
+      'Appends messages at the end of a session, all or none. Each gets the next index; the payload returns them with the updated session.',
+    document: `mutation AppendMessages($input: AppendMessagesInput!) {
+  appendMessages(input: $input) {
+    messages {
+      id
+      index
+      role
+      text
+      tokenCount
+    }
+    session {
+      messageCount
+    }
+  }
+}`,
+    variables: {
+      input: { sessionId: SESSION_ID, messages: [{ role: 'USER', text: 'Which of the three days needs the best weather?' }] },
+    },
+    response: {
+      appendMessages: {
+        messages: [
+          {
+            id: 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTM=',
+            index: 4,
+            role: 'USER',
+            text: 'Which of the three days needs the best weather?',
+            tokenCount: 10,
+          },
+        ],
+        session: { messageCount: 5 },
+      },
+    },
+  },
+  {
+    field: 'updateMessage',
+    kind: 'mutation',
+    summary:
+      'Streams text into a message that is still generating (`appendText`), and finishes it with `generating: false`. From then on the message is immutable.',
+    document: `mutation UpdateMessage($input: UpdateMessageInput!) {
+  updateMessage(input: $input) {
+    id
+    text
+    generating
+  }
+}`,
+    variables: { input: { messageId: GENERATING_MESSAGE_ID, appendText: 'Day 3, Sintra: the palace gardens.', generating: false } },
+    response: {
+      updateMessage: { id: GENERATING_MESSAGE_ID, text: 'Day 3, Sintra: the palace gardens.', generating: false },
+    },
+  },
+  {
+    field: 'updateSession',
+    kind: 'mutation',
+    summary: 'Renames a session and replaces its settings. Forks keep their own title and settings.',
+    document: `mutation UpdateSession($input: UpdateSessionInput!) {
+  updateSession(input: $input) {
+    id
+    title
+    settings
+    updatedAt
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID, title: 'Lisbon, three days', settings: { model: 'gpt-4o', temperature: 0.3 } } },
+    response: {
+      updateSession: {
+        id: SESSION_ID,
+        title: 'Lisbon, three days',
+        settings: { model: 'gpt-4o', temperature: 0.3 },
+        updatedAt: '2026-11-23T12:00:00.000Z',
+      },
+    },
+  },
+  {
+    field: 'compactSession',
+    kind: 'mutation',
+    summary: 'Records a summary of messages [0, 2). The messages stay; from now on `assembleContext` sends the summary in their place.',
+    document: `mutation CompactSession($input: CompactSessionInput!) {
+  compactSession(input: $input) {
+    id
+    messageCount
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID, uptoIndex: 2, summary: SUMMARY } },
+    response: { compactSession: { id: SESSION_ID, messageCount: 5 } },
+  },
+  {
+    field: 'assembleContext',
+    kind: 'mutation',
+    summary:
+      'Builds the context for the next model call in OpenAI chat format within 2,000 tokens: the compaction above replaces messages 0-1 by its summary, and `decisions` says what happened to each message and why. `payload` is what to send to the model.',
+    document: `mutation AssembleContext($input: AssembleContextInput!) {
+  assembleContext(input: $input) {
+    tokenCount
+    truncated
+    summaryIncluded
+    contextHash
+    messages {
+      kind
+      role
+      sourceIndex
+      text
+    }
+    decisions {
+      index
+      decision
+      reason
+    }
+    payload
+  }
+}`,
+    variables: {
+      input: { sessionId: SESSION_ID, format: 'OPENAI_CHAT', maxTokens: 2000, system: 'You are a travel planner.' },
+    },
+    response: {
+      assembleContext: {
+        tokenCount: 94,
+        truncated: false,
+        summaryIncluded: true,
+        contextHash: '007e7efa7898028cc8c0bf716af128e3459f45a4c4f3a8758df325d90599e21a',
+        messages: [
+          { kind: 'SYSTEM', role: 'SYSTEM', sourceIndex: null, text: 'You are a travel planner.' },
+          { kind: 'SUMMARY', role: 'SYSTEM', sourceIndex: null, text: SUMMARY_TEXT },
+          { kind: 'MESSAGE', role: 'USER', sourceIndex: 2, text: 'Add a day trip to Sintra.' },
+          { kind: 'MESSAGE', role: 'ASSISTANT', sourceIndex: 3, text: 'Day 3: Sintra by train from Rossio, Pena Palace in the morning.' },
+          { kind: 'MESSAGE', role: 'USER', sourceIndex: 4, text: 'Which of the three days needs the best weather?' },
+        ],
+        decisions: [
+          { index: 0, decision: 'SUMMARIZED', reason: 'Covered by the compaction of messages [0, 2).' },
+          { index: 1, decision: 'SUMMARIZED', reason: 'Covered by the compaction of messages [0, 2).' },
+          { index: 2, decision: 'KEPT', reason: 'Kept.' },
+          { index: 3, decision: 'KEPT', reason: 'Kept.' },
+          { index: 4, decision: 'KEPT', reason: 'Kept: the newest user message is always kept.' },
+        ],
+        payload: {
+          messages: [
+            { content: 'You are a travel planner.', role: 'system' },
+            { content: SUMMARY_TEXT, role: 'system' },
+            { content: 'Add a day trip to Sintra.', role: 'user' },
+            { content: 'Day 3: Sintra by train from Rossio, Pena Palace in the morning.', role: 'assistant' },
+            { content: 'Which of the three days needs the best weather?', role: 'user' },
+          ],
+        },
+      },
+    },
+  },
+  {
+    field: 'forkSession',
+    kind: 'mutation',
+    summary:
+      'Forks before the USER message at index 2 ("Add a day trip to Sintra."): the fork holds messages [0, 2), and the message at the cut comes back as `excludedMessage`, ready to edit and resend. Nothing is copied.',
+    document: `mutation ForkSession($input: ForkSessionInput!) {
+  forkSession(input: $input) {
+    session {
+      id
+      title
+      forkIndex
+      messageCount
+      parent {
+        id
+      }
+    }
+    excludedMessage {
+      id
+      index
+      text
+    }
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID, messageIndex: 2 } },
+    response: {
+      forkSession: {
+        session: {
+          id: 'U2Vzc2lvbjowMTk2ZjVjMi04YjMxLTdlMDItYTRjNy01ZDllM2YxYjZjMjA=',
+          title: 'Lisbon, three days (fork 1)',
+          forkIndex: 2,
+          messageCount: 2,
+          parent: { id: SESSION_ID },
+        },
+        excludedMessage: {
+          id: 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTA=',
+          index: 2,
+          text: 'Add a day trip to Sintra.',
+        },
+      },
+    },
+  },
+  {
+    field: 'deleteSession',
+    kind: 'mutation',
+    summary: 'Deletes a session with its messages, turns and events. With `cascade: true` its forks go too; every deleted ID is returned.',
+    document: `mutation DeleteSession($input: DeleteSessionInput!) {
+  deleteSession(input: $input) {
+    deletedSessionIds
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID, cascade: true } },
+    response: {
+      deleteSession: {
+        deletedSessionIds: ['U2Vzc2lvbjowMTk2ZjVjMi04YjMxLTdlMDItYTRjNy01ZDllM2YxYjZjMjA=', SESSION_ID],
+      },
+    },
+  },
+  {
+    field: 'sessionEvents',
+    kind: 'subscription',
+    summary:
+      'Follows a session live, over WebSocket (graphql-ws) or SSE (`Accept: text/event-stream`) on the same endpoint. `afterSequence: 0` replays every stored event first; reconnect with the last `sequence` you saw to miss nothing and see nothing twice. One event:',
+    document: `subscription SessionEvents($sessionId: ID!, $afterSequence: Int) {
+  sessionEvents(sessionId: $sessionId, afterSequence: $afterSequence) {
+    __typename
+    sequence
+    at
+    ... on MessageAdded {
+      index
+      message {
+        role
+        text
+      }
+    }
+  }
+}`,
+    variables: { sessionId: SESSION_ID, afterSequence: 0 },
+    response: {
+      sessionEvents: {
+        __typename: 'MessageAdded',
+        sequence: 1,
+        at: '2026-11-23T12:00:00.000Z',
+        index: 0,
+        message: { role: 'USER', text: 'Plan a weekend in Lisbon.' },
+      },
+    },
+  },
+];
