@@ -1,9 +1,10 @@
 // `npm start` (and `npm run db:migrate`): production runs compiled JavaScript, never TypeScript.
 //
-// In a checkout with the dev dependencies (TypeScript) installed, compile src/ to dist/ first
-// (incremental, so an unchanged tree rebuilds in a few seconds) so a fresh `npm install && npm start`
-// works and dist/ is never stale. A production install (`npm ci --omit=dev`) has no compiler: there
-// dist/ must have been built beforehand (`npm run build`) and is run as it is.
+// Compiles src/ to dist/ first (incremental, so an unchanged tree rebuilds in a few seconds): a fresh
+// `npm install && npm start` works and dist/ is never stale. TypeScript and the type packages the
+// build needs are dependencies, not dev dependencies, so `npm ci --omit=dev` can build too. An install
+// pruned of the compiler runs the dist/ built beforehand (`npm run build`) as it is; so does
+// `node dist/main.js`.
 //
 // Usage: node scripts/start.mjs [entry]   (entry is relative to dist/, default main.js)
 import { spawnSync } from 'node:child_process';
