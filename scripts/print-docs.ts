@@ -20,7 +20,7 @@ import {
   isUnionType,
   print,
 } from 'graphql';
-import { type ApiExample, EXAMPLES } from '../docs/examples.js';
+import { type ApiExample, EXAMPLES, SEEDED_MESSAGES } from '../docs/examples.js';
 import { schema } from '../src/schema/index.js';
 
 export const DOCS_FILE = new URL('../docs/api.md', import.meta.url);
@@ -164,6 +164,15 @@ export function printDocs(target: GraphQLSchema = schema): string {
     '`Authorization: Bearer <key>` (over WebSocket: as `connectionParams`). IDs are global and opaque;',
     '`node(id:)` resolves any of them. Expected errors carry `extensions.code`. The printed schema is',
     '[`schema.graphql`](../schema.graphql).',
+    '',
+    'Each mutation and subscription has a worked example. Apart from createSession (which makes a session of',
+    'its own) and updateMessage (which finishes an assistant message still generating), they act on a session',
+    'holding this conversation:',
+    '',
+    ...SEEDED_MESSAGES.map((m, index) => `${index}. ${m.role}: ${m.text}`),
+    '',
+    `They run in this order: ${EXAMPLES.map((e) => `[${e.field}](#${e.field.toLowerCase()})`).join(', ')}. A test runs`,
+    'them in that order against a real server and expects exactly the responses shown, IDs and times aside.',
     '',
     '- [Queries](#queries)',
     '- [Mutations](#mutations)',
