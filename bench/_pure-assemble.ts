@@ -3,10 +3,10 @@
  * A 10,000-message generated session (text, code, JSON, CJK, tool rounds) assembled at a 128k
  * budget with stored counts, against the same assembly with every message recounted from scratch.
  */
-import { assembleContext } from '../src/domain/context/index.js';
+import { runAssembly } from '../src/domain/assembly/index.js';
 import { markImmutable } from '../src/domain/immutable.js';
 import type { TokenEncoding } from '../src/domain/types.js';
-import { generateSession, makeInput } from '../test/unit/context/helpers.js';
+import { generateSession, makeInput } from '../test/unit/assembly/helpers.js';
 import { median } from './lib.js';
 
 const messages = generateSession(10_000, 7);
@@ -35,11 +35,11 @@ function time(label: string, fn: () => unknown, runs: number) {
 for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as TokenEncoding[]) {
   for (const format of ['OPENAI_CHAT', 'ANTHROPIC_MESSAGES'] as const) {
     const input = makeInput(messages, { maxTokens: 128_000, encoding, format, system: 'You are a helpful assistant.' });
-    const r = assembleContext(input);
+    const r = runAssembly(input);
     console.log(`${encoding} ${format}: kept ${r.messages.length} messages, ${r.tokenCount} tokens, dropped ${r.droppedMessageCount}, elided ${r.elidedToolResultCount}`);
-    time(`  stored counts`, () => assembleContext(input), 30);
-    time(`  stored counts, cached (immutable) parts`, () => assembleContext({ ...input, messages: cached }), 30);
-    time(`  no maxTokens (all 10k kept)`, () => assembleContext({ ...input, options: { ...input.options, maxTokens: null } }), 10);
-    time(`  recount from scratch`, () => assembleContext({ ...input, messages: uncounted }), 5);
+    time(`  stored counts`, () => runAssembly(input), 30);
+    time(`  stored counts, cached (immutable) parts`, () => runAssembly({ ...input, messages: cached }), 30);
+    time(`  no maxTokens (all 10k kept)`, () => runAssembly({ ...input, options: { ...input.options, maxTokens: null } }), 10);
+    time(`  recount from scratch`, () => runAssembly({ ...input, messages: uncounted }), 5);
   }
 }

@@ -123,7 +123,7 @@ function context(backend: BackendKind, app: App, workspaceId: string): BenchCont
     if (body.errors?.length || !body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors ?? body)}`);
     return body.data;
   };
-  const prisma = app.services.db.prisma;
+  const prisma = app.runtime.db.prisma;
   return {
     backend,
     app,
@@ -135,7 +135,7 @@ function context(backend: BackendKind, app: App, workspaceId: string): BenchCont
       return { ms: performance.now() - started, result };
     },
     async countQueries(fn) {
-      const counter = app.services.db.queries;
+      const counter = app.runtime.db.queries;
       counter.reset();
       const result = await fn();
       return { count: counter.count, statements: [...counter.statements], result };
@@ -248,7 +248,7 @@ async function main() {
       const { app, dispose } = await freshApp(backend, postgresUrl);
       let rows: Row[];
       try {
-        const workspaceId = await app.services.auth.workspaceFor(null);
+        const workspaceId = await app.runtime.auth.workspaceFor(null);
         rows = await scenario.run(context(backend, app, workspaceId));
       } catch (error) {
         failures++;

@@ -8,20 +8,20 @@ import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { WorkspaceAuth } from './auth.js';
 import type { AppConfig } from './config.js';
-import { createGraphQLContext, type AppServices, type GraphQLContext } from './context.js';
+import { createRequestContext, type AppRuntime, type RequestContext } from './request.js';
 import { createDatabase, type Database } from './db/database.js';
 import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { useQueryLimits } from './query-limits.js';
 import { schema } from './schema/index.js';
-import { ContextService } from './services/context.js';
+import { AssemblyService } from './services/assembly.js';
 import { SessionService } from './services/sessions.js';
 
 export interface App {
-  yoga: YogaServerInstance<Record<string, unknown>, GraphQLContext>;
+  yoga: YogaServerInstance<Record<string, unknown>, RequestContext>;
   server: Server;
-  services: AppServices;
+  runtime: AppRuntime;
   /** Starts listening; resolves with the URL of the GraphQL endpoint. */
   listen(port?: number, host?: string): Promise<string>;
   /** Closes WebSocket clients, drains HTTP, then closes pub/sub and the database. Idempotent. */
@@ -53,16 +53,16 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     const auth = new WorkspaceAuth(db.prisma);
     await auth.init(config.apiKeys);
     const sessions = new SessionService(db.prisma, db.sql, bus);
-    const services: AppServices = {
+    const runtime: AppRuntime = {
       config,
       logger,
       db,
       bus,
       auth,
       sessions,
-      contexts: new ContextService(db.prisma, db.sql),
+      assembly: new AssemblyService(db.prisma, db.sql),
     };
-    return assemble(services);
+    return serve(runtime);
   } catch (error) {
     await bus?.close();
     await db.close();
@@ -70,10 +70,10 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   }
 }
 
-function assemble(services: AppServices): App {
-  const { config, logger, db, bus } = services;
+function serve(runtime: AppRuntime): App {
+  const { config, logger, db, bus } = runtime;
 
-  const yoga = createYoga<Record<string, unknown>, GraphQLContext>({
+  const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,
     logging: false,
     graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
@@ -99,7 +99,7 @@ function assemble(services: AppServices): App {
       },
     },
     context: ({ request, connectionParams }: { request?: Request; connectionParams?: Record<string, unknown> }) =>
-      createGraphQLContext(services, {
+      createRequestContext(runtime, {
         authorization: authorizationFrom(request, connectionParams),
       }),
   });
@@ -128,9 +128,9 @@ function assemble(services: AppServices): App {
           socket: ctx.extra.socket,
           params,
         });
-        let contextValue: GraphQLContext;
+        let contextValue: RequestContext;
         try {
-          contextValue = (await contextFactory()) as unknown as GraphQLContext;
+          contextValue = (await contextFactory()) as unknown as RequestContext;
         } catch (error) {
           if (error instanceof GraphQLError) return [error];
           throw error;
@@ -155,7 +155,7 @@ function assemble(services: AppServices): App {
   return {
     yoga,
     server,
-    services,
+    runtime,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

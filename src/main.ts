@@ -15,7 +15,7 @@ try {
 
 const app = await buildApp(config);
 const url = await app.listen();
-const { db, bus, auth, logger } = app.services;
+const { db, bus, auth, logger } = app.runtime;
 console.log(`session-graph listening on ${url} (GraphiQL in a browser; WebSocket and SSE subscriptions)`);
 console.log(`storage: ${db.description}; pub/sub: ${bus.description}; auth: ${auth.keyless ? 'no API keys, one default workspace' : 'API keys required'}`);
 

@@ -72,7 +72,7 @@ export default {
   name: 'context',
   description: `assembleContext of a ${MESSAGES.toLocaleString('en')}-message session (text, code, JSON, tool rounds) at a ${BUDGET.toLocaleString('en')}-token budget, with stored token counts and with every message recounted.`,
   async run(ctx) {
-    const prisma = ctx.app.services.db.prisma;
+    const prisma = ctx.app.runtime.db.prisma;
     /** A session holding the generated conversation; `counted: false` stores no token counts (legacy rows). */
     const seed = async (counted: boolean) => {
       const created = await ctx.gql<{ createSession: { id: string } }>(

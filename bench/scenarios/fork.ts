@@ -68,7 +68,7 @@ const fork: Scenario = {
         note: 'before ANALYZE: >1.5 means a plan scans the parent\'s messages',
       },
     );
-    await ctx.app.services.db.prisma.$executeRawUnsafe('ANALYZE "Message"');
+    await ctx.app.runtime.db.prisma.$executeRawUnsafe('ANALYZE "Message"');
     const samples = { small: [] as number[], large: [] as number[] };
     ctx.collectGarbage();
     for (let i = 0; i < WARMUP + ITERATIONS; i++) {
@@ -99,9 +99,9 @@ const fork: Scenario = {
       { metric: 'fork.statements.10', value: smallQueries.count, unit: 'queries', note: 'BEGIN/COMMIT not counted' },
       { metric: 'fork.statements.100k', value: largeQueries.count, unit: 'queries', target: { op: '<=', value: smallQueries.count } },
     );
-    const rowsBefore = await ctx.app.services.db.prisma.message.count();
+    const rowsBefore = await ctx.app.runtime.db.prisma.message.count();
     await forkOnce(ctx, large.id, cut(large.messageCount));
-    const rowsAfter = await ctx.app.services.db.prisma.message.count();
+    const rowsAfter = await ctx.app.runtime.db.prisma.message.count();
     rows.push({ metric: 'fork.rows.copied', value: rowsAfter - rowsBefore, unit: 'rows', target: { op: '<=', value: 0 } });
 
     // A fork nested 20 deep on the 100k session: each level cuts 2 before its parent's end and adds 6.
@@ -139,7 +139,7 @@ const fork: Scenario = {
       if (i >= WARMUP) deepSamples.push(ms);
     }
     rows.push({ metric: 'fork.median.nested20', value: round(median(deepSamples)), unit: 'ms', note: '10 forks of the depth-20 fork' });
-    const prisma = ctx.app.services.db.prisma;
+    const prisma = ctx.app.runtime.db.prisma;
 
     // A wide tree: the fork number is one more than the highest in the whole tree, so a fork reads
     // the titles of the tree. 2,000 existing forks (inserted directly) vs a small tree.

@@ -1,7 +1,7 @@
 import SchemaBuilder from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
-import type { GraphQLContext } from '../context.js';
+import type { RequestContext } from '../request.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type PrismaTypes from '../generated/pothos-types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -11,7 +11,7 @@ import type { PrismaClient } from '../generated/prisma/client.js';
  * (`ctx.prisma`), so one schema serves any database the app is built with.
  */
 export const builder = new SchemaBuilder<{
-  Context: GraphQLContext;
+  Context: RequestContext;
   PrismaTypes: PrismaTypes;
   DefaultFieldNullability: false;
   Scalars: {

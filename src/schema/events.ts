@@ -1,4 +1,4 @@
-import { resetContextCaches } from '../context.js';
+import { resetRequestCaches } from '../request.js';
 import { notFound } from '../errors.js';
 import type { SessionEventMessage } from '../pubsub.js';
 import { sessionEventStream } from '../services/event-log.js';
@@ -96,10 +96,10 @@ builder.subscriptionField('sessionEvents', (t) =>
       const sessionId = parseGlobalId(String(args.sessionId), 'Session', 'sessionId');
       const exists = await ctx.prisma.session.findFirst({ where: { id: sessionId, workspaceId: ctx.workspaceId }, select: { id: true } });
       if (!exists) throw notFound('Session', String(args.sessionId));
-      const events = sessionEventStream(ctx.prisma, ctx.services.bus, sessionId, args.afterSequence ?? null);
+      const events = sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, args.afterSequence ?? null);
       return (async function* () {
         for await (const event of events) {
-          resetContextCaches(ctx);
+          resetRequestCaches(ctx);
           yield event;
         }
       })();

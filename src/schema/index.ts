@@ -4,7 +4,7 @@ import './scalars.js';
 import './turn.js';
 import './message.js';
 import './session.js';
-import './context.js';
+import './assembly.js';
 import './events.js';
 
 /** The whole GraphQL schema, with types sorted so the printed SDL is stable. */

@@ -1,5 +1,7 @@
 import { parseGlobalId, toGlobalId } from './ids.js';
+import { resolveArrayConnection } from '@pothos/plugin-relay';
 import { builder } from './builder.js';
+import { Session } from './session.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 
@@ -107,6 +109,30 @@ export const Message = builder.prismaNode('Message', {
 });
 
 
+builder.prismaObjectField(Message, 'forks', (t) =>
+  t.connection(
+    {
+      type: Session,
+      description: 'Sessions forked at this message: it was left out of them ("branches from here"). Oldest first.',
+      resolve: async (message, args, ctx) => {
+        const forks = await ctx.loaders.forksByMessage.load(message.id);
+        return { ...resolveArrayConnection({ args }, forks), totalCount: forks.length };
+      },
+    },
+    {
+      name: 'MessageForksConnection',
+      description: 'A page of forks.',
+      fields: (c) => ({
+        totalCount: c.int({
+          description: 'Number of forks cut at this message.',
+          resolve: (connection) => (connection as unknown as { totalCount: number }).totalCount,
+        }),
+      }),
+    },
+    { name: 'MessageForksConnectionEdge', description: 'A fork and its cursor.' },
+  ),
+);
+
 const TextPartInput = builder.inputType('TextPartInput', {
   description: 'A text part.',
   fields: (t) => ({ text: t.string({ required: true, description: 'The text.' }) }),
@@ -180,7 +206,7 @@ builder.mutationField('updateMessage', (t) =>
     description: 'Changes a message that is still generating. A finished message is refused with MESSAGE_IMMUTABLE.',
     args: { input: t.arg({ type: UpdateMessageInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.services.sessions.updateMessage(
+      ctx.runtime.sessions.updateMessage(
         ctx.workspaceId,
         parseGlobalId(String(input.messageId), 'Message', 'messageId'),
         input,

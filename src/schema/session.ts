@@ -1,5 +1,4 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import { resolveArrayConnection } from '@pothos/plugin-relay';
 import { encodeIndexCursor, indexPage } from '../domain/pagination.js';
 import type { MessageInputData } from '../domain/parts.js';
 import { builder } from './builder.js';
@@ -110,30 +109,6 @@ builder.prismaObjectField(Session, 'ancestors', (t) =>
     })
 );
 
-builder.prismaObjectField(Message, 'forks', (t) =>
-  t.connection(
-    {
-      type: Session,
-      description: 'Sessions forked at this message: it was left out of them ("branches from here"). Oldest first.',
-      resolve: async (message, args, ctx) => {
-        const forks = await ctx.loaders.forksByMessage.load(message.id);
-        return { ...resolveArrayConnection({ args }, forks), totalCount: forks.length };
-      },
-    },
-    {
-      name: 'MessageForksConnection',
-      description: 'A page of forks.',
-      fields: (c) => ({
-        totalCount: c.int({
-          description: 'Number of forks cut at this message.',
-          resolve: (connection) => (connection as unknown as { totalCount: number }).totalCount,
-        }),
-      }),
-    },
-    { name: 'MessageForksConnectionEdge', description: 'A fork and its cursor.' },
-  ),
-);
-
 builder.queryFields((t) => ({
   session: t.prismaField({
     type: 'Session',
@@ -187,7 +162,7 @@ builder.mutationField('createSession', (t) =>
     description: 'Creates a root session, optionally with its first messages.',
     args: { input: t.arg({ type: CreateSessionInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.services.sessions.createSession(ctx.workspaceId, { ...input, messages: input.messages as MessageInputData[] | null }),
+      ctx.runtime.sessions.createSession(ctx.workspaceId, { ...input, messages: input.messages as MessageInputData[] | null }),
   }),
 );
 
@@ -218,7 +193,7 @@ builder.mutationField('appendMessages', (t) =>
     resolve: async (_, { input }, ctx) => {
       const sessionId = parseGlobalId(String(input.sessionId), 'Session', 'sessionId');
       const turnId = input.turnId ? parseGlobalId(String(input.turnId), 'Turn', 'turnId') : null;
-      return ctx.services.sessions.appendMessages(
+      return ctx.runtime.sessions.appendMessages(
         ctx.workspaceId,
         sessionId,
         input.messages as MessageInputData[],
@@ -245,7 +220,7 @@ builder.mutationField('updateSession', (t) =>
     description: "Changes a session's title, settings or metadata. Its forks keep theirs.",
     args: { input: t.arg({ type: UpdateSessionInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.services.sessions.updateSession(
+      ctx.runtime.sessions.updateSession(
         ctx.workspaceId,
         parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
         input,
@@ -279,7 +254,7 @@ builder.mutationField('deleteSession', (t) =>
     description: 'Deletes a session with its messages, turns and events; with cascade, its forks too.',
     args: { input: t.arg({ type: DeleteSessionInput, required: true }) },
     resolve: async (_, { input }, ctx) => {
-      const ids = await ctx.services.sessions.deleteSession(
+      const ids = await ctx.runtime.sessions.deleteSession(
         ctx.workspaceId,
         parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
         input.cascade ?? false,
@@ -326,7 +301,7 @@ builder.mutationField('forkSession', (t) =>
       "Forks a session before one of its USER messages. Nothing is copied: the fork shares the parent's earlier messages, and from then on each side changes independently.",
     args: { input: t.arg({ type: ForkSessionInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.services.sessions.forkSession(
+      ctx.runtime.sessions.forkSession(
         ctx.workspaceId,
         {
           sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
@@ -334,6 +309,30 @@ builder.mutationField('forkSession', (t) =>
           messageId: input.messageId ? parseGlobalId(String(input.messageId), 'Message', 'messageId') : null,
           title: input.title,
         },
+        String(input.sessionId),
+      ),
+  }),
+);
+
+const CompactSessionInput = builder.inputType('CompactSessionInput', {
+  description: 'A summary that replaces the first messages of a session in assembled contexts.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session.' }),
+    uptoIndex: t.int({ required: true, description: 'Messages [0, uptoIndex) are replaced (1 to messageCount).' }),
+    summary: t.string({ required: true, description: 'The summary text.' }),
+  }),
+});
+
+builder.mutationField('compactSession', (t) =>
+  t.field({
+    type: Session,
+    description:
+      'Records a compaction: from now on assembleContext replaces messages [0, uptoIndex) by the summary. Messages are kept. Forks made later inherit it when it ends at or before their cut; forks made earlier never see it.',
+    args: { input: t.arg({ type: CompactSessionInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.runtime.sessions.compactSession(
+        ctx.workspaceId,
+        { sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'), uptoIndex: input.uptoIndex, summary: input.summary },
         String(input.sessionId),
       ),
   }),

@@ -76,8 +76,8 @@ export class SessionService {
     }
   }
 
-  async lock(db: SqlTarget, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
-    return lockSessionRow(db, 'id = $1 AND "workspaceId" = $2', [sessionId, workspaceId], label);
+  async lock(db: SqlTarget, workspaceId: string, sessionId: string, clientId = sessionId): Promise<LockedSession> {
+    return lockSessionRow(db, 'id = $1 AND "workspaceId" = $2', [sessionId, workspaceId], clientId);
   }
 
   /**
@@ -85,8 +85,8 @@ export class SessionService {
    * (then the session itself), so concurrent forks anywhere in one tree get distinct numbers and a
    * delete never races a fork of a session it removes.
    */
-  async lockTreeRoot(db: SqlTarget, workspaceId: string, sessionId: string, label = sessionId): Promise<LockedSession> {
-    return lockSessionRow(db, 'id = (SELECT "rootId" FROM "Session" WHERE id = $1 AND "workspaceId" = $2)', [sessionId, workspaceId], label);
+  async lockTreeRoot(db: SqlTarget, workspaceId: string, sessionId: string, clientId = sessionId): Promise<LockedSession> {
+    return lockSessionRow(db, 'id = (SELECT "rootId" FROM "Session" WHERE id = $1 AND "workspaceId" = $2)', [sessionId, workspaceId], clientId);
   }
 
   async createSession(
@@ -110,7 +110,7 @@ export class SessionService {
     workspaceId: string,
     sessionId: string,
     input: { title?: string | null; settings?: unknown; metadata?: unknown },
-    label?: string,
+    clientId?: string,
   ): Promise<Session> {
     const data: Prisma.SessionUpdateInput = {};
     if (input.title !== undefined && input.title !== null) data.title = checkTitle(input.title);
@@ -118,7 +118,7 @@ export class SessionService {
     if (input.metadata !== undefined && input.metadata !== null) data.metadata = jsonObject(input.metadata, 'metadata');
     if (Object.keys(data).length === 0) throw badInput('updateSession: give at least one of title, settings, metadata.');
     return this.write(async (tx, events) => {
-      await this.lock(tx, workspaceId, sessionId, label);
+      await this.lock(tx, workspaceId, sessionId, clientId);
       const session = await tx.session.update({ where: { id: sessionId }, data });
       events.push(
         ...(await appendEvents(tx, sessionId, [{ type: 'SESSION_UPDATED', payload: { fields: Object.keys(data).sort() } }])),
@@ -128,10 +128,10 @@ export class SessionService {
   }
 
   /** Deletes a session, or with `cascade` its whole subtree of forks. Returns the deleted ids. */
-  async deleteSession(workspaceId: string, sessionId: string, cascade: boolean, label?: string): Promise<string[]> {
+  async deleteSession(workspaceId: string, sessionId: string, cascade: boolean, clientId?: string): Promise<string[]> {
     return this.write(async (tx) => {
-      const root = await this.lockTreeRoot(tx, workspaceId, sessionId, label);
-      if (root.id !== sessionId) await this.lock(tx, workspaceId, sessionId, label);
+      const root = await this.lockTreeRoot(tx, workspaceId, sessionId, clientId);
+      if (root.id !== sessionId) await this.lock(tx, workspaceId, sessionId, clientId);
       const descendants = await tx.session.findMany({
         where: { ancestorIds: { has: sessionId } },
         select: { id: true, depth: true },
@@ -155,12 +155,12 @@ export class SessionService {
     sessionId: string,
     inputs: MessageInputData[],
     options: { turnId: string | null; agentId: string | null },
-    label?: string,
+    clientId?: string,
   ): Promise<{ session: Session; messages: Message[] }> {
     const drafts = draftBatch(inputs, false);
     if (options.agentId !== null && !options.agentId.trim()) throw badInput('agentId must not be empty.');
     return this.write(async (tx, events) => {
-      const session = await this.lock(tx, workspaceId, sessionId, label);
+      const session = await this.lock(tx, workspaceId, sessionId, clientId);
       if (options.turnId) {
         const turn = await tx.turn.findFirst({ where: { id: options.turnId, sessionId }, select: { id: true } });
         if (!turn) throw notFound('Turn', options.turnId);
@@ -272,7 +272,7 @@ export class SessionService {
     workspaceId: string,
     messageId: string,
     input: { appendText?: string | null; parts?: PartInput[] | null; generating?: boolean | null },
-    label?: string,
+    clientId?: string,
   ): Promise<Message> {
     const hasAppend = input.appendText !== undefined && input.appendText !== null;
     const hasParts = input.parts !== undefined && input.parts !== null;
@@ -285,12 +285,12 @@ export class SessionService {
         where: { id: messageId, session: { workspaceId } },
         select: { sessionId: true },
       });
-      if (!found) throw notFound('Message', label ?? messageId);
+      if (!found) throw notFound('Message', clientId ?? messageId);
       const session = await this.lock(tx, workspaceId, found.sessionId);
       const [message] = await tx.$queryRaw<Message[]>`SELECT * FROM "Message" WHERE id = ${messageId} FOR UPDATE`;
       if (!message.generating) {
         throw new DomainError('MESSAGE_IMMUTABLE', 'This message is finished and can no longer change.', {
-          messageId: label ?? messageId,
+          messageId: clientId ?? messageId,
         });
       }
       let parts = message.parts as unknown as StoredPart[];
@@ -326,7 +326,7 @@ export class SessionService {
   async forkSession(
     workspaceId: string,
     input: { sessionId: string; messageIndex?: number | null; messageId?: string | null; title?: string | null },
-    label?: string,
+    clientId?: string,
   ): Promise<{ session: Session; excludedMessage: Message }> {
     const byIndex = input.messageIndex !== undefined && input.messageIndex !== null;
     const byId = input.messageId !== undefined && input.messageId !== null;
@@ -334,8 +334,8 @@ export class SessionService {
     const title = input.title === undefined || input.title === null ? null : checkTitle(input.title);
     // Plain SQL: four statements in one transaction, whatever the parent's length (see db/sql.ts).
     return this.writeSql(async (sql, events) => {
-      const root = await this.lockTreeRoot(sql, workspaceId, input.sessionId, label);
-      const parent = root.id === input.sessionId ? root : await this.lock(sql, workspaceId, input.sessionId, label);
+      const root = await this.lockTreeRoot(sql, workspaceId, input.sessionId, clientId);
+      const parent = root.id === input.sessionId ? root : await this.lock(sql, workspaceId, input.sessionId, clientId);
       if (byIndex) {
         const index = input.messageIndex!;
         if (!Number.isInteger(index) || index < 0 || index >= parent.messageCount) {
@@ -401,11 +401,11 @@ export class SessionService {
   async compactSession(
     workspaceId: string,
     input: { sessionId: string; uptoIndex: number; summary: string },
-    label?: string,
+    clientId?: string,
   ): Promise<Session> {
     if (!input.summary.trim()) throw badInput('compactSession: summary must not be empty.');
     return this.write(async (tx, events) => {
-      const session = await this.lock(tx, workspaceId, input.sessionId, label);
+      const session = await this.lock(tx, workspaceId, input.sessionId, clientId);
       if (!Number.isInteger(input.uptoIndex) || input.uptoIndex < 1 || input.uptoIndex > session.messageCount) {
         throw badInput(`uptoIndex must be from 1 to ${session.messageCount} (the session's message count).`, {
           uptoIndex: input.uptoIndex,
@@ -497,9 +497,9 @@ function isRetryable(error: unknown): boolean {
 }
 
 /** Locks the one session row `where` selects (parameters `values`), or says it was not found. */
-async function lockSessionRow(db: SqlTarget, where: string, values: unknown[], label: string): Promise<LockedSession> {
+async function lockSessionRow(db: SqlTarget, where: string, values: unknown[], clientId: string): Promise<LockedSession> {
   const [row] = await asSql(db).query<LockedSession>(`SELECT ${LOCKED_COLUMNS} FROM "Session" WHERE ${where} FOR UPDATE`, values);
-  if (!row) throw notFound('Session', label);
+  if (!row) throw notFound('Session', clientId);
   return row;
 }
 

@@ -77,7 +77,7 @@ const rawId = rawIdOf;
 
 /** Rows in the tables a fork could write to. */
 async function rowCounts(on = app) {
-  const prisma = on.services.db.prisma;
+  const prisma = on.runtime.db.prisma;
   const [sessions, messages, events] = await Promise.all([prisma.session.count(), prisma.message.count(), prisma.sessionEvent.count()]);
   return { sessions, messages, events };
 }
@@ -384,7 +384,7 @@ describe(`fork titles (${backend.label})`, () => {
     const samples = ['T (fork 1)', 'Q1 (fork 2) Analysis', 'X (fork 2) ', ' (fork 1)', 'T (fork 1) (fork 2)', 'a\nb (fork 3)', 'a (fork 3)\n', 'שלום (fork 4)', 'no suffix', ''];
     for (const title of samples) {
       for (const base of new Set([forkTitleBase(title), title, 'T', 'T (fork 1)', ''])) {
-        const [row] = await app.services.db.prisma.$queryRaw<{ n: string | null }[]>`
+        const [row] = await app.runtime.db.prisma.$queryRaw<{ n: string | null }[]>`
           SELECT CASE WHEN starts_with(${title}::text, ${base}::text)
                  THEN substring(substr(${title}::text, char_length(${base}::text) + 1) FROM ${FORK_NUMBER_AFTER_BASE_SQL}::text) END AS n`;
         expect(row.n === null ? null : BigInt(row.n), JSON.stringify({ title, base })).toBe(forkNumberOf(title, base));
@@ -422,12 +422,12 @@ describe(`copy-on-write (${backend.label})`, () => {
   it('copies no message rows, whatever the parent length', async () => {
     const long = Array.from({ length: 1000 }, (_, i) => ({ role: (i % 2 === 0 ? 'USER' : 'ASSISTANT') as MessageRole, text: `L:${i}` }));
     const root = await createRoot('Long', long);
-    const before = await app.services.db.prisma.message.count();
-    const beforeSessions = await app.services.db.prisma.session.count();
+    const before = await app.runtime.db.prisma.message.count();
+    const beforeSessions = await app.runtime.db.prisma.session.count();
     const f = await fork({ sessionId: root.id, messageIndex: 998 });
     const g = await fork({ sessionId: f.session.id, messageIndex: 500 });
-    expect(await app.services.db.prisma.message.count()).toBe(before);
-    expect(await app.services.db.prisma.session.count()).toBe(beforeSessions + 2);
+    expect(await app.runtime.db.prisma.message.count()).toBe(before);
+    expect(await app.runtime.db.prisma.session.count()).toBe(beforeSessions + 2);
     expect(f.session.messageCount).toBe(998);
     expect(g.session.messageCount).toBe(500);
     const tail = (await gqlOk(app, ForkPage, { id: f.session.id, last: 2 })).session!.messages.edges.map((e) => e.node);
@@ -438,7 +438,7 @@ describe(`copy-on-write (${backend.label})`, () => {
     const parentTail = (await gqlOk(app, ForkPage, { id: root.id, first: 2, after: Buffer.from('idx:995').toString('base64url') })).session!.messages.edges;
     expect(parentTail.map((e) => e.node.id)).toEqual(tail.map((m) => m.id));
     // The fork's rows: none.
-    expect(await app.services.db.prisma.message.count({ where: { sessionId: rawId(f.session.id) } })).toBe(0);
+    expect(await app.runtime.db.prisma.message.count({ where: { sessionId: rawId(f.session.id) } })).toBe(0);
   });
 
   it('sees exactly the right prefix through forks of forks of forks, including cuts below an ancestor\'s own start', async () => {
@@ -662,8 +662,8 @@ describe(`deleteSession and forks (${backend.label})`, () => {
     const after = await rowCounts();
     expect(after.sessions).toBe(before.sessions - ids.length);
     expect(after.messages).toBe(before.messages - 6 - 7 * 2);
-    expect(await app.services.db.prisma.message.count({ where: { sessionId: { in: ids.map(rawId) } } })).toBe(0);
-    expect(await app.services.db.prisma.sessionEvent.count({ where: { sessionId: { in: ids.map(rawId) } } })).toBe(0);
+    expect(await app.runtime.db.prisma.message.count({ where: { sessionId: { in: ids.map(rawId) } } })).toBe(0);
+    expect(await app.runtime.db.prisma.sessionEvent.count({ where: { sessionId: { in: ids.map(rawId) } } })).toBe(0);
     await expectTexts(unrelated.id, texts('U', 0, 2));
   });
 });
@@ -766,7 +766,7 @@ describe(`concurrent forks (${backend.label})`, () => {
       if (r.status === 'fulfilled') expect(deletedIds).toContain((r.value as { session: { id: string } }).session.id);
       else expect(String(r.reason)).toMatch(/NOT_FOUND/);
     }
-    expect(await app.services.db.prisma.session.count({ where: { rootId: rawId(root.id) } })).toBe(0);
+    expect(await app.runtime.db.prisma.session.count({ where: { rootId: rawId(root.id) } })).toBe(0);
     const after = await rowCounts();
     expect(after.sessions).toBe(before.sessions - 2);
     expect(after.messages).toBe(before.messages - 6);
@@ -822,7 +822,7 @@ describe(`session graph without N+1 queries (${backend.label})`, () => {
   }
 
   async function measure<T>(run: () => Promise<T>) {
-    const counter = app.services.db.queries;
+    const counter = app.runtime.db.queries;
     counter.reset();
     const result = await run();
     return { result, count: counter.count, statements: [...counter.statements] };

@@ -230,7 +230,7 @@ describe(`sessions and messages (${backend.label})`, () => {
         { role: 'USER', text: 'q2' },
       ]);
     }
-    const counter = app.services.db.queries;
+    const counter = app.runtime.db.queries;
     const measure = async (first: number, messages: number) => {
       counter.reset();
       const data = await gqlOk(app, SessionsList, { first, messages });

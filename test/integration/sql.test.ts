@@ -37,8 +37,8 @@ describe(`plain SQL (${backend.label})`, () => {
     const after = Date.now();
 
     const id = rawIdOf(forked.session.id);
-    const viaPrisma = await app.services.db.prisma.session.findUniqueOrThrow({ where: { id } });
-    const [viaSql] = await app.services.db.sql.query<{ createdAt: Date; updatedAt: Date; settings: unknown; ancestorIds: string[] }>(
+    const viaPrisma = await app.runtime.db.prisma.session.findUniqueOrThrow({ where: { id } });
+    const [viaSql] = await app.runtime.db.sql.query<{ createdAt: Date; updatedAt: Date; settings: unknown; ancestorIds: string[] }>(
       'SELECT "createdAt", "updatedAt", settings, "ancestorIds" FROM "Session" WHERE id = $1',
       [id],
     );
@@ -52,7 +52,7 @@ describe(`plain SQL (${backend.label})`, () => {
     expect(viaSql.settings).toEqual(viaPrisma.settings);
 
     // The fork's event (plain SQL) is stamped with the same clock as Prisma's writes.
-    const [event] = await app.services.db.prisma.sessionEvent.findMany({
+    const [event] = await app.runtime.db.prisma.sessionEvent.findMany({
       where: { sessionId: rawIdOf(parent.id), type: 'SESSION_FORKED' },
     });
     expect(event.createdAt.getTime()).toBeGreaterThanOrEqual(before - 1);
@@ -60,7 +60,7 @@ describe(`plain SQL (${backend.label})`, () => {
   });
 
   it('reads BIGINT as bigint and JSON, arrays and enums as Prisma does', async () => {
-    const [row] = await app.services.db.sql.query<{ big: bigint; j: unknown; a: string[]; role: string }>(
+    const [row] = await app.runtime.db.sql.query<{ big: bigint; j: unknown; a: string[]; role: string }>(
       `SELECT 9007199254740993::bigint AS big, '{"k":[1,"x"]}'::jsonb AS j, ARRAY['a', NULL, 'b"c']::text[] AS a, 'TOOL'::"MessageRole" AS role`,
     );
     expect(row).toEqual({ big: 9007199254740993n, j: { k: [1, 'x'] }, a: ['a', null, 'b"c'], role: 'TOOL' });
@@ -71,21 +71,21 @@ describe(`plain SQL (${backend.label})`, () => {
     const id = rawIdOf(session.id);
     const failure = new Error('stop here');
     await expect(
-      app.services.db.sql.transaction(async (sql) => {
+      app.runtime.db.sql.transaction(async (sql) => {
         await appendEvents(sql, id, [{ type: 'SESSION_UPDATED', payload: { fields: ['title'] } }]);
         await sql.query('UPDATE "Session" SET title = $1 WHERE id = $2', ['changed', id]);
         throw failure;
       }),
     ).rejects.toBe(failure);
-    const after = await app.services.db.prisma.session.findUniqueOrThrow({ where: { id }, include: { events: true } });
+    const after = await app.runtime.db.prisma.session.findUniqueOrThrow({ where: { id }, include: { events: true } });
     expect(after.title).toBe('rollback');
     expect(after.eventSequence).toBe(0);
     expect(after.events).toEqual([]);
 
     // A failed statement rolls back too, and the next transactions run normally (on every connection).
-    await expect(app.services.db.sql.transaction((sql) => sql.query('SELECT * FROM "NoSuchTable"'))).rejects.toThrow();
+    await expect(app.runtime.db.sql.transaction((sql) => sql.query('SELECT * FROM "NoSuchTable"'))).rejects.toThrow();
     const counts = await Promise.all(
-      Array.from({ length: 12 }, () => app.services.db.sql.transaction((sql) => sql.query<{ n: bigint }>('SELECT count(*) AS n FROM "Session"'))),
+      Array.from({ length: 12 }, () => app.runtime.db.sql.transaction((sql) => sql.query<{ n: bigint }>('SELECT count(*) AS n FROM "Session"'))),
     );
     expect(counts.every(([row]) => typeof row.n === 'bigint' && row.n >= 1n)).toBe(true);
   });
@@ -93,12 +93,12 @@ describe(`plain SQL (${backend.label})`, () => {
   it('numbers events the same from a Prisma transaction and from a plain SQL one', async () => {
     const session = (await gqlOk(app, CreateSession, { input: { title: 'both' } })).createSession;
     const id = rawIdOf(session.id);
-    const fromPrisma = await app.services.db.prisma.$transaction((tx) =>
+    const fromPrisma = await app.runtime.db.prisma.$transaction((tx) =>
       appendEvents(tx, id, [{ type: 'SESSION_UPDATED', payload: { n: 1 } }, { type: 'SESSION_UPDATED', payload: { n: 2 } }]),
     );
-    const fromSql = await app.services.db.sql.transaction((sql) => appendEvents(sql, id, [{ type: 'SESSION_UPDATED', payload: { n: 3 } }]));
+    const fromSql = await app.runtime.db.sql.transaction((sql) => appendEvents(sql, id, [{ type: 'SESSION_UPDATED', payload: { n: 3 } }]));
     expect([...fromPrisma, ...fromSql].map((e) => e.sequence)).toEqual([1, 2, 3]);
-    const stored = await app.services.db.prisma.sessionEvent.findMany({ where: { sessionId: id }, orderBy: { sequence: 'asc' } });
+    const stored = await app.runtime.db.prisma.sessionEvent.findMany({ where: { sessionId: id }, orderBy: { sequence: 'asc' } });
     expect(stored.map((e) => [e.sequence, (e.payload as { n: number }).n])).toEqual([
       [1, 1],
       [2, 2],

@@ -168,7 +168,7 @@ describe.runIf(backend.postgresUrl)(`two server instances (${backend.label})`, (
         gqlOk(i % 2 ? second : app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'USER', text: `m${i}` }] } }, auth),
       ),
     );
-    const events = await app.services.db.prisma.sessionEvent.findMany({
+    const events = await app.runtime.db.prisma.sessionEvent.findMany({
       where: { sessionId: rawIdOf(id) },
       orderBy: { sequence: 'asc' },
     });

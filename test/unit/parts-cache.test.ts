@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StoredPart } from '../../src/domain/types.js';
-import { FinishedPartsCache } from '../../src/services/context.js';
+import { FinishedPartsCache } from '../../src/services/assembly.js';
 
 const text = (t: string): StoredPart[] => [{ type: 'text', text: t }];
 

@@ -5,7 +5,7 @@ import {
   repairToolPairs,
   toWork,
   type ToolPairExplainer,
-} from '../../../src/domain/context/index.js';
+} from '../../../src/domain/assembly/index.js';
 import type { DomainMessage } from '../../../src/domain/types.js';
 import { assistant, call, calls, msg, result, results, user } from './helpers.js';
 

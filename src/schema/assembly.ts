@@ -3,12 +3,11 @@ import type {
   AssembledMessage,
   AttachmentProblem as AttachmentProblemShape,
   ContextDecision as ContextDecisionShape,
-} from '../domain/context/index.js';
-import type { ServedContext } from '../services/context.js';
+} from '../domain/assembly/index.js';
+import type { ServedContext } from '../services/assembly.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { MessagePart, MessageRoleEnum } from './message.js';
-import { Session } from './session.js';
 import { Turn } from './turn.js';
 
 const TokenEncodingEnum = builder.enumType('TokenEncoding', {
@@ -195,37 +194,13 @@ builder.mutationField('assembleContext', (t) =>
       'Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens keeping the newest messages (never separating a tool call from its result), resolve attachments, put turnContext before the last user message. Never changes the session; with turnId, records the result on the turn.',
     args: { input: t.arg({ type: AssembleContextInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.services.contexts.assemble(
+      ctx.runtime.assembly.assemble(
         ctx.workspaceId,
         {
           ...input,
           sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
           turnId: input.turnId ? parseGlobalId(String(input.turnId), 'Turn', 'turnId') : null,
         },
-        String(input.sessionId),
-      ),
-  }),
-);
-
-const CompactSessionInput = builder.inputType('CompactSessionInput', {
-  description: 'A summary that replaces the first messages of a session in assembled contexts.',
-  fields: (t) => ({
-    sessionId: t.id({ required: true, description: 'The session.' }),
-    uptoIndex: t.int({ required: true, description: 'Messages [0, uptoIndex) are replaced (1 to messageCount).' }),
-    summary: t.string({ required: true, description: 'The summary text.' }),
-  }),
-});
-
-builder.mutationField('compactSession', (t) =>
-  t.field({
-    type: Session,
-    description:
-      'Records a compaction: from now on assembleContext replaces messages [0, uptoIndex) by the summary. Messages are kept. Forks made later inherit it when it ends at or before their cut; forks made earlier never see it.',
-    args: { input: t.arg({ type: CompactSessionInput, required: true }) },
-    resolve: (_, { input }, ctx) =>
-      ctx.services.sessions.compactSession(
-        ctx.workspaceId,
-        { sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'), uptoIndex: input.uptoIndex, summary: input.summary },
         String(input.sessionId),
       ),
   }),

@@ -7,23 +7,26 @@ import type { PrismaClient, Session } from './generated/prisma/client.js';
 import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
 import { createMessageRangeLoader } from './services/messages.js';
-import type { ContextService } from './services/context.js';
+import type { AssemblyService } from './services/assembly.js';
 import type { SessionService } from './services/sessions.js';
 
-/** The long-lived parts of one app instance, shared by every request. */
-export interface AppServices {
+/**
+ * The long-lived parts of one app instance, shared by every request: configuration, logger,
+ * database, pub/sub, auth and the services (src/services/) that orchestrate writes and assembly.
+ */
+export interface AppRuntime {
   config: AppConfig;
   logger: Logger;
   db: Database;
   bus: EventBus;
   auth: WorkspaceAuth;
   sessions: SessionService;
-  contexts: ContextService;
+  assembly: AssemblyService;
 }
 
-/** One request's (or one WebSocket operation's) context: who is asking, and its loaders. */
-export interface GraphQLContext {
-  services: AppServices;
+/** One request's (or one WebSocket operation's) GraphQL context: who is asking, and its loaders. */
+export interface RequestContext {
+  runtime: AppRuntime;
   prisma: PrismaClient;
   workspaceId: string;
   loaders: ReturnType<typeof createLoaders>;
@@ -58,15 +61,15 @@ function createLoaders(prisma: PrismaClient, workspaceId: string) {
  * Builds the context for HTTP and WebSocket alike: credentials come from the `Authorization`
  * header or, over WebSocket, from `connectionParams.Authorization` (or `authorization`).
  */
-export async function createGraphQLContext(
-  services: AppServices,
+export async function createRequestContext(
+  runtime: AppRuntime,
   source: { authorization?: string | null },
-): Promise<GraphQLContext> {
-  const workspaceId = await services.auth.workspaceFor(source.authorization);
-  const prisma = services.db.prisma;
+): Promise<RequestContext> {
+  const workspaceId = await runtime.auth.workspaceFor(source.authorization);
+  const prisma = runtime.db.prisma;
   return {
     ...initContextCache(),
-    services,
+    runtime,
     prisma,
     workspaceId,
     loaders: createLoaders(prisma, workspaceId),
@@ -74,6 +77,6 @@ export async function createGraphQLContext(
 }
 
 /** Fresh loaders and Pothos caches for the next event of a long-lived subscription (hayes/pothos#1421). */
-export function resetContextCaches(ctx: GraphQLContext) {
+export function resetRequestCaches(ctx: RequestContext) {
   Object.assign(ctx, initContextCache(), { loaders: createLoaders(ctx.prisma, ctx.workspaceId) });
 }

@@ -1,5 +1,5 @@
-/** Context assembly: the pure pipeline behind `assembleContext` and its named steps. */
-export { assembleContext } from './pipeline.js';
+/** Context assembly: the pure pipeline (`runAssembly`) behind the `assembleContext` mutation, and its named steps. */
+export { runAssembly } from './pipeline.js';
 export * from './types.js';
 export { validateAssembleOptions } from './validate.js';
 export { dropGenerating } from './drop-generating.js';

@@ -1,10 +1,10 @@
 import { encodeChat } from 'gpt-tokenizer/encoding/o200k_base';
 import { createHash } from 'node:crypto';
-import { assembleContext as assemblePure, canonicalJson } from '../../src/domain/context/index.js';
+import { canonicalJson, runAssembly } from '../../src/domain/assembly/index.js';
 import { visibleSegments } from '../../src/domain/lineage.js';
 import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
 import { latestCompaction } from '../../src/services/compactions.js';
-import { ContextService } from '../../src/services/context.js';
+import { AssemblyService } from '../../src/services/assembly.js';
 import { segmentsWhere } from '../../src/services/messages.js';
 import { describe, expect, it } from 'vitest';
 import { graphql } from '../generated/index.js';
@@ -96,22 +96,22 @@ const sourceIndexes = (ctx: Awaited<ReturnType<typeof assemble>>) =>
   ctx.messages.filter((m) => m.kind === 'MESSAGE').map((m) => m.sourceIndex);
 
 async function startTurn(sessionId: string, number: number) {
-  const turn = await app.services.db.prisma.turn.create({
+  const turn = await app.runtime.db.prisma.turn.create({
     data: { sessionId: rawId(sessionId), number, initiatorKind: 'USER' },
   });
   return globalId('Turn', turn.id);
 }
 
-type MessageRow = Awaited<ReturnType<TestApp['services']['db']['prisma']['message']['findMany']>>[number];
+type MessageRow = Awaited<ReturnType<TestApp['runtime']['db']['prisma']['message']['findMany']>>[number];
 
 /** Assembles every one of `rows` (a session's visible messages, oldest first) with the pure pipeline. */
 function assembleEverything(
   rows: MessageRow[],
   compaction: { id: string; uptoIndex: number; summary: string } | null,
-  options: Parameters<typeof assemblePure>[0]['options'],
+  options: Parameters<typeof runAssembly>[0]['options'],
   isFork = false,
 ) {
-  return assemblePure({
+  return runAssembly({
     messages: rows.map((r) => ({
       id: r.id,
       index: r.position,
@@ -182,7 +182,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
 
   it('never writes to the session', async () => {
     const id = await conversation(4);
-    const prisma = app.services.db.prisma;
+    const prisma = app.runtime.db.prisma;
     const before = await prisma.session.findUniqueOrThrow({ where: { id: rawId(id) } });
     const messagesBefore = await prisma.message.findMany({ where: { sessionId: rawId(id) }, orderBy: { position: 'asc' } });
     await assemble(id, { maxTokens: 30, system: 'x', turnContext: { a: 1 } });
@@ -200,7 +200,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     ]) {
       expect((await gqlError(app, Compact, { input: { sessionId: id, ...input } })).code).toBe('BAD_USER_INPUT');
     }
-    expect(await app.services.db.prisma.compaction.count({ where: { sessionId: rawId(id) } })).toBe(0);
+    expect(await app.runtime.db.prisma.compaction.count({ where: { sessionId: rawId(id) } })).toBe(0);
   });
 
   it('replaces the compacted messages by the summary, first', async () => {
@@ -281,7 +281,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     const ok = await assemble(id);
     expect(ok.attachmentProblems).toEqual([]);
     expect(ok.messages.map((m) => m.text).join('\n')).toContain('alpha');
-    await app.services.db.prisma.attachment.deleteMany({ where: { sessionId: rawId(id), name: 'a.txt' } });
+    await app.runtime.db.prisma.attachment.deleteMany({ where: { sessionId: rawId(id), name: 'a.txt' } });
     const missing = await assemble(id);
     expect(missing.attachmentProblems).toEqual([expect.objectContaining({ name: 'a.txt', problem: 'MISSING' })]);
     expect(missing.messages.map((m) => m.text).join('\n')).toContain('beta');
@@ -319,7 +319,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
       await gqlOk(app, AppendMessages, { input: { sessionId: id, messages } });
     }
     await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 40, summary: 'The first ten questions.' } });
-    const prisma = app.services.db.prisma;
+    const prisma = app.runtime.db.prisma;
     const rows = await prisma.message.findMany({ where: { sessionId: rawId(id) }, orderBy: { position: 'asc' } });
     const compaction = await prisma.compaction.findFirstOrThrow({ where: { sessionId: rawId(id) } });
     for (const maxTokens of [120, 400, 1500]) {
@@ -374,12 +374,12 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     const early = await forkAt(root, 24); // cut before the root's compaction ends: none inherited
     await appendRounds(early, 'e', 6, 12);
 
-    const { prisma, sql, queries } = app.services.db;
+    const { prisma, sql, queries } = app.runtime.db;
     const paging = { first: 4, min: 2, max: 8, margin: 1 };
     // Without the rows cache every page is read; with it, pages come from what earlier assemblies
     // kept, read below and above it as budgets grow and shrink.
-    const uncached = new ContextService(prisma, sql, paging, { maxRows: 0 });
-    const cached = new ContextService(prisma, sql, paging);
+    const uncached = new AssemblyService(prisma, sql, paging, { maxRows: 0 });
+    const cached = new AssemblyService(prisma, sql, paging);
     let pagedStatements = 0;
     for (const sessionId of [root, child, grandchild, early]) {
       const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
@@ -404,7 +404,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
             contextAttachmentMaxChars: 100_000,
           };
           const label = `${session.title} at ${maxTokens} ${encoding}`;
-          let full: ReturnType<typeof assemblePure> | null = null;
+          let full: ReturnType<typeof runAssembly> | null = null;
           let refusal: unknown = null;
           try {
             full = assembleEverything(rows, compaction, options, session.parentId !== null);
@@ -434,12 +434,12 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
   });
 
   it('reads a known session, its compaction and its new messages in one statement, and misses nothing appended or compacted since', async () => {
-    const { prisma, sql, queries } = app.services.db;
-    const service = new ContextService(prisma, sql);
+    const { prisma, sql, queries } = app.runtime.db;
+    const service = new AssemblyService(prisma, sql);
     const id = await conversation(40);
     const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(id) } });
     const request = { sessionId: session.id, maxTokens: 60, format: 'OPENAI_CHAT' as const };
-    const fresh = () => new ContextService(prisma, sql).assemble(session.workspaceId, request);
+    const fresh = () => new AssemblyService(prisma, sql).assemble(session.workspaceId, request);
     const first = await service.assemble(session.workspaceId, request);
     expect(first.truncated).toBe(true);
 

@@ -1,7 +1,7 @@
 /** Builders for context-assembly tests: messages with stored token counts, like the server writes them. */
 import { countStoredTokens } from '../../../src/domain/tokens.js';
 import type { DomainCompaction, DomainMessage, MessageRole, ResolvedAttachment, StoredPart } from '../../../src/domain/types.js';
-import type { AssembleContextInput, AssembleContextOptions } from '../../../src/domain/context/index.js';
+import type { AssembleContextInput, AssembleContextOptions } from '../../../src/domain/assembly/index.js';
 
 export function msg(index: number, role: MessageRole, parts: StoredPart[], extra: Partial<DomainMessage> = {}): DomainMessage {
   return { id: `m${index}`, index, role, parts, generating: false, tokens: countStoredTokens(parts), ...extra };

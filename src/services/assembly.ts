@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
-  assembleContext,
+  runAssembly,
   canonicalJson,
   DEFAULT_ATTACHMENT_MAX_CHARS,
   DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
@@ -11,7 +11,7 @@ import {
   type ContextDecision,
   type ContextFormat,
   toolResultStubTokens,
-} from '../domain/context/index.js';
+} from '../domain/assembly/index.js';
 import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
 import { markImmutable } from '../domain/immutable.js';
@@ -163,7 +163,7 @@ export interface RecordedContext extends AssembledContext {
  * the attachments they reference, the flags), runs the pure pipeline, and records the result on a
  * turn when asked. It never writes to the session's messages.
  */
-export class ContextService {
+export class AssemblyService {
   private readonly parts = new FinishedPartsCache();
   private readonly hints = new Map<string, WindowHint>();
   private readonly rows: FinishedRowsCache<LightRow>;
@@ -177,7 +177,7 @@ export class ContextService {
     this.rows = new FinishedRowsCache(rowsCache.maxRows, rowsCache.maxRowsPerSession);
   }
 
-  async assemble(workspaceId: string, request: AssembleRequest, label?: string): Promise<ServedContext> {
+  async assemble(workspaceId: string, request: AssembleRequest, clientId?: string): Promise<ServedContext> {
     const options: AssembleContextOptions = validateAssembleOptions({
       maxTokens: request.maxTokens ?? null,
       maxMessages: request.maxMessages ?? null,
@@ -200,7 +200,7 @@ export class ContextService {
     const hint = this.hints.get(request.sessionId);
     const known = hint ? { hint, newest: windowed ? this.firstPageSize(hint, options.maxTokens!) : 0 } : null;
     const session = await this.readSession(workspaceId, request.sessionId, request.turnId ?? null, known);
-    if (!session) throw notFound('Session', label ?? request.sessionId);
+    if (!session) throw notFound('Session', clientId ?? request.sessionId);
     if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
 
     const segments = visibleSegments(session);
@@ -220,7 +220,7 @@ export class ContextService {
     const attachments = await this.loadAttachments(session.workspaceId, messages);
     const fingerprint = settingsFingerprint(session.settings);
 
-    const assembled = assembleContext({
+    const assembled = runAssembly({
       messages,
       compaction: compaction
         ? {

@@ -1,5 +1,5 @@
 /** The conversation behind the golden payload files (test/golden/*.json). */
-import type { AssembleContextInput, ContextFormat } from '../../../src/domain/context/index.js';
+import type { AssembleContextInput, ContextFormat } from '../../../src/domain/assembly/index.js';
 import { attachmentPart, call, makeInput, msg, result, text, textAttachment } from './helpers.js';
 
 export function goldenInput(format: ContextFormat): AssembleContextInput {

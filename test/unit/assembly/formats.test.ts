@@ -3,7 +3,7 @@ import { encodeChat as encodeChatGpt4 } from 'gpt-tokenizer/model/gpt-4';
 import { encodeChat as encodeChatGpt4o } from 'gpt-tokenizer/model/gpt-4o';
 import { describe, expect, it } from 'vitest';
 import {
-  assembleContext,
+  runAssembly,
   framingTokens,
   REPLY_PRIMING_TOKENS,
   toAnthropicMessages,
@@ -12,7 +12,7 @@ import {
   type AssembledMessage,
   type ContextFormat,
   type OpenAiChatPayload,
-} from '../../../src/domain/context/index.js';
+} from '../../../src/domain/assembly/index.js';
 import { goldenInput } from './golden-fixture.js';
 import { assistant, calls, generateSession, makeInput, msg, result, results, system, text, user } from './helpers.js';
 
@@ -35,7 +35,7 @@ function textConversation() {
 describe('OPENAI_CHAT token count equals gpt-tokenizer encodeChat of the payload', () => {
   for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as const) {
     it(`${encoding}: system prompt, summary, SYSTEM message, turn context, multi-byte text`, () => {
-      const r = assembleContext(
+      const r = runAssembly(
         makeInput(
           textConversation(),
           {
@@ -58,11 +58,11 @@ describe('OPENAI_CHAT token count equals gpt-tokenizer encodeChat of the payload
 
     it(`${encoding}: still exact after a budget cut, for every budget`, () => {
       const messages = textConversation();
-      const full = assembleContext(makeInput(messages, { format: 'OPENAI_CHAT', encoding })).tokenCount;
+      const full = runAssembly(makeInput(messages, { format: 'OPENAI_CHAT', encoding })).tokenCount;
       for (let maxTokens = full; maxTokens > 0; maxTokens -= 3) {
         let r: ReturnType<typeof assembleContext>;
         try {
-          r = assembleContext(makeInput(messages, { format: 'OPENAI_CHAT', encoding, maxTokens }));
+          r = runAssembly(makeInput(messages, { format: 'OPENAI_CHAT', encoding, maxTokens }));
         } catch (error) {
           expect((error as { code?: string }).code).toBe('CONTEXT_BUDGET_TOO_SMALL');
           break;
@@ -77,7 +77,7 @@ describe('OPENAI_CHAT token count equals gpt-tokenizer encodeChat of the payload
 
   it('tool traffic follows the documented rule: content + 4 per payload message + 3 per call + 3 priming', () => {
     const messages = [user(0, 'weather?'), calls(1, ['a', 'b'], 'Looking.'), results(2, ['a', 'b']), assistant(3, 'Done.'), user(4, 'ok')];
-    const r = assembleContext(makeInput(messages, { format: 'OPENAI_CHAT' }));
+    const r = runAssembly(makeInput(messages, { format: 'OPENAI_CHAT' }));
     const payload = r.payload as OpenAiChatPayload;
     expect(payload.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant', 'user']);
     const content = messages.reduce((n, m) => n + m.tokens!.O200K_BASE, 0);
@@ -88,7 +88,7 @@ describe('OPENAI_CHAT token count equals gpt-tokenizer encodeChat of the payload
 describe('framing rules', () => {
   it('GENERIC is counted exactly as OPENAI_CHAT, ANTHROPIC_MESSAGES with its own rule', () => {
     const messages = [user(0, 'q'), calls(1, ['a', 'b']), results(2, ['a', 'b']), assistant(3, 'x'), user(4, 'y')];
-    const count = (format: ContextFormat) => assembleContext(makeInput(messages, { format, system: 'sys' })).tokenCount;
+    const count = (format: ContextFormat) => runAssembly(makeInput(messages, { format, system: 'sys' })).tokenCount;
     expect(count('GENERIC')).toBe(count('OPENAI_CHAT'));
     const content = messages.reduce((n, m) => n + m.tokens!.O200K_BASE, 0) + 1; // + "sys"
     // 6 assembled messages x 4, 2 tool_use x 3, 2 tool_result x 3, priming 3
@@ -107,7 +107,7 @@ describe('framing rules', () => {
 
   it('CHARS_DIV_4 uses the same structure with chars/4 content', () => {
     const messages = [user(0, 'abcdefgh'), assistant(1, 'abc'), user(2, '日本語のテキスト')];
-    const r = assembleContext(makeInput(messages, { format: 'OPENAI_CHAT', encoding: 'CHARS_DIV_4' }));
+    const r = runAssembly(makeInput(messages, { format: 'OPENAI_CHAT', encoding: 'CHARS_DIV_4' }));
     expect(r.tokenCount).toBe(2 + 1 + 2 + 3 * 4 + 3);
   });
 });
@@ -171,7 +171,7 @@ describe('provider shapes', () => {
   });
 
   it('ANTHROPIC_MESSAGES: roles alternate and every tool_use is answered in the next message, on a long session', () => {
-    const r = assembleContext(makeInput(generateSession(400, 3), { format: 'ANTHROPIC_MESSAGES', maxTokens: 20_000 }));
+    const r = runAssembly(makeInput(generateSession(400, 3), { format: 'ANTHROPIC_MESSAGES', maxTokens: 20_000 }));
     const { messages } = r.payload as AnthropicMessagesPayload;
     for (let i = 0; i < messages.length; i++) {
       if (i > 0) expect(messages[i].role).not.toBe(messages[i - 1].role);
@@ -194,13 +194,13 @@ describe('golden payloads (test/golden)', () => {
   for (const format of Object.keys(files) as ContextFormat[]) {
     it(`${format}: system prompt, summary, text, parallel tool round, attachment, turn context`, () => {
       const golden = JSON.parse(readFileSync(new URL(`../../golden/${files[format]}`, import.meta.url), 'utf8'));
-      const r = assembleContext(goldenInput(format));
+      const r = runAssembly(goldenInput(format));
       expect(r.payload).toEqual(golden);
     });
   }
 
   it('the golden conversation includes the summary and explains the summarized messages', () => {
-    const r = assembleContext(goldenInput('OPENAI_CHAT'));
+    const r = runAssembly(goldenInput('OPENAI_CHAT'));
     expect(r.summaryIncluded).toBe(true);
     expect(r.decisions.map((d) => d.decision)).toEqual(['SUMMARIZED', 'SUMMARIZED', 'KEPT', 'KEPT', 'KEPT', 'KEPT', 'KEPT']);
   });
@@ -209,7 +209,7 @@ describe('golden payloads (test/golden)', () => {
 describe('mixed parts', () => {
   it('a multi-part user message is an array of text parts in OPENAI_CHAT and counted part by part', () => {
     const m = msg(0, 'USER', [text('part one'), text('part two')]);
-    const r = assembleContext(makeInput([m], { format: 'OPENAI_CHAT' }));
+    const r = runAssembly(makeInput([m], { format: 'OPENAI_CHAT' }));
     expect((r.payload as OpenAiChatPayload).messages[0]).toEqual({
       role: 'user',
       content: [
@@ -222,9 +222,9 @@ describe('mixed parts', () => {
 
   it('an error tool result keeps is_error in ANTHROPIC_MESSAGES and isError in GENERIC', () => {
     const messages = [user(0, 'q'), calls(1, ['a']), msg(2, 'TOOL', [result('a', 'failed', true)]), user(3, 'q2')];
-    const anthropic = assembleContext(makeInput(messages, { format: 'ANTHROPIC_MESSAGES' })).payload as AnthropicMessagesPayload;
+    const anthropic = runAssembly(makeInput(messages, { format: 'ANTHROPIC_MESSAGES' })).payload as AnthropicMessagesPayload;
     expect(anthropic.messages[2].content[0]).toEqual({ type: 'tool_result', tool_use_id: 'a', content: 'failed', is_error: true });
-    const generic = assembleContext(makeInput(messages, { format: 'GENERIC' })).payload as { messages: { parts: unknown[] }[] };
+    const generic = runAssembly(makeInput(messages, { format: 'GENERIC' })).payload as { messages: { parts: unknown[] }[] };
     expect(generic.messages[2].parts[0]).toEqual({ type: 'toolResult', callId: 'a', content: 'failed', isError: true });
   });
 });

@@ -5,7 +5,7 @@ import {
   escapeJsonForMarkup,
   renderTurnContext,
   validateAssembleOptions,
-} from '../../../src/domain/context/index.js';
+} from '../../../src/domain/assembly/index.js';
 import { defaultOptions } from './helpers.js';
 
 describe('renderTurnContext', () => {

@@ -8,7 +8,7 @@ import {
   resolveAttachments,
   toWork,
   truncateAtBoundary,
-} from '../../../src/domain/context/index.js';
+} from '../../../src/domain/assembly/index.js';
 import { countTokens } from '../../../src/domain/tokens.js';
 import type { ResolvedAttachment } from '../../../src/domain/types.js';
 import { attachmentPart, msg, text, textAttachment } from './helpers.js';

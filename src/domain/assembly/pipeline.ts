@@ -1,5 +1,5 @@
 /**
- * assembleContext: the exact, explainable context for the next model call, as a pure function over
+ * runAssembly: the exact, explainable context for the next model call, as a pure function over
  * plain data (no I/O; the caller loads messages, the applicable compaction and attachments).
  *
  * Pipeline (CONTRACT.md order), with the tool-pair invariant checked after every step:
@@ -60,7 +60,7 @@ function syntheticBlock(
 
 const CUT_DECISIONS = new Set<ContextDecisionKind>(['DROPPED_MAX_MESSAGES', 'DROPPED_BUDGET']);
 
-export function assembleContext(input: AssembleContextInput): AssembledContext {
+export function runAssembly(input: AssembleContextInput): AssembledContext {
   const options = validateAssembleOptions(input.options);
   const { encoding, format } = options;
   const turnContextText = options.turnContext === null ? null : renderTurnContext(options.turnContext);

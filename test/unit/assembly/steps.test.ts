@@ -14,7 +14,7 @@ import {
   workParts,
   countCodePoints,
   type WorkMessage,
-} from '../../../src/domain/context/index.js';
+} from '../../../src/domain/assembly/index.js';
 import { countTokens } from '../../../src/domain/tokens.js';
 import type { DomainMessage } from '../../../src/domain/types.js';
 import { assistant, calls, msg, result, results, text, user } from './helpers.js';

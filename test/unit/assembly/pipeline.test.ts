@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  assembleContext,
+  runAssembly,
   findToolInvariantViolations,
   framingTokens,
   type AssembledContext,
@@ -8,7 +8,7 @@ import {
   LEADING_USER_TEXT,
   type AnthropicMessagesPayload,
   type OpenAiChatPayload,
-} from '../../../src/domain/context/index.js';
+} from '../../../src/domain/assembly/index.js';
 import { countTokens } from '../../../src/domain/tokens.js';
 import type { DomainCompaction, DomainMessage } from '../../../src/domain/types.js';
 import {
@@ -30,7 +30,7 @@ const assemble = (
   messages: DomainMessage[],
   options: Partial<AssembleContextOptions> = {},
   extra: Parameters<typeof makeInput>[2] = {},
-) => assembleContext(makeInput(messages, options, extra));
+) => runAssembly(makeInput(messages, options, extra));
 
 const keptIds = (r: AssembledContext) => r.messages.flatMap((m) => (m.sourceMessageId ? [m.sourceMessageId] : []));
 const decisionOf = (r: AssembledContext, id: string) => r.decisions.find((d) => d.messageId === id)!;
@@ -366,10 +366,10 @@ describe('assembleContext: the pipeline steps together', () => {
   it('echoes the flags and the options', () => {
     const input = makeInput([user(0, 'q')], { maxTokens: 500, maxMessages: 9, encoding: 'CL100K_BASE', format: 'ANTHROPIC_MESSAGES' });
     input.flags = { isFork: true, isFirstTurn: true, hasConnectorSwap: true };
-    const r = assembleContext(input);
+    const r = runAssembly(input);
     expect(r).toMatchObject({ isFork: true, isFirstTurn: true, hasConnectorSwap: true, maxTokens: 500, maxMessages: 9, encoding: 'CL100K_BASE', format: 'ANTHROPIC_MESSAGES' });
     input.flags = { isFork: false, isFirstTurn: false, hasConnectorSwap: false };
-    expect(assembleContext(input)).toMatchObject({ isFork: false, isFirstTurn: false, hasConnectorSwap: false });
+    expect(runAssembly(input)).toMatchObject({ isFork: false, isFirstTurn: false, hasConnectorSwap: false });
   });
 
   it('never writes to its input', () => {
@@ -478,15 +478,15 @@ describe('assembleContext: decisions and hash', () => {
 
   it('contextHash is stable for the same inputs and changes with them', () => {
     const input = () => makeInput(toolSession(), { format: 'OPENAI_CHAT', system: 'sys', maxTokens: 300 });
-    const h = assembleContext(input()).contextHash;
+    const h = runAssembly(input()).contextHash;
     expect(h).toMatch(/^[0-9a-f]{64}$/);
-    expect(assembleContext(input()).contextHash).toBe(h);
+    expect(runAssembly(input()).contextHash).toBe(h);
     const changed = input();
     changed.messages = [...changed.messages.slice(0, -1), user(11, 'Great, now explain the change in two sentences.')];
-    expect(assembleContext(changed).contextHash).not.toBe(h);
-    expect(assembleContext({ ...input(), options: { ...input().options, system: 'sys2' } }).contextHash).not.toBe(h);
-    expect(assembleContext({ ...input(), options: { ...input().options, format: 'GENERIC' } }).contextHash).not.toBe(h);
-    expect(assembleContext({ ...input(), options: { ...input().options, maxTokens: 200 } }).contextHash).not.toBe(h);
+    expect(runAssembly(changed).contextHash).not.toBe(h);
+    expect(runAssembly({ ...input(), options: { ...input().options, system: 'sys2' } }).contextHash).not.toBe(h);
+    expect(runAssembly({ ...input(), options: { ...input().options, format: 'GENERIC' } }).contextHash).not.toBe(h);
+    expect(runAssembly({ ...input(), options: { ...input().options, maxTokens: 200 } }).contextHash).not.toBe(h);
   });
 
   it('the hash does not depend on key order inside tool arguments', () => {
@@ -515,7 +515,7 @@ describe('assembleContext: long sessions', () => {
       ...m,
       tokens: { O200K_BASE: m.tokens!.O200K_BASE * 2, CL100K_BASE: m.tokens!.CL100K_BASE * 2 },
     }));
-    const r = assembleContext(makeInput(messages, { maxTokens: 128_000, format: 'OPENAI_CHAT' }));
+    const r = runAssembly(makeInput(messages, { maxTokens: 128_000, format: 'OPENAI_CHAT' }));
     expect(r.tokenCount).toBeLessThanOrEqual(128_000);
     expect(r.tokenCount).toBeGreaterThan(120_000);
     const byId = new Map(messages.map((m) => [m.id, m]));

@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
-  assembleContext,
+  runAssembly,
   buildPayload,
   canonicalJson,
   contextHash,
   type AssembledMessage,
   type ContextFormat,
-} from '../../../src/domain/context/index.js';
-import { seal, writeCanonicalJson } from '../../../src/domain/context/hash.js';
+} from '../../../src/domain/assembly/index.js';
+import { seal, writeCanonicalJson } from '../../../src/domain/assembly/hash.js';
 import { isImmutable, markImmutable } from '../../../src/domain/immutable.js';
 import type { DomainMessage, TokenEncoding } from '../../../src/domain/types.js';
 import { call, generateSession, makeInput, msg, result, rng, text } from './helpers.js';
@@ -164,10 +164,10 @@ describe('assembleContext over immutable parts', () => {
     for (const format of FORMATS) {
       for (const maxTokens of [null, 4_000, 20_000]) {
         const options = { format, maxTokens, system: 'You help.', turnContext: { cwd: '/repo' } };
-        const expected = assembleContext(makeInput(plain, options));
+        const expected = runAssembly(makeInput(plain, options));
         expect(expected.contextHash).toBe(hashOf(expected.payload, expected.encoding, format));
         for (let run = 0; run < 2; run++) {
-          const got = assembleContext(makeInput(frozen, options));
+          const got = runAssembly(makeInput(frozen, options));
           expect(got.contextHash, `${format} ${maxTokens} run ${run}`).toBe(expected.contextHash);
           expect(got.payload).toEqual(expected.payload);
           expect(got.tokenCount).toBe(expected.tokenCount);
