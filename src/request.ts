@@ -6,7 +6,8 @@ import type { Database } from './db/database.js';
 import type { PrismaClient, Session } from './generated/prisma/client.js';
 import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
-import { createMessageRangeLoader } from './services/messages.js';
+import { createMessageRangeLoader } from './db/stores/messages.js';
+import { findForksAt, findSessions } from './db/stores/sessions.js';
 import type { AssemblyService } from './services/assembly.js';
 import type { SessionService } from './services/sessions.js';
 
@@ -37,10 +38,7 @@ function createLoaders(prisma: PrismaClient, workspaceId: string) {
     messageRange: createMessageRangeLoader(prisma),
     /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
     forksByMessage: new DataLoader<string, Session[]>(async (messageIds) => {
-      const rows = await prisma.session.findMany({
-        where: { forkPointMessageId: { in: [...messageIds] }, workspaceId },
-        orderBy: { id: 'asc' },
-      });
+      const rows = await findForksAt(prisma, workspaceId, messageIds);
       const byMessage = new Map<string, Session[]>();
       for (const row of rows) {
         const forks = byMessage.get(row.forkPointMessageId!);
@@ -50,7 +48,7 @@ function createLoaders(prisma: PrismaClient, workspaceId: string) {
       return messageIds.map((id) => byMessage.get(id) ?? []);
     }),
     sessionById: new DataLoader<string, Session | null>(async (ids) => {
-      const rows = await prisma.session.findMany({ where: { id: { in: [...ids] }, workspaceId } });
+      const rows = await findSessions(prisma, workspaceId, ids);
       const byId = new Map(rows.map((r) => [r.id, r]));
       return ids.map((id) => byId.get(id) ?? null);
     }),

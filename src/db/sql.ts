@@ -8,6 +8,7 @@
  */
 import type { PGlite, Transaction as PGliteTransaction } from '@electric-sql/pglite';
 import type pg from 'pg';
+import type { Prisma } from '../generated/prisma/client.js';
 
 /** Runs statements with `$1`-style parameters. */
 export interface SqlClient {
@@ -21,6 +22,36 @@ export interface Sql extends SqlClient {
    * Retrying is the caller's choice: see `isRetryableSqlError`.
    */
   transaction<T>(work: (sql: SqlClient) => Promise<T>): Promise<T>;
+}
+
+/** A Prisma interactive transaction. */
+export type Tx = Prisma.TransactionClient;
+
+/**
+ * Where a store's statement runs: a Prisma transaction or a plain SQL one. The statements shared
+ * by both kinds of write (session locks, the event log, the applicable compaction) take either.
+ */
+export type SqlTarget = Tx | SqlClient;
+
+/** `db` as plain SQL (`$1` parameters); a Prisma transaction runs it with `$queryRawUnsafe`. */
+export function asSql(db: SqlTarget): SqlClient {
+  if ('query' in db && typeof db.query === 'function') return db as SqlClient;
+  const tx = db as Tx;
+  return { query: <T>(text: string, values: readonly unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...values) };
+}
+
+/**
+ * The parameters of one statement, numbered as they are added: a fragment built elsewhere (a
+ * subquery) takes its own placeholders from the same list, so no file hard-codes another's `$n`.
+ */
+export class SqlParams {
+  readonly values: unknown[] = [];
+
+  /** Adds `value` and returns its placeholder (`$n`), with `cast` appended when given. */
+  add(value: unknown, cast = ''): string {
+    this.values.push(value);
+    return `$${this.values.length}${cast}`;
+  }
 }
 
 /** What counts the statements (the app's QueryCounter). */

@@ -17,6 +17,3 @@ export function forkNumberOf(title: string, base: string): bigint | null {
 export function nextForkTitle(base: string, highest: bigint | null): string {
   return `${base} (fork ${(highest ?? 0n) + 1n})`;
 }
-
-/** What follows a base in a title of that base: exactly " (fork N)", capturing N (SQL regex). */
-export const FORK_NUMBER_AFTER_BASE_SQL = '^ \\(fork ([0-9]+)\\)$';

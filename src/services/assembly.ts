@@ -16,11 +16,13 @@ import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } fro
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
 import { markImmutable } from '../domain/immutable.js';
 import type { Sql } from '../db/sql.js';
+import { findAttachments } from '../db/stores/attachments.js';
+import { latestCompaction, type CompactionRow } from '../db/stores/compactions.js';
+import { readIdsAndPositions, readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
+import { readAssemblyState, type AssemblyState } from '../db/stores/sessions.js';
 import { notFound } from '../errors.js';
-import type { Compaction, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
-import { segmentsWhere } from './messages.js';
+import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
 import { FinishedRowsCache } from './finished-rows.js';
-import { compactionScopeValues, latestCompaction, latestCompactionSql } from './compactions.js';
 
 /**
  * How the window is read, newest first: `first` messages while the compaction is read, then pages
@@ -35,28 +37,11 @@ export interface WindowPaging {
 }
 export const DEFAULT_WINDOW_PAGING: WindowPaging = { first: 256, min: 64, max: 2_048, margin: 16 };
 
-const LIGHT_COLUMNS = {
-  id: true,
-  position: true,
-  role: true,
-  generating: true,
-  toolResultIds: true,
-  tokensO200k: true,
-  tokensCl100k: true,
-} as const;
-const LIGHT_SQL = Object.keys(LIGHT_COLUMNS)
-  .map((column) => `"${column}"`)
-  .join(', ');
-
-/** What windowing looks at of a message: its place, role, state, tool results and stored counts. */
-type LightRow = Prisma.MessageGetPayload<{ select: typeof LIGHT_COLUMNS }>;
 /** A known session's newest messages [from, messageCount), newest first, read with the session. */
 interface NewestPage {
   from: number;
   rows: LightRow[];
 }
-/** What assembly uses of the applicable compaction. */
-type CompactionRow = Pick<Compaction, 'id' | 'uptoIndex' | 'summary' | 'tokensO200k' | 'tokensCl100k'>;
 interface LoadedWindow {
   /** The window's messages, oldest first, with their parts. */
   messages: DomainMessage[];
@@ -72,18 +57,6 @@ interface WindowHint extends Pick<LineageSession, 'id' | 'forkIndex' | 'lineage'
   costPerRow: number | null;
 }
 const MAX_HINTS = 10_000;
-
-/** The session and what its previous turns say, read in one statement. */
-type SessionState = Session & {
-  /** Whether the session has a turn other than the one being recorded. */
-  hadTurn: boolean;
-  /** Whether the turn to record the context on is a turn of this session (true when none is given). */
-  turnFound: boolean;
-  /** The settings fingerprint of the latest earlier recorded context, the session's own or else its parent's. */
-  previousFingerprint: string | null;
-  /** For a known session, what was read with it. */
-  known: { compaction: CompactionRow | null; newest: NewestPage } | null;
-};
 
 /**
  * Parsed parts of finished messages, evicted by the CLOCK rule (second chance: the oldest entry
@@ -252,61 +225,15 @@ export class AssemblyService {
     return result;
   }
 
-  /**
-   * The session, whether it had a turn before this one, and the settings fingerprint recorded with
-   * the latest earlier context (a fork with no context of its own compares with its parent's latest),
-   * in one statement. For a known session the same statement reads its compaction and its newest
-   * messages from `from` (what the rows cache lacks) on, at most `known.newest` of them (none: not read).
-   */
-  private async readSession(
+  /** The session and what its turns say; for a known session, also its compaction and what the rows cache lacks of its newest messages. */
+  private readSession(
     workspaceId: string,
     sessionId: string,
     turnId: string | null,
     known: { hint: WindowHint; newest: number } | null,
-  ): Promise<SessionState | null> {
+  ): Promise<AssemblyState | null> {
     const from = known ? Math.max(known.hint.forkIndex ?? 0, this.rows.range(sessionId)?.hi ?? 0) : 0;
-    const [row] = await this.sql.query<SessionState & { compaction?: CompactionRow | null; newest?: LightRow[] }>(
-      `SELECT s.*,
-         EXISTS (SELECT 1 FROM "Turn" t WHERE t."sessionId" = s.id AND t.id IS DISTINCT FROM $3) AS "hadTurn",
-         ($3::text IS NULL OR EXISTS (SELECT 1 FROM "Turn" t WHERE t.id = $3 AND t."sessionId" = s.id)) AS "turnFound",
-         coalesce(
-           (SELECT t."contextSettingsFingerprint" FROM "Turn" t
-             WHERE t."sessionId" = s.id AND t."contextSettingsFingerprint" IS NOT NULL AND t.id IS DISTINCT FROM $3
-             ORDER BY t.number DESC LIMIT 1),
-           (SELECT t."contextSettingsFingerprint" FROM "Turn" t
-             WHERE t."sessionId" = s."parentId" AND t."contextSettingsFingerprint" IS NOT NULL
-             ORDER BY t.number DESC LIMIT 1)
-         ) AS "previousFingerprint"${
-           known
-             ? `,
-         (SELECT row_to_json(c) FROM (SELECT id, "uptoIndex", summary, "tokensO200k", "tokensCl100k" FROM (${latestCompactionSql(4)}) lc) c) AS compaction`
-             : ''
-         }${
-           known && known.newest > 0
-             ? `,
-         (SELECT coalesce(json_agg(m ORDER BY m.position DESC), '[]'::json) FROM (
-            SELECT ${LIGHT_SQL} FROM "Message"
-            WHERE "sessionId" = s.id AND position >= greatest($7::int, s."messageCount" - $8::int)
-          ) m) AS newest`
-             : ''
-         }
-       FROM "Session" s WHERE s.id = $1 AND s."workspaceId" = $2`,
-      [
-        sessionId,
-        workspaceId,
-        turnId,
-        ...(known ? compactionScopeValues(known.hint) : []),
-        ...(known && known.newest > 0 ? [from, known.newest] : []),
-      ],
-    );
-    if (!row) return null;
-    const { compaction, newest, ...session } = row;
-    if (!known) return { ...session, known: null };
-    const rows = newest ?? [];
-    return {
-      ...session,
-      known: { compaction: compaction ?? null, newest: { from: Math.max(from, session.messageCount - known.newest), rows } },
-    };
+    return readAssemblyState(this.sql, workspaceId, sessionId, turnId, known ? { session: known.hint, from, newest: known.newest } : null);
   }
 
   /**
@@ -366,7 +293,7 @@ export class AssemblyService {
               : Math.min(paging.max, Math.max(paging.min, Math.ceil(((budget - spent) / Math.max(1, spent)) * counted * 1.25) + paging.margin));
           // What is kept below `hi` is not read again.
           const lo = Math.max(floor, hi - size, cached && cached.hi < hi ? cached.hi : 0);
-          rows = await this.readPage(segment.sessionId, lo, hi);
+          rows = await readLightPage(this.sql, segment.sessionId, lo, hi);
           keep(segment.sessionId, rows);
         }
         // The first page was read before the compaction's end was known.
@@ -402,23 +329,8 @@ export class AssemblyService {
   /** Every message after the compaction: without a budget (or a countable one), nothing bounds the window. */
   private async loadAll(session: LineageSession, segments: Segment[], uptoRead: Promise<number>): Promise<LoadedWindow> {
     const scope = clipSegments(segments, await uptoRead, session.messageCount);
-    const rows = scope.length
-      ? await this.prisma.message.findMany({ where: segmentsWhere(scope), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS })
-      : [];
+    const rows = await readLightSegments(this.prisma, scope);
     return { messages: await this.withParts(rows), costPerRow: null };
-  }
-
-  /**
-   * Messages [lo, hi) of one session, newest first. Positions are dense, so the range itself bounds
-   * the rows: whatever plan the planner picks (with stale statistics it may sort every row of the
-   * session instead of reading the index backwards), it reads no more than that.
-   */
-  private readPage(sessionId: string, lo: number, hi: number): Promise<LightRow[]> {
-    return this.sql.query<LightRow>(
-      `SELECT ${LIGHT_SQL} FROM "Message"
-       WHERE "sessionId" = $1 AND position >= $2 AND position < $3 ORDER BY position DESC`,
-      [sessionId, lo, hi],
-    );
   }
 
   /** The first page: what the budget holds at the cost per message seen last time, plus the margin. */
@@ -450,10 +362,7 @@ export class AssemblyService {
       if (parts[i] === undefined) (missing ??= []).push(row.id);
     }
     if (missing) {
-      const found = await this.sql.query<{ id: string; parts: StoredPart[]; generating: boolean }>(
-        'SELECT id, parts, generating FROM "Message" WHERE id = ANY($1::text[])',
-        [missing],
-      );
+      const found = await readParts(this.sql, missing);
       const byId = new Map<string, StoredPart[]>();
       for (const row of found) {
         byId.set(row.id, row.parts);
@@ -487,12 +396,7 @@ export class AssemblyService {
     const budgetReason = `Does not fit maxTokens (${windowed.maxTokens}) after the newer messages kept.`;
     let loaded: Promise<ContextDecision[]> | null = null;
     const earlierDecisions = () =>
-      (loaded ??= this.prisma.message
-        .findMany({
-          where: segmentsWhere(clipSegments(segments, 0, lo)),
-          orderBy: { position: 'asc' },
-          select: { id: true, position: true },
-        })
+      (loaded ??= readIdsAndPositions(this.prisma, clipSegments(segments, 0, lo))
         .then((earlier) =>
           earlier.map((m): ContextDecision =>
             m.position < upto
@@ -512,7 +416,7 @@ export class AssemblyService {
     const ids = new Set<string>();
     for (const message of messages) for (const part of message.parts) if (part.type === 'attachment') ids.add(part.attachmentId);
     if (ids.size === 0) return new Map();
-    const rows = await this.prisma.attachment.findMany({ where: { id: { in: [...ids] }, workspaceId } });
+    const rows = await findAttachments(this.prisma, workspaceId, [...ids]);
     return new Map(
       rows.map((row) => [
         row.id,

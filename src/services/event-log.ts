@@ -1,71 +1,10 @@
-import { uuidv7 } from '../db/ids.js';
-import type { SqlClient } from '../db/sql.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
-import type { Prisma, PrismaClient, SessionEventType } from '../generated/prisma/client.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
 
-export type Tx = Prisma.TransactionClient;
+// The log's writes and their SQL live in the events store.
+export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
 
-/** A Prisma transaction or a plain SQL one: the statements shared by both kinds of write take either. */
-export type SqlTarget = Tx | SqlClient;
-
-/** `db` as plain SQL (`$1` parameters); a Prisma transaction runs it with `$queryRawUnsafe`. */
-export function asSql(db: SqlTarget): SqlClient {
-  if ('query' in db && typeof db.query === 'function') return db as SqlClient;
-  const tx = db as Tx;
-  return { query: <T>(text: string, values: readonly unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...values) };
-}
-
-export interface NewSessionEvent {
-  type: SessionEventType;
-  turnId?: string | null;
-  messageId?: string | null;
-  payload?: Record<string, unknown>;
-}
-
-/**
- * Appends events to a session's log inside the caller's transaction. The sequence counter lives on
- * the session row, so numbers are gapless per session even across server instances. Returns the
- * events to publish once the transaction has committed.
- */
-export async function appendEvents(db: SqlTarget, sessionId: string, events: NewSessionEvent[]): Promise<SessionEventMessage[]> {
-  if (events.length === 0) return [];
-  const createdAt = new Date();
-  const ids = events.map(() => uuidv7());
-  // One statement: take the next sequence numbers from the session row and insert the events.
-  const rows = await asSql(db).query<{ id: string; sequence: number }>(
-    `WITH numbered AS (
-       UPDATE "Session" SET "eventSequence" = "eventSequence" + $2::int WHERE id = $1
-       RETURNING "eventSequence" - $2::int AS base
-     )
-     INSERT INTO "SessionEvent" (id, "sessionId", sequence, type, "turnId", "messageId", payload, "createdAt")
-     SELECT e.id, $1, numbered.base + e.ord, e.type::"SessionEventType", e.turn_id, e.message_id, e.payload::jsonb, $3::timestamp(3)
-     FROM numbered, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-       WITH ORDINALITY AS e(id, type, turn_id, message_id, payload, ord)
-     RETURNING id, sequence`,
-    [
-      sessionId,
-      events.length,
-      createdAt.toISOString(),
-      ids,
-      events.map((e) => e.type),
-      events.map((e) => e.turnId ?? null),
-      events.map((e) => e.messageId ?? null),
-      events.map((e) => JSON.stringify(e.payload ?? {})),
-    ],
-  );
-  const sequenceOf = new Map(rows.map((row) => [row.id, Number(row.sequence)]));
-  return events.map((event, i) => ({
-    id: ids[i],
-    sessionId,
-    sequence: sequenceOf.get(ids[i])!,
-    type: event.type,
-    turnId: event.turnId ?? null,
-    messageId: event.messageId ?? null,
-    payload: event.payload ?? {},
-    createdAt: createdAt.toISOString(),
-  }));
-}
-
+/** Publishes events of a committed transaction. */
 export function publishAll(bus: EventBus, events: SessionEventMessage[]) {
   for (const event of events) bus.publish(event);
 }

@@ -1,10 +1,24 @@
 import { createHash } from 'node:crypto';
 import { uuidv7 } from '../db/ids.js';
-import { FORK_NUMBER_AFTER_BASE_SQL, forkTitleBase, nextForkTitle } from '../domain/fork-title.js';
-import { childLineage, clipSegments, ownerOf, visibleSegments, type LineageSession } from '../domain/lineage.js';
+import { isRetryableSqlError, type Sql, type SqlClient, type SqlTarget, type Tx } from '../db/sql.js';
+import { createAttachment } from '../db/stores/attachments.js';
+import { createCompaction } from '../db/stores/compactions.js';
+import { appendEvents } from '../db/stores/events.js';
+import {
+  findGenerating,
+  findMessageSession,
+  findToolCalls,
+  insertMessages,
+  lockMessage,
+  newMessageRow,
+  updateMessageContent,
+} from '../db/stores/messages.js';
+import * as sessionStore from '../db/stores/sessions.js';
+import type { LockedSession } from '../db/stores/sessions.js';
+import { forkTitleBase, nextForkTitle } from '../domain/fork-title.js';
+import { childLineage, clipSegments, ownerOf, visibleSegments } from '../domain/lineage.js';
 import {
   draftMessage,
-  joinText,
   LIMITS,
   toolCallIdsOf,
   toolResultIdsOf,
@@ -13,31 +27,16 @@ import {
   type MessageInputData,
   type PartInput,
 } from '../domain/parts.js';
-import { countStoredTokens, countTokens } from '../domain/tokens.js';
+import { countTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 import { badInput, DomainError, notFound } from '../errors.js';
-import { isRetryableSqlError, type Sql, type SqlClient } from '../db/sql.js';
 import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
-import { appendEvents, asSql, publishAll, type SqlTarget, type Tx } from './event-log.js';
-import { segmentsWhere } from './messages.js';
+import { publishAll } from './event-log.js';
 
-/** The columns a locked session row carries through a write. */
-export interface LockedSession extends LineageSession {
-  workspaceId: string;
-  rootId: string;
-  parentId: string | null;
-  ancestorIds: string[];
-  depth: number;
-  compactionCount: number;
-  title: string;
-  settings: unknown;
-  metadata: unknown;
-}
+export type { LockedSession } from '../db/stores/sessions.js';
 
 export const DEFAULT_TITLE = 'Untitled session';
-const LOCKED_COLUMNS =
-  'id, "workspaceId", "rootId", "parentId", "ancestorIds", depth, "forkIndex", "messageCount", "compactionCount", lineage, title, settings, metadata';
 const RECENT_WINDOW = 64;
 
 /**
@@ -77,7 +76,9 @@ export class SessionService {
   }
 
   async lock(db: SqlTarget, workspaceId: string, sessionId: string, clientId = sessionId): Promise<LockedSession> {
-    return lockSessionRow(db, 'id = $1 AND "workspaceId" = $2', [sessionId, workspaceId], clientId);
+    const row = await sessionStore.lockSession(db, workspaceId, sessionId);
+    if (!row) throw notFound('Session', clientId);
+    return row;
   }
 
   /**
@@ -86,7 +87,9 @@ export class SessionService {
    * delete never races a fork of a session it removes.
    */
   async lockTreeRoot(db: SqlTarget, workspaceId: string, sessionId: string, clientId = sessionId): Promise<LockedSession> {
-    return lockSessionRow(db, 'id = (SELECT "rootId" FROM "Session" WHERE id = $1 AND "workspaceId" = $2)', [sessionId, workspaceId], clientId);
+    const row = await sessionStore.lockTreeRoot(db, workspaceId, sessionId);
+    if (!row) throw notFound('Session', clientId);
+    return row;
   }
 
   async createSession(
@@ -99,7 +102,7 @@ export class SessionService {
     const drafts = draftBatch(input.messages ?? [], true);
     const id = uuidv7();
     return this.write(async (tx, events) => {
-      const created = await tx.session.create({ data: { id, rootId: id, ancestorIds: [], workspaceId, title, settings, metadata } });
+      const created = await sessionStore.createSession(tx, { id, rootId: id, ancestorIds: [], workspaceId, title, settings, metadata });
       if (drafts.length === 0) return created;
       // Nobody else sees the new row before the commit: no lock to take.
       return (await this.insertMessages(tx, created, drafts, { turnId: null, agentId: null }, events)).session;
@@ -112,14 +115,14 @@ export class SessionService {
     input: { title?: string | null; settings?: unknown; metadata?: unknown },
     clientId?: string,
   ): Promise<Session> {
-    const data: Prisma.SessionUpdateInput = {};
+    const data: Prisma.SessionUncheckedUpdateInput = {};
     if (input.title !== undefined && input.title !== null) data.title = checkTitle(input.title);
     if (input.settings !== undefined && input.settings !== null) data.settings = jsonObject(input.settings, 'settings');
     if (input.metadata !== undefined && input.metadata !== null) data.metadata = jsonObject(input.metadata, 'metadata');
     if (Object.keys(data).length === 0) throw badInput('updateSession: give at least one of title, settings, metadata.');
     return this.write(async (tx, events) => {
       await this.lock(tx, workspaceId, sessionId, clientId);
-      const session = await tx.session.update({ where: { id: sessionId }, data });
+      const session = await sessionStore.updateSession(tx, sessionId, data);
       events.push(
         ...(await appendEvents(tx, sessionId, [{ type: 'SESSION_UPDATED', payload: { fields: Object.keys(data).sort() } }])),
       );
@@ -132,11 +135,7 @@ export class SessionService {
     return this.write(async (tx) => {
       const root = await this.lockTreeRoot(tx, workspaceId, sessionId, clientId);
       if (root.id !== sessionId) await this.lock(tx, workspaceId, sessionId, clientId);
-      const descendants = await tx.session.findMany({
-        where: { ancestorIds: { has: sessionId } },
-        select: { id: true, depth: true },
-        orderBy: { depth: 'desc' },
-      });
+      const descendants = await sessionStore.findDescendants(tx, sessionId);
       if (descendants.length > 0 && !cascade) {
         throw new DomainError(
           'SESSION_HAS_FORKS',
@@ -145,7 +144,7 @@ export class SessionService {
         );
       }
       const ids = [...descendants.map((d) => d.id), sessionId];
-      await tx.$executeRaw`DELETE FROM "Session" WHERE id = ANY(${ids}::text[])`;
+      await sessionStore.deleteSessions(tx, ids);
       return ids;
     });
   }
@@ -178,23 +177,26 @@ export class SessionService {
   ): Promise<{ session: Session; messages: Message[] }> {
     await this.checkToolResults(tx, session, drafts.map((d) => d.parts));
     const now = Date.now();
-    const rows = [];
+    const rows: Message[] = [];
     for (const [i, draft] of drafts.entries()) {
       const parts = await this.storeAttachments(tx, session, draft.parts);
-      rows.push({
-        id: uuidv7(),
-        sessionId: session.id,
-        position: session.messageCount + i,
-        role: draft.role,
-        ...contentColumns(parts, draft.generating),
-        turnId: options.turnId,
-        agentId: draft.agentId ?? options.agentId,
-        // Strictly increasing timestamps within a batch keep createdAt order equal to index order.
-        createdAt: new Date(now + i),
-      });
+      rows.push(
+        newMessageRow({
+          id: uuidv7(),
+          sessionId: session.id,
+          position: session.messageCount + i,
+          role: draft.role,
+          parts,
+          generating: draft.generating,
+          turnId: options.turnId,
+          agentId: draft.agentId ?? options.agentId,
+          // Strictly increasing timestamps within a batch keep createdAt order equal to index order.
+          createdAt: new Date(now + i),
+        }),
+      );
     }
-    await tx.message.createMany({ data: rows });
-    const updated = await tx.session.update({ where: { id: session.id }, data: { messageCount: session.messageCount + rows.length } });
+    await insertMessages(tx, rows);
+    const updated = await sessionStore.updateSession(tx, session.id, { messageCount: session.messageCount + rows.length });
     events.push(
       ...(await appendEvents(
         tx,
@@ -207,8 +209,7 @@ export class SessionService {
         })),
       )),
     );
-    const messages = rows.map((row) => ({ ...row, updatedAt: row.createdAt })) as unknown as Message[];
-    return { session: updated, messages };
+    return { session: updated, messages: rows };
   }
 
   /** A tool result must name a call made earlier in the session (or earlier in the same batch). */
@@ -222,13 +223,7 @@ export class SessionService {
     if (missing.size === 0) return;
     const segments = visibleSegments(session);
     const findCalls = async (lo: number, hi: number) => {
-      const where = segmentsWhere(clipSegments(segments, lo, hi));
-      if (where.OR.length === 0) return;
-      const rows = await tx.message.findMany({
-        where: { ...where, toolCallIds: { hasSome: [...missing] } },
-        select: { toolCallIds: true },
-      });
-      for (const row of rows) for (const id of row.toolCallIds) missing.delete(id);
+      for (const id of await findToolCalls(tx, clipSegments(segments, lo, hi), [...missing])) missing.delete(id);
     };
     // Results almost always answer a recent call: look there first, then the whole history.
     const recent = Math.max(0, session.messageCount - RECENT_WINDOW);
@@ -250,17 +245,15 @@ export class SessionService {
         continue;
       }
       const size = Buffer.byteLength(part.content, 'utf8');
-      const attachment = await tx.attachment.create({
-        data: {
-          id: uuidv7(),
-          workspaceId: session.workspaceId,
-          sessionId: session.id,
-          name: part.name,
-          mimeType: part.mimeType,
-          size,
-          sha256: createHash('sha256').update(part.content).digest('hex'),
-          content: part.content,
-        },
+      const attachment = await createAttachment(tx, {
+        id: uuidv7(),
+        workspaceId: session.workspaceId,
+        sessionId: session.id,
+        name: part.name,
+        mimeType: part.mimeType,
+        size,
+        sha256: createHash('sha256').update(part.content).digest('hex'),
+        content: part.content,
       });
       stored.push({ type: 'attachment', attachmentId: attachment.id, name: part.name, mimeType: part.mimeType, size });
     }
@@ -281,13 +274,10 @@ export class SessionService {
       throw badInput('updateMessage: nothing to change; give appendText, parts or generating.');
     }
     return this.write(async (tx, events) => {
-      const found = await tx.message.findFirst({
-        where: { id: messageId, session: { workspaceId } },
-        select: { sessionId: true },
-      });
+      const found = await findMessageSession(tx, workspaceId, messageId);
       if (!found) throw notFound('Message', clientId ?? messageId);
       const session = await this.lock(tx, workspaceId, found.sessionId);
-      const [message] = await tx.$queryRaw<Message[]>`SELECT * FROM "Message" WHERE id = ${messageId} FOR UPDATE`;
+      const message = await lockMessage(tx, messageId);
       if (!message.generating) {
         throw new DomainError('MESSAGE_IMMUTABLE', 'This message is finished and can no longer change.', {
           messageId: clientId ?? messageId,
@@ -308,7 +298,7 @@ export class SessionService {
             : [...parts, { type: 'text', text: input.appendText! }];
       }
       const generating = input.generating ?? true;
-      const updated = await tx.message.update({ where: { id: messageId }, data: contentColumns(parts, generating) });
+      const updated = await updateMessageContent(tx, messageId, parts, generating);
       const payload: Record<string, unknown> = { index: message.position, generating };
       if (hasAppend) payload.appendText = input.appendText;
       events.push(
@@ -347,7 +337,8 @@ export class SessionService {
         }
       }
       const base = forkTitleBase(parent.title);
-      const cut = await readForkPoint(sql, parent, byIndex ? { index: input.messageIndex! } : { messageId: input.messageId! }, base);
+      const at = byIndex ? { owner: ownerOf(parent, input.messageIndex!), index: input.messageIndex! } : { messageId: input.messageId! };
+      const cut = await sessionStore.readForkPoint(sql, parent, at, base);
       if (!cut || ownerOf(parent, cut.message.position) !== cut.message.sessionId) {
         throw notFound('Message in this session', input.messageId ?? String(input.messageIndex));
       }
@@ -365,29 +356,22 @@ export class SessionService {
       }
       const forkTitle = title ?? nextForkTitle(base, highestFork === null ? null : BigInt(highestFork));
       const id = uuidv7();
-      const now = new Date().toISOString();
-      const [session] = await sql.query<Session>(
-        `INSERT INTO "Session" (id, "workspaceId", title, settings, metadata, "parentId", "rootId", "ancestorIds", depth,
-                                "forkIndex", "forkPointMessageId", lineage, "messageCount", "createdAt", "updatedAt")
-         VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::text[], $9, $10, $11, $12::jsonb, $13, $14::timestamp(3), $14::timestamp(3))
-         RETURNING *`,
-        [
-          id,
-          workspaceId,
-          forkTitle,
-          JSON.stringify(parent.settings),
-          JSON.stringify(parent.metadata),
-          parent.id,
-          parent.rootId,
-          [...(parent.ancestorIds ?? []), parent.id],
-          parent.depth + 1,
-          index,
-          excluded.id,
-          JSON.stringify(childLineage(parent, index)),
-          index,
-          now,
-        ],
-      );
+      const session = await sessionStore.insertFork(sql, {
+        id,
+        workspaceId,
+        title: forkTitle,
+        settings: parent.settings,
+        metadata: parent.metadata,
+        parentId: parent.id,
+        rootId: parent.rootId,
+        ancestorIds: [...(parent.ancestorIds ?? []), parent.id],
+        depth: parent.depth + 1,
+        forkIndex: index,
+        forkPointMessageId: excluded.id,
+        lineage: childLineage(parent, index) as unknown as Prisma.JsonValue,
+        messageCount: index,
+        createdAt: new Date(),
+      });
       events.push(
         ...(await appendEvents(sql, parent.id, [
           { type: 'SESSION_FORKED', messageId: excluded.id, payload: { forkId: id, messageIndex: index, title: forkTitle } },
@@ -411,24 +395,19 @@ export class SessionService {
           uptoIndex: input.uptoIndex,
         });
       }
-      const generating = await tx.message.findFirst({
-        where: { ...segmentsWhere(clipSegments(visibleSegments(session), 0, input.uptoIndex)), generating: true },
-        select: { position: true },
-      });
+      const generating = await findGenerating(tx, clipSegments(visibleSegments(session), 0, input.uptoIndex));
       if (generating) throw badInput(`Message ${generating.position} is still generating and cannot be summarized yet.`);
       const ordinal = session.compactionCount + 1;
-      const compaction = await tx.compaction.create({
-        data: {
-          id: uuidv7(),
-          sessionId: session.id,
-          ordinal,
-          uptoIndex: input.uptoIndex,
-          summary: input.summary,
-          tokensO200k: countTokens(input.summary, 'O200K_BASE'),
-          tokensCl100k: countTokens(input.summary, 'CL100K_BASE'),
-        },
+      const compaction = await createCompaction(tx, {
+        id: uuidv7(),
+        sessionId: session.id,
+        ordinal,
+        uptoIndex: input.uptoIndex,
+        summary: input.summary,
+        tokensO200k: countTokens(input.summary, 'O200K_BASE'),
+        tokensCl100k: countTokens(input.summary, 'CL100K_BASE'),
       });
-      const updated = await tx.session.update({ where: { id: session.id }, data: { compactionCount: ordinal } });
+      const updated = await sessionStore.updateSession(tx, session.id, { compactionCount: ordinal });
       events.push(
         ...(await appendEvents(tx, session.id, [
           { type: 'SESSION_COMPACTED', payload: { compactionId: compaction.id, uptoIndex: input.uptoIndex } },
@@ -437,35 +416,6 @@ export class SessionService {
       return updated;
     });
   }
-}
-
-/**
- * Everything a fork needs to know about its cut, in one statement: the message at the cut (by
- * index or by id), the first still-generating message of the parent's own before it, and the
- * highest fork number already used with the title's base in the tree (titles of that base are the
- * base followed by exactly " (fork N)").
- */
-async function readForkPoint(
-  sql: SqlClient,
-  parent: LockedSession,
-  at: { index: number } | { messageId: string },
-  base: string,
-): Promise<{ message: Message; generatingAt: number | null; highestFork: string | null } | null> {
-  const ownStart = parent.forkIndex ?? 0;
-  const [where, values] =
-    'index' in at ? ['m."sessionId" = $6 AND m.position = $7', [ownerOf(parent, at.index), at.index]] : ['m.id = $6', [at.messageId]];
-  const [row] = await sql.query<Message & { generatingAt: number | null; highestFork: string | null }>(
-    `SELECT m.*,
-       (SELECT min(g.position) FROM "Message" g
-         WHERE g."sessionId" = $1 AND g.generating AND g.position >= $2 AND g.position < m.position) AS "generatingAt",
-       (SELECT max(substring(substr(s.title, char_length($4) + 1) FROM $5)::numeric)::text
-         FROM "Session" s WHERE s."rootId" = $3 AND starts_with(s.title, $4)) AS "highestFork"
-     FROM "Message" m WHERE ${where}`,
-    [parent.id, ownStart, parent.rootId, base, FORK_NUMBER_AFTER_BASE_SQL, ...values],
-  );
-  if (!row) return null;
-  const { generatingAt, highestFork, ...message } = row;
-  return { message: message as Message, generatingAt: generatingAt === null ? null : Number(generatingAt), highestFork };
 }
 
 function draftBatch(inputs: MessageInputData[], allowEmpty: boolean): DraftMessage[] {
@@ -494,25 +444,4 @@ function isRetryable(error: unknown): boolean {
   if (error.code === 'P2034') return true;
   const meta = error.meta as { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } | undefined;
   return isRetryableSqlError({ code: meta?.code ?? meta?.driverAdapterError?.cause?.originalCode });
-}
-
-/** Locks the one session row `where` selects (parameters `values`), or says it was not found. */
-async function lockSessionRow(db: SqlTarget, where: string, values: unknown[], clientId: string): Promise<LockedSession> {
-  const [row] = await asSql(db).query<LockedSession>(`SELECT ${LOCKED_COLUMNS} FROM "Session" WHERE ${where} FOR UPDATE`, values);
-  if (!row) throw notFound('Session', clientId);
-  return row;
-}
-
-/** What a message's parts decide of its row: the parts, their text and tool ids, and (once finished) its token counts. */
-function contentColumns(parts: StoredPart[], generating: boolean) {
-  const tokens = generating ? null : countStoredTokens(parts);
-  return {
-    parts: parts as unknown as Prisma.InputJsonValue,
-    text: joinText(parts),
-    toolCallIds: toolCallIdsOf(parts),
-    toolResultIds: toolResultIdsOf(parts),
-    generating,
-    tokensO200k: tokens?.O200K_BASE ?? null,
-    tokensCl100k: tokens?.CL100K_BASE ?? null,
-  };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FORK_NUMBER_AFTER_BASE_SQL, forkNumberOf, forkTitleBase } from '../../src/domain/fork-title.js';
+import { FORK_NUMBER_AFTER_BASE_SQL } from '../../src/db/stores/sessions.js';
+import { forkNumberOf, forkTitleBase } from '../../src/domain/fork-title.js';
 import type { ForkPageQuery, MessageInput, MessageRole } from '../generated/graphql.js';
 import { API_KEYS, backend, createTestApp, gqlError, gqlOk, type GqlOptions, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import {

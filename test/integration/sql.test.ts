@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
-import { appendEvents } from '../../src/services/event-log.js';
+import { appendEvents } from '../../src/db/stores/events.js';
 import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { CreateSession, ForkSession } from '../helpers/documents.js';
 

@@ -1,0 +1,184 @@
+/**
+ * Every statement on the `Message` table: the light rows windowing reads (plain SQL, newest first,
+ * a page at a time), parts by id, the range reads of `Session.messages` (batched per request), and
+ * the writes of appendMessages and updateMessage. `newMessageRow` is the one place a message row is
+ * built: it names every column, so a new one breaks `tsc` here.
+ */
+import DataLoader from 'dataloader';
+import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../../domain/lineage.js';
+import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
+import { countStoredTokens } from '../../domain/tokens.js';
+import type { StoredPart } from '../../domain/types.js';
+import type { Message, MessageRole, Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import type { SqlClient, Tx } from '../sql.js';
+import { columnList, type ColumnSet } from './columns.js';
+
+/** Every column of a message row. */
+export const MESSAGE_COLUMNS: ColumnSet<Message> = {
+  id: true,
+  sessionId: true,
+  position: true,
+  role: true,
+  parts: true,
+  text: true,
+  toolCallIds: true,
+  toolResultIds: true,
+  generating: true,
+  tokensO200k: true,
+  tokensCl100k: true,
+  turnId: true,
+  agentId: true,
+  createdAt: true,
+  updatedAt: true,
+};
+export const MESSAGE_SQL = columnList(MESSAGE_COLUMNS);
+
+/** What windowing looks at of a message: its place, role, state, tool results and stored counts. */
+export const LIGHT_COLUMNS = {
+  id: true,
+  position: true,
+  role: true,
+  generating: true,
+  toolResultIds: true,
+  tokensO200k: true,
+  tokensCl100k: true,
+} as const satisfies Partial<ColumnSet<Message>>;
+export const LIGHT_SQL = columnList(LIGHT_COLUMNS);
+export type LightRow = Prisma.MessageGetPayload<{ select: typeof LIGHT_COLUMNS }>;
+
+/** The where clause selecting exactly the rows of these segments. */
+export function segmentsWhere(segments: readonly Segment[]) {
+  return {
+    OR: segments.map((s) => ({ sessionId: s.sessionId, position: { gte: s.start, lt: s.end } })),
+  };
+}
+
+/**
+ * Messages [lo, hi) of one session, newest first. Positions are dense, so the range itself bounds
+ * the rows: whatever plan the planner picks (with stale statistics it may sort every row of the
+ * session instead of reading the index backwards), it reads no more than that.
+ */
+export function readLightPage(sql: SqlClient, sessionId: string, lo: number, hi: number): Promise<LightRow[]> {
+  return sql.query<LightRow>(
+    `SELECT ${LIGHT_SQL} FROM "Message"
+     WHERE "sessionId" = $1 AND position >= $2 AND position < $3 ORDER BY position DESC`,
+    [sessionId, lo, hi],
+  );
+}
+
+/** The light rows of these segments, oldest first. */
+export function readLightSegments(prisma: PrismaClient, segments: readonly Segment[]): Promise<LightRow[]> {
+  if (segments.length === 0) return Promise.resolve([]);
+  return prisma.message.findMany({ where: segmentsWhere(segments), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS });
+}
+
+/** Ids and positions of the messages of these segments, oldest first. */
+export function readIdsAndPositions(prisma: PrismaClient, segments: readonly Segment[]): Promise<{ id: string; position: number }[]> {
+  return prisma.message.findMany({ where: segmentsWhere(segments), orderBy: { position: 'asc' }, select: { id: true, position: true } });
+}
+
+/** Parts (and whether still generating) of messages by id. */
+export function readParts(sql: SqlClient, ids: string[]): Promise<{ id: string; sessionId: string; parts: StoredPart[]; generating: boolean }[]> {
+  return sql.query('SELECT id, "sessionId", parts, generating FROM "Message" WHERE id = ANY($1::text[])', [ids]);
+}
+
+export interface MessageRange {
+  session: LineageSession;
+  /** Inclusive first position. */
+  lo: number;
+  /** Exclusive end position. */
+  hi: number;
+}
+
+/**
+ * Batches every message-page read of one request into a single query, so a list of sessions with
+ * their messages costs the same number of queries whatever the page sizes.
+ */
+export function createMessageRangeLoader(prisma: PrismaClient) {
+  return new DataLoader<MessageRange, Message[], string>(
+    async (ranges) => {
+      const wanted = ranges.map((r) => clipSegments(visibleSegments(r.session), r.lo, r.hi));
+      const all = wanted.flat();
+      const rows = all.length ? await prisma.message.findMany({ where: segmentsWhere(all), orderBy: { position: 'asc' } }) : [];
+      return wanted.map((segments) =>
+        rows.filter((row) => segments.some((s) => s.sessionId === row.sessionId && row.position >= s.start && row.position < s.end)),
+      );
+    },
+    { cacheKeyFn: (r) => `${r.session.id}:${r.session.messageCount}:${r.lo}:${r.hi}` },
+  );
+}
+
+/** What a message's parts decide of its row: the parts, their text and tool ids, and (once finished) its token counts. */
+export function contentColumns(parts: StoredPart[], generating: boolean) {
+  const tokens = generating ? null : countStoredTokens(parts);
+  return {
+    parts: parts as unknown as Prisma.JsonValue,
+    text: joinText(parts),
+    toolCallIds: toolCallIdsOf(parts),
+    toolResultIds: toolResultIdsOf(parts),
+    generating,
+    tokensO200k: tokens?.O200K_BASE ?? null,
+    tokensCl100k: tokens?.CL100K_BASE ?? null,
+  } satisfies Partial<Message>;
+}
+
+export interface NewMessage {
+  id: string;
+  sessionId: string;
+  position: number;
+  role: MessageRole;
+  parts: StoredPart[];
+  generating: boolean;
+  turnId: string | null;
+  agentId: string | null;
+  createdAt: Date;
+}
+
+/** The whole row of a new message: every column of `Message`, so a new column is a type error here. */
+export function newMessageRow(m: NewMessage): Message {
+  return {
+    id: m.id,
+    sessionId: m.sessionId,
+    position: m.position,
+    role: m.role,
+    ...contentColumns(m.parts, m.generating),
+    turnId: m.turnId,
+    agentId: m.agentId,
+    createdAt: m.createdAt,
+    updatedAt: m.createdAt,
+  };
+}
+
+/** Inserts whole rows (every column given: see `newMessageRow`). */
+export async function insertMessages(tx: Tx, rows: Message[]): Promise<void> {
+  await tx.message.createMany({ data: rows.map((row) => ({ ...row, parts: row.parts as Prisma.InputJsonValue })) });
+}
+
+/** The session of a message of the workspace, or null. */
+export function findMessageSession(tx: Tx, workspaceId: string, messageId: string): Promise<{ sessionId: string } | null> {
+  return tx.message.findFirst({ where: { id: messageId, session: { workspaceId } }, select: { sessionId: true } });
+}
+
+/** Locks a message row for a change (its session is locked first). */
+export async function lockMessage(tx: Tx, messageId: string): Promise<Message> {
+  const [row] = await tx.$queryRawUnsafe<Message[]>(`SELECT ${MESSAGE_SQL} FROM "Message" WHERE id = $1 FOR UPDATE`, messageId);
+  return row;
+}
+
+export function updateMessageContent(tx: Tx, messageId: string, parts: StoredPart[], generating: boolean): Promise<Message> {
+  const { parts: json, ...rest } = contentColumns(parts, generating);
+  return tx.message.update({ where: { id: messageId }, data: { ...rest, parts: json as Prisma.InputJsonValue } });
+}
+
+/** The tool call ids among `wanted` made by the messages of these segments. */
+export async function findToolCalls(tx: Tx, segments: readonly Segment[], wanted: string[]): Promise<string[]> {
+  const where = segmentsWhere(segments);
+  if (where.OR.length === 0) return [];
+  const rows = await tx.message.findMany({ where: { ...where, toolCallIds: { hasSome: wanted } }, select: { toolCallIds: true } });
+  return rows.flatMap((row) => row.toolCallIds);
+}
+
+/** The first still-generating message of these segments, or null. */
+export function findGenerating(tx: Tx, segments: readonly Segment[]): Promise<{ position: number } | null> {
+  return tx.message.findFirst({ where: { ...segmentsWhere(segments), generating: true }, select: { position: true } });
+}

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { SqlParams, type SqlClient } from '../../src/db/sql.js';
+import { EVENT_INSERT_COLUMNS } from '../../src/db/stores/events.js';
+import { MESSAGE_COLUMNS, newMessageRow } from '../../src/db/stores/messages.js';
+import { forkInsert, SESSION_COLUMNS, type NewFork } from '../../src/db/stores/sessions.js';
+import { backend, type TestApp, useTestApp } from '../helpers/app.js';
+
+// The stores' hand-written statements name every column of the tables they write (tsc checks them
+// against the generated Prisma types); this checks the same lists against the migrated database,
+// so a column added by a migration without a matching store change fails here too.
+
+let app: TestApp;
+useTestApp((built) => {
+  app = built;
+});
+
+const fork: NewFork = {
+  id: 'f',
+  workspaceId: 'w',
+  title: 't',
+  settings: {},
+  metadata: {},
+  parentId: 'p',
+  rootId: 'r',
+  ancestorIds: ['p'],
+  depth: 1,
+  forkIndex: 0,
+  forkPointMessageId: 'm',
+  lineage: [],
+  messageCount: 0,
+  createdAt: new Date(),
+};
+
+const message = newMessageRow({
+  id: 'm',
+  sessionId: 's',
+  position: 0,
+  role: 'USER',
+  parts: [{ type: 'text', text: 'q' }],
+  generating: false,
+  turnId: null,
+  agentId: null,
+  createdAt: new Date(),
+});
+
+/** What each hand-written write or whole-row read covers, by table. */
+const statements: { name: string; table: string; columns: string[] }[] = [
+  { name: 'fork INSERT', table: 'Session', columns: Object.keys(forkInsert(fork, new SqlParams()).values) },
+  { name: 'Session row decoder', table: 'Session', columns: Object.keys(SESSION_COLUMNS) },
+  { name: 'appendMessages row', table: 'Message', columns: Object.keys(message) },
+  { name: 'Message row decoder', table: 'Message', columns: Object.keys(MESSAGE_COLUMNS) },
+  { name: 'event log INSERT', table: 'SessionEvent', columns: EVENT_INSERT_COLUMNS },
+];
+
+async function tableColumns(sql: SqlClient, table: string): Promise<string[]> {
+  const rows = await sql.query<{ column_name: string }>(
+    'SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
+    [table],
+  );
+  return rows.map((r) => r.column_name).sort();
+}
+
+/** Columns of the table that the statement does not handle, and columns it names that do not exist. */
+async function mismatches(sql: SqlClient, statement: { table: string; columns: string[] }) {
+  const actual = await tableColumns(sql, statement.table);
+  return {
+    unhandled: actual.filter((c) => !statement.columns.includes(c)),
+    unknown: statement.columns.filter((c) => !actual.includes(c)),
+  };
+}
+
+describe(`store column lists match the migrated tables (${backend.label})`, () => {
+  for (const statement of statements) {
+    it(`${statement.name} handles every column of "${statement.table}"`, async () => {
+      expect(await mismatches(app.runtime.db.sql, statement)).toEqual({ unhandled: [], unknown: [] });
+    });
+  }
+
+  it('reports a column added to Session or Message that a store does not handle', async () => {
+    const rollback = new Error('rollback');
+    await expect(
+      app.runtime.db.sql.transaction(async (sql) => {
+        await sql.query('ALTER TABLE "Session" ADD COLUMN "pinned" boolean NOT NULL DEFAULT false');
+        await sql.query('ALTER TABLE "Message" ADD COLUMN "editedAt" timestamp(3)');
+        for (const statement of statements.filter((s) => s.table === 'Session')) {
+          expect((await mismatches(sql, statement)).unhandled).toEqual(['pinned']);
+        }
+        for (const statement of statements.filter((s) => s.table === 'Message')) {
+          expect((await mismatches(sql, statement)).unhandled).toEqual(['editedAt']);
+        }
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect(await tableColumns(app.runtime.db.sql, 'Session')).not.toContain('pinned');
+  });
+});
