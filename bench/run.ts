@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { buildApp, type App } from '../src/app.js';
-import type { AppConfig } from '../src/config.js';
+import { DEFAULT_CACHE_CONFIG, type AppConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
 import { parseGlobalId } from '../src/schema/ids.js';
 import { meets, type BackendKind, type BenchContext, type ResultRow, type Row, type Scenario } from './lib.js';
@@ -73,6 +73,8 @@ function config(databaseUrl: string | null): AppConfig {
     redisPrefix: `sgbench:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
+    production: false,
+    caches: DEFAULT_CACHE_CONFIG,
   };
 }
 

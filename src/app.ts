@@ -7,6 +7,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { WorkspaceAuth } from './auth.js';
+import { ApiKeyCache, AssemblyCaches } from './caches/index.js';
 import type { AppConfig } from './config.js';
 import { createRequestContext, type AppRuntime, type RequestContext } from './request.js';
 import { createDatabase, type Database } from './db/database.js';
@@ -15,7 +16,7 @@ import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { useQueryLimits } from './query-limits.js';
 import { schema } from './schema/index.js';
-import { AssemblyService } from './services/assembly.js';
+import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { SessionService } from './services/sessions.js';
 
 export interface App {
@@ -50,9 +51,10 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
     bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
-    const auth = new WorkspaceAuth(db.prisma);
+    const auth = new WorkspaceAuth(db.prisma, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax));
     await auth.init(config.apiKeys);
-    const sessions = new SessionService(db.prisma, db.sql, bus);
+    const caches = new AssemblyCaches(config.caches);
+    const sessions = new SessionService(db.prisma, db.sql, bus, caches);
     const runtime: AppRuntime = {
       config,
       logger,
@@ -60,7 +62,8 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       bus,
       auth,
       sessions,
-      assembly: new AssemblyService(db.prisma, db.sql),
+      caches,
+      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches),
     };
     return serve(runtime);
   } catch (error) {

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
+import { ApiKeyCache } from './caches/api-keys.js';
 import type { ApiKeyConfig } from './config.js';
 import { DomainError } from './errors.js';
 import type { PrismaClient } from './generated/prisma/client.js';
 
 export const DEFAULT_WORKSPACE = 'default';
-const CACHE_MS = 30_000;
 
 export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex');
 
@@ -15,9 +15,10 @@ export const hashApiKey = (key: string) => createHash('sha256').update(key).dige
 export class WorkspaceAuth {
   private open = false;
   private defaultWorkspaceId = '';
-  private cache = new Map<string, { workspaceId: string | null; until: number }>();
-
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly cache = new ApiKeyCache(),
+  ) {}
 
   async init(keys: ApiKeyConfig[]) {
     const fallback = await this.prisma.workspace.upsert({
@@ -51,18 +52,16 @@ export class WorkspaceAuth {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw new DomainError('UNAUTHENTICATED', 'The Authorization header must be `Bearer <api key>`.');
     const hash = hashApiKey(match[1]);
-    const now = Date.now();
-    let hit = this.cache.get(hash);
-    if (!hit || hit.until < now) {
+    let workspaceId = this.cache.get(hash);
+    if (workspaceId === undefined) {
       const key = await this.prisma.apiKey.findUnique({ where: { keyHash: hash } });
-      hit = { workspaceId: key && !key.revokedAt ? key.workspaceId : null, until: now + CACHE_MS };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, hit);
+      workspaceId = key && !key.revokedAt ? key.workspaceId : null;
+      this.cache.set(hash, workspaceId);
     }
-    if (!hit.workspaceId) {
+    if (!workspaceId) {
       if (this.open) return this.defaultWorkspaceId;
       throw new DomainError('UNAUTHENTICATED', 'This API key is not valid.');
     }
-    return hit.workspaceId;
+    return workspaceId;
   }
 }

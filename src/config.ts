@@ -8,6 +8,40 @@ export interface ApiKeyConfig {
   key: string;
 }
 
+/** Sizes of the in-process caches (src/caches/; each states its rule beside it). */
+export interface CacheConfig {
+  /** Characters of parsed message parts kept (PARTS_CACHE_MAX_CHARS). */
+  partsMaxChars: number;
+  /** Light message rows kept over all sessions (ROWS_CACHE_MAX_ROWS). */
+  rowsMax: number;
+  /** Light message rows kept for one session (ROWS_CACHE_MAX_ROWS_PER_SESSION). */
+  rowsMaxPerSession: number;
+  /** Sessions whose window hint is kept (WINDOW_HINTS_MAX). */
+  windowHintsMax: number;
+  /** API key lookups kept (API_KEY_CACHE_MAX). */
+  apiKeyMax: number;
+  /** How long an API key lookup is trusted, in ms (API_KEY_CACHE_TTL_MS). */
+  apiKeyTtlMs: number;
+}
+
+export const DEFAULT_CACHE_CONFIG: CacheConfig = {
+  partsMaxChars: 32_000_000,
+  rowsMax: 250_000,
+  rowsMaxPerSession: 16_384,
+  windowHintsMax: 10_000,
+  apiKeyMax: 10_000,
+  apiKeyTtlMs: 30_000,
+};
+
+const CACHE_VARIABLES: Record<keyof CacheConfig, string> = {
+  partsMaxChars: 'PARTS_CACHE_MAX_CHARS',
+  rowsMax: 'ROWS_CACHE_MAX_ROWS',
+  rowsMaxPerSession: 'ROWS_CACHE_MAX_ROWS_PER_SESSION',
+  windowHintsMax: 'WINDOW_HINTS_MAX',
+  apiKeyMax: 'API_KEY_CACHE_MAX',
+  apiKeyTtlMs: 'API_KEY_CACHE_TTL_MS',
+};
+
 /** Everything the server is configured by. `buildApp` takes this; only `main.ts` reads the environment. */
 export interface AppConfig {
   port: number;
@@ -22,6 +56,9 @@ export interface AppConfig {
   redisPrefix: string;
   logLevel: LogLevel;
   apiKeys: ApiKeyConfig[];
+  /** NODE_ENV=production: turns off development checks (Pothos's unused-query check). */
+  production: boolean;
+  caches: CacheConfig;
 }
 
 export class ConfigError extends Error {}
@@ -40,7 +77,8 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | REDIS_PREFIX | session-graph: | Redis channel prefix |
  * | LOG_LEVEL | info | debug, info, warn, error, silent |
  * | API_KEYS | — | comma-separated workspace:key pairs |
- * | NODE_ENV | — | production turns off Pothos's development checks (read by the schema builder) |
+ * | NODE_ENV | — | production turns off Pothos's development checks |
+ * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const port = parsePort(env.PORT);
@@ -75,7 +113,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisPrefix: env.REDIS_PREFIX ?? 'session-graph:',
     logLevel,
     apiKeys: parseApiKeys(env.API_KEYS),
+    production: env.NODE_ENV?.trim() === 'production',
+    caches: parseCaches(env),
   };
+}
+
+function parseCaches(env: NodeJS.ProcessEnv): CacheConfig {
+  const caches = { ...DEFAULT_CACHE_CONFIG };
+  for (const key of Object.keys(CACHE_VARIABLES) as (keyof CacheConfig)[]) {
+    const name = CACHE_VARIABLES[key];
+    const raw = env[name]?.trim();
+    if (!raw) continue;
+    const value = Number(raw.replaceAll('_', ''));
+    if (!Number.isSafeInteger(value) || value < 1) throw new ConfigError(`${name} must be a positive integer (got "${raw}").`);
+    caches[key] = value;
+  }
+  return caches;
 }
 
 function parsePort(raw: string | undefined): number {

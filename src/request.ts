@@ -8,6 +8,7 @@ import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
 import { createMessageRangeLoader } from './db/stores/messages.js';
 import { findForksAt, findSessions } from './db/stores/sessions.js';
+import type { AssemblyCaches } from './caches/index.js';
 import type { AssemblyService } from './services/assembly.js';
 import type { SessionService } from './services/sessions.js';
 
@@ -23,6 +24,8 @@ export interface AppRuntime {
   auth: WorkspaceAuth;
   sessions: SessionService;
   assembly: AssemblyService;
+  /** The caches assembly reads through; `forget` is called by every path that can break their rules. */
+  caches: AssemblyCaches;
 }
 
 /** One request's (or one WebSocket operation's) GraphQL context: who is asking, and its loaders. */

@@ -22,7 +22,8 @@ import { readIdsAndPositions, readLightPage, readLightSegments, readParts, type 
 import { readAssemblyState, type AssemblyState } from '../db/stores/sessions.js';
 import { notFound } from '../errors.js';
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
-import { FinishedRowsCache } from './finished-rows.js';
+import { AssemblyCaches, type WindowHint } from '../caches/index.js';
+import { DEFAULT_CACHE_CONFIG } from '../config.js';
 
 /**
  * How the window is read, newest first: `first` messages while the compaction is read, then pages
@@ -47,59 +48,6 @@ interface LoadedWindow {
   messages: DomainMessage[];
   /** The average lower-bound cost of the messages counted (null when none were). */
   costPerRow: number | null;
-}
-
-/**
- * What one assembly of a session tells the next: its lineage (frozen when the session was made)
- * and the cost per message of its window, to size the first page.
- */
-interface WindowHint extends Pick<LineageSession, 'id' | 'forkIndex' | 'lineage'> {
-  costPerRow: number | null;
-}
-const MAX_HINTS = 10_000;
-
-/**
- * Parsed parts of finished messages, evicted by the CLOCK rule (second chance: the oldest entry
- * goes unless it was read since it was last passed over), which approximates least recently used
- * while a read only sets a flag. A finished message never changes, so an entry is never stale,
- * and a deleted one is never asked for again: every lookup is by the id of a row of a session that
- * exists (a session is only deleted with its forks). The parts are frozen (markImmutable), and the
- * payload pieces and canonical JSON derived from them live as long as they do (weakly keyed), so
- * the bound on characters bounds those too (pieces share the parts' strings; the canonical JSON,
- * kept as UTF-8, about doubles what the parts take).
- */
-export class FinishedPartsCache {
-  private readonly entries = new Map<string, { parts: StoredPart[]; size: number; read: boolean }>();
-  private size = 0;
-
-  constructor(private readonly maxChars = 32_000_000) {}
-
-  get(id: string): StoredPart[] | undefined {
-    const entry = this.entries.get(id);
-    if (!entry) return undefined;
-    entry.read = true;
-    return entry.parts;
-  }
-
-  set(id: string, parts: StoredPart[]) {
-    if (this.entries.has(id)) return;
-    const size = parts.reduce((sum, p) => sum + 64 + (p.type === 'text' ? p.text.length : p.type === 'toolResult' ? p.content.length : 0), 0);
-    if (size > this.maxChars) return;
-    this.entries.set(id, { parts, size, read: false });
-    this.size += size;
-    while (this.size > this.maxChars) {
-      const [oldest, entry] = this.entries.entries().next().value!;
-      this.entries.delete(oldest);
-      // The entry just added stays (it is about to be used); one read since it was last passed over
-      // is passed over once more.
-      if (oldest === id || entry.read) {
-        entry.read = false;
-        this.entries.set(oldest, entry);
-      } else {
-        this.size -= entry.size;
-      }
-    }
-  }
 }
 
 export interface AssembleRequest {
@@ -137,18 +85,12 @@ export interface RecordedContext extends AssembledContext {
  * turn when asked. It never writes to the session's messages.
  */
 export class AssemblyService {
-  private readonly parts = new FinishedPartsCache();
-  private readonly hints = new Map<string, WindowHint>();
-  private readonly rows: FinishedRowsCache<LightRow>;
-
   constructor(
     private readonly prisma: PrismaClient,
     private readonly sql: Sql,
     private readonly paging: WindowPaging = DEFAULT_WINDOW_PAGING,
-    rowsCache: { maxRows?: number; maxRowsPerSession?: number } = {},
-  ) {
-    this.rows = new FinishedRowsCache(rowsCache.maxRows, rowsCache.maxRowsPerSession);
-  }
+    private readonly caches: AssemblyCaches = new AssemblyCaches(DEFAULT_CACHE_CONFIG),
+  ) {}
 
   async assemble(workspaceId: string, request: AssembleRequest, clientId?: string): Promise<ServedContext> {
     const options: AssembleContextOptions = validateAssembleOptions({
@@ -170,7 +112,7 @@ export class AssemblyService {
     // Windowing needs a budget and stored counts of its encoding.
     const countable = options.encoding === 'CHARS_DIV_4' ? null : options.encoding;
     const windowed = options.maxTokens !== null && countable !== null;
-    const hint = this.hints.get(request.sessionId);
+    const hint = this.caches.hints.get(request.sessionId);
     const known = hint ? { hint, newest: windowed ? this.firstPageSize(hint, options.maxTokens!) : 0 } : null;
     const session = await this.readSession(workspaceId, request.sessionId, request.turnId ?? null, known);
     if (!session) throw notFound('Session', clientId ?? request.sessionId);
@@ -232,7 +174,7 @@ export class AssemblyService {
     turnId: string | null,
     known: { hint: WindowHint; newest: number } | null,
   ): Promise<AssemblyState | null> {
-    const from = known ? Math.max(known.hint.forkIndex ?? 0, this.rows.range(sessionId)?.hi ?? 0) : 0;
+    const from = known ? Math.max(known.hint.forkIndex ?? 0, this.caches.rows.range(sessionId)?.hi ?? 0) : 0;
     return readAssemblyState(this.sql, workspaceId, sessionId, turnId, known ? { session: known.hint, from, newest: known.newest } : null);
   }
 
@@ -276,7 +218,7 @@ export class AssemblyService {
     for (const segment of [...clipSegments(segments, 0, count)].reverse()) {
       for (let hi = segment.end; !done() && hi > Math.max(segment.start, upto ?? 0); ) {
         const floor = Math.max(segment.start, upto ?? 0);
-        const cached = this.rows.range(segment.sessionId);
+        const cached = this.caches.rows.range(segment.sessionId);
         let rows: LightRow[];
         if (newest && segment.sessionId === session.id && hi === count && newest.from < count) {
           // Read with the session: [from, count).
@@ -284,7 +226,7 @@ export class AssemblyService {
           newest = null;
           keep(segment.sessionId, rows);
         } else if (cached && cached.lo < hi && hi <= cached.hi) {
-          rows = this.rows.newestFirst(segment.sessionId, Math.max(cached.lo, floor), hi);
+          rows = this.caches.rows.newestFirst(segment.sessionId, Math.max(cached.lo, floor), hi);
         } else {
           // Past the budget, only the margin and the newest user message are still wanted.
           const size =
@@ -318,7 +260,7 @@ export class AssemblyService {
       }
       if (done() || (upto !== null && segment.start <= upto)) break;
     }
-    for (const [sessionId, rows] of fetched) this.rows.add(sessionId, rows);
+    for (const [sessionId, rows] of fetched) this.caches.rows.add(sessionId, rows);
     const window = newestFirst.reverse();
     // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
     const head = window.findIndex((row) => row.role !== 'TOOL');
@@ -342,14 +284,7 @@ export class AssemblyService {
 
   /** Keeps what the next assembly of this session can read early (bounded: oldest forgotten first). */
   private remember(session: LineageSession, window: LoadedWindow) {
-    this.hints.delete(session.id);
-    this.hints.set(session.id, {
-      id: session.id,
-      forkIndex: session.forkIndex,
-      lineage: session.lineage,
-      costPerRow: window.costPerRow,
-    });
-    if (this.hints.size > MAX_HINTS) this.hints.delete(this.hints.keys().next().value!);
+    this.caches.hints.set({ id: session.id, forkIndex: session.forkIndex, lineage: session.lineage, costPerRow: window.costPerRow });
   }
 
   /** The rows as messages with their parts: finished messages' from the cache, the others (generating ones too) in one query. */
@@ -358,7 +293,7 @@ export class AssemblyService {
     let missing: string[] | null = null;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
-      parts[i] = row.generating ? undefined : this.parts.get(row.id);
+      parts[i] = row.generating ? undefined : this.caches.parts.get(row.id);
       if (parts[i] === undefined) (missing ??= []).push(row.id);
     }
     if (missing) {
@@ -367,7 +302,7 @@ export class AssemblyService {
       for (const row of found) {
         byId.set(row.id, row.parts);
         // A finished message never changes: its parts are frozen, and what is derived from them kept.
-        if (!row.generating) this.parts.set(row.id, markImmutable(row.parts));
+        if (!row.generating) this.caches.parts.set(row.id, markImmutable(row.parts), row.sessionId);
       }
       for (let i = 0; i < rows.length; i++) {
         if (parts[i] !== undefined) continue;

@@ -32,6 +32,7 @@ import type { StoredPart } from '../domain/types.js';
 import { badInput, DomainError, notFound } from '../errors.js';
 import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import type { AssemblyCaches } from '../caches/index.js';
 import { publishAll } from './event-log.js';
 
 export type { LockedSession } from '../db/stores/sessions.js';
@@ -49,6 +50,7 @@ export class SessionService {
     private readonly prisma: PrismaClient,
     private readonly sql: Sql,
     private readonly bus: EventBus,
+    private readonly caches: Pick<AssemblyCaches, 'forget'>,
   ) {}
 
   /** Runs `work` in a Prisma transaction, retrying serialization failures and deadlocks, then publishes. */
@@ -130,9 +132,12 @@ export class SessionService {
     });
   }
 
-  /** Deletes a session, or with `cascade` its whole subtree of forks. Returns the deleted ids. */
+  /**
+   * Deletes a session, or with `cascade` its whole subtree of forks, and forgets what this
+   * instance's caches keep of them. Returns the deleted ids.
+   */
   async deleteSession(workspaceId: string, sessionId: string, cascade: boolean, clientId?: string): Promise<string[]> {
-    return this.write(async (tx) => {
+    const ids = await this.write(async (tx) => {
       const root = await this.lockTreeRoot(tx, workspaceId, sessionId, clientId);
       if (root.id !== sessionId) await this.lock(tx, workspaceId, sessionId, clientId);
       const descendants = await sessionStore.findDescendants(tx, sessionId);
@@ -147,6 +152,8 @@ export class SessionService {
       await sessionStore.deleteSessions(tx, ids);
       return ids;
     });
+    for (const id of ids) this.caches.forget(id);
+    return ids;
   }
 
   async appendMessages(

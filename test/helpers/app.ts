@@ -4,7 +4,7 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
-import type { AppConfig } from '../../src/config.js';
+import { DEFAULT_CACHE_CONFIG, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 
 /**
@@ -41,6 +41,8 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     redisPrefix: `sgtest:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
+    production: false,
+    caches: DEFAULT_CACHE_CONFIG,
     ...overrides,
   };
 }

@@ -3,13 +3,15 @@ import { createHash } from 'node:crypto';
 import { canonicalJson, runAssembly } from '../../src/domain/assembly/index.js';
 import { visibleSegments } from '../../src/domain/lineage.js';
 import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
+import { AssemblyCaches } from '../../src/caches/index.js';
+import { DEFAULT_CACHE_CONFIG } from '../../src/config.js';
 import { latestCompaction } from '../../src/db/stores/compactions.js';
 import { AssemblyService } from '../../src/services/assembly.js';
 import { segmentsWhere } from '../../src/db/stores/messages.js';
 import { describe, expect, it } from 'vitest';
 import { graphql } from '../generated/index.js';
 import { backend, gql, gqlError, gqlOk, rawIdOf as rawId, globalIdOf as globalId, type TestApp, useTestApp } from '../helpers/app.js';
-import { AppendMessages, CreateSession, ForkSession, UpdateMessage, UpdateSession } from '../helpers/documents.js';
+import { AppendMessages, CreateSession, DeleteSession, ForkSession, UpdateMessage, UpdateSession } from '../helpers/documents.js';
 
 const Assemble = graphql(`
   mutation Assemble($input: AssembleContextInput!) {
@@ -378,7 +380,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     const paging = { first: 4, min: 2, max: 8, margin: 1 };
     // Without the rows cache every page is read; with it, pages come from what earlier assemblies
     // kept, read below and above it as budgets grow and shrink.
-    const uncached = new AssemblyService(prisma, sql, paging, { maxRows: 0 });
+    const uncached = new AssemblyService(prisma, sql, paging, new AssemblyCaches({ ...DEFAULT_CACHE_CONFIG, rowsMax: 0 }));
     const cached = new AssemblyService(prisma, sql, paging);
     let pagedStatements = 0;
     for (const sessionId of [root, child, grandchild, early]) {
@@ -490,5 +492,29 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     await gqlOk(app, UpdateMessage, { input: { messageId: streaming, appendText: 'is is lovely.', generating: false } });
     const after = await assemble(id, { maxTokens: 10_000 });
     expect(after.messages.at(-1)?.text).toBe('Paris is lovely.');
+  });
+
+  it('forgets what the caches keep of every session deleteSession removes, forks included', async () => {
+    const { caches } = app.runtime;
+    const root = await conversation(6);
+    const fork = (await gqlOk(app, ForkSession, { input: { sessionId: root, messageIndex: 4 } })).forkSession.session.id;
+    await gqlOk(app, AppendMessages, { input: { sessionId: fork, messages: [{ role: 'USER', text: 'own' }] } });
+    for (const id of [root, fork]) await assemble(id, { maxTokens: 10_000 });
+    const kept = (id: string) => ({
+      hint: caches.hints.get(rawId(id)) !== undefined,
+      rows: caches.rows.range(rawId(id)) !== null,
+    });
+    expect([kept(root), kept(fork)]).toEqual([
+      { hint: true, rows: true },
+      { hint: true, rows: true },
+    ]);
+    const partsBefore = caches.parts.chars;
+    await gqlOk(app, DeleteSession, { input: { sessionId: root, cascade: true } });
+    expect([kept(root), kept(fork)]).toEqual([
+      { hint: false, rows: false },
+      { hint: false, rows: false },
+    ]);
+    // The parts of the 7 messages the two sessions owned are gone too.
+    expect(caches.parts.chars).toBeLessThan(partsBefore);
   });
 });

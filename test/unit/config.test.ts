@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULT_CACHE_CONFIG, loadConfig } from '../../src/config.js';
 
 describe('configuration from the environment', () => {
   it('defaults to the embedded database in ./.data, in-memory pub/sub, port 4000', () => {
@@ -40,9 +40,45 @@ describe('configuration from the environment', () => {
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['API_KEYS', { API_KEYS: 'no-colon-here' }],
     ['API_KEYS', { API_KEYS: 'team:short' }],
+    ['PARTS_CACHE_MAX_CHARS', { PARTS_CACHE_MAX_CHARS: 'lots' }],
+    ['ROWS_CACHE_MAX_ROWS', { ROWS_CACHE_MAX_ROWS: '0' }],
+    ['API_KEY_CACHE_TTL_MS', { API_KEY_CACHE_TTL_MS: '1.5' }],
   ])('refuses a bad %s with a message naming it', (name, env) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
+  });
+
+  it('sizes the caches from the environment, with the built-in sizes as defaults', () => {
+    expect(loadConfig({}).caches).toEqual(DEFAULT_CACHE_CONFIG);
+    expect(DEFAULT_CACHE_CONFIG).toEqual({
+      partsMaxChars: 32_000_000,
+      rowsMax: 250_000,
+      rowsMaxPerSession: 16_384,
+      windowHintsMax: 10_000,
+      apiKeyMax: 10_000,
+      apiKeyTtlMs: 30_000,
+    });
+    const caches = loadConfig({
+      PARTS_CACHE_MAX_CHARS: '1_000_000',
+      ROWS_CACHE_MAX_ROWS: '5000',
+      ROWS_CACHE_MAX_ROWS_PER_SESSION: '100',
+      WINDOW_HINTS_MAX: '7',
+      API_KEY_CACHE_MAX: '8',
+      API_KEY_CACHE_TTL_MS: '1000',
+    }).caches;
+    expect(caches).toEqual({
+      partsMaxChars: 1_000_000,
+      rowsMax: 5000,
+      rowsMaxPerSession: 100,
+      windowHintsMax: 7,
+      apiKeyMax: 8,
+      apiKeyTtlMs: 1000,
+    });
+  });
+
+  it('reads NODE_ENV=production as production', () => {
+    expect(loadConfig({}).production).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production' }).production).toBe(true);
   });
 
   it('hides the password of a database URL in errors', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FinishedRowsCache } from '../../src/services/finished-rows.js';
+import { FinishedRowsCache } from '../../src/caches/finished-rows.js';
 
 const row = (position: number, generating = false) => ({ position, generating, id: `m${position}` });
 const rows = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => row(from + i));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StoredPart } from '../../src/domain/types.js';
-import { FinishedPartsCache } from '../../src/services/assembly.js';
+import { FinishedPartsCache } from '../../src/caches/parts.js';
 
 const text = (t: string): StoredPart[] => [{ type: 'text', text: t }];
 

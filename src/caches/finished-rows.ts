@@ -1,13 +1,18 @@
 /**
  * The light rows (position, role, token counts, …) of finished messages, kept per session as one
  * run of consecutive positions, so that assembling a session again reads only what was appended
- * since. A finished message never changes (MESSAGE_IMMUTABLE) and positions are never reused, so a
- * kept row is never stale, on one server or on several; a session is only deleted with its forks,
- * so a session that still exists never reaches a deleted ancestor's rows.
+ * since.
  *
- * Bounded by rows (a light row takes about 230 bytes: 250,000 rows are about 60 MB): whole
- * sessions are forgotten, least recently used first, and one session keeps at most
- * `maxRowsPerSession` (its newest: windows are read newest first).
+ * Rule: a kept row is never stale, on one server or on several, because a finished message never
+ * changes (MESSAGE_IMMUTABLE), positions are never reused, and a session is only deleted with its
+ * forks (a session that still exists never reaches a deleted ancestor's rows). Whatever breaks one
+ * of these (deleting or editing a message, reusing a position) must call `forget(sessionId)` on
+ * every instance; `deleteSession` calls it for each deleted session (hygiene: no id is reused).
+ *
+ * Bounded by rows (a light row takes about 230 bytes: 250,000 rows are about 60 MB;
+ * ROWS_CACHE_MAX_ROWS): whole sessions are forgotten, least recently used first, and one session
+ * keeps at most `maxRowsPerSession` (its newest: windows are read newest first;
+ * ROWS_CACHE_MAX_ROWS_PER_SESSION).
  */
 export interface FinishedRow {
   position: number;
@@ -81,6 +86,14 @@ export class FinishedRowsCache<R extends FinishedRow> {
       this.runs.delete(oldest);
       this.total -= kept.rows.length;
     }
+  }
+
+  /** Drops what is kept of `sessionId`. */
+  forget(sessionId: string): void {
+    const run = this.runs.get(sessionId);
+    if (!run) return;
+    this.runs.delete(sessionId);
+    this.total -= run.rows.length;
   }
 
   /** Rows kept, over all sessions. */
