@@ -11,6 +11,7 @@ import { ApiKeyCache, AssemblyCaches } from './caches/index.js';
 import type { AppConfig } from './config.js';
 import { createRequestContext, type AppRuntime, type RequestContext } from './request.js';
 import { createDatabase, type Database } from './db/database.js';
+import { DomainError, domainErrorOf, toGraphQLError } from './errors.js';
 import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
@@ -85,6 +86,8 @@ function serve(runtime: AppRuntime): App {
     plugins: [useQueryLimits()],
     maskedErrors: {
       maskError(error) {
+        const refusal = domainErrorOf(error);
+        if (refusal) return toGraphQLError(refusal, error instanceof GraphQLError ? error : undefined);
         const original = error instanceof GraphQLError ? error.originalError : error;
         if (error instanceof GraphQLError && (!original || original instanceof GraphQLError)) return error;
         // A row read after the write that made it, deleted in between by another request.
@@ -136,6 +139,7 @@ function serve(runtime: AppRuntime): App {
           contextValue = (await contextFactory()) as unknown as RequestContext;
         } catch (error) {
           if (error instanceof GraphQLError) return [error];
+          if (error instanceof DomainError) return [toGraphQLError(error)];
           throw error;
         }
         const document = parse(params.query);

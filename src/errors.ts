@@ -1,35 +1,27 @@
-import { GraphQLError } from 'graphql';
-
-/** Every `extensions.code` a client can receive for a refused operation (see CONTRACT.md). */
-export type ErrorCode =
-  | 'UNAUTHENTICATED'
-  | 'NOT_FOUND'
-  | 'BAD_USER_INPUT'
-  | 'FORK_INDEX_OUT_OF_RANGE'
-  | 'FORK_POINT_NOT_USER_MESSAGE'
-  | 'SESSION_HAS_FORKS'
-  | 'MESSAGE_IMMUTABLE'
-  | 'TURN_ALREADY_ACTIVE'
-  | 'TURN_NOT_ACTIVE'
-  | 'CONTEXT_BUDGET_TOO_SMALL'
-  | 'QUERY_TOO_COMPLEX'
-  | 'RATE_LIMITED';
-
 /**
- * An expected refusal. The domain layer throws these; the schema layer lets them through
- * unmasked as GraphQL errors carrying `extensions.code`. Anything else is masked and logged.
+ * The one place domain errors become GraphQL errors (Yoga's maskError, the WebSocket context, and
+ * validation rules call it). The domain's classes are re-exported so callers outside the domain
+ * import errors from one module.
  */
-export class DomainError extends GraphQLError {
-  readonly code: ErrorCode;
+import { GraphQLError } from 'graphql';
+import { DomainError } from './domain/errors.js';
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
-    super(message, { extensions: { code, ...details } });
-    this.code = code;
-  }
+export { badInput, DomainError, notFound, type ErrorCode } from './domain/errors.js';
+
+/** A refusal as the client sees it: the message, `extensions.code` and the details, at `located`'s place. */
+export function toGraphQLError(error: DomainError, located?: GraphQLError): GraphQLError {
+  return new GraphQLError(error.message, {
+    nodes: located?.nodes,
+    source: located?.source,
+    positions: located?.positions,
+    path: located?.path,
+    extensions: { code: error.code, ...error.details },
+  });
 }
 
-export const notFound = (what: string, id?: string) =>
-  new DomainError('NOT_FOUND', id ? `${what} ${id} was not found.` : `${what} was not found.`);
-
-export const badInput = (message: string, details?: Record<string, unknown>) =>
-  new DomainError('BAD_USER_INPUT', message, details);
+/** The domain error behind `error` (thrown as is, or wrapped by graphql-js with its path), if any. */
+export function domainErrorOf(error: unknown): DomainError | null {
+  if (error instanceof DomainError) return error;
+  if (error instanceof GraphQLError && error.originalError instanceof DomainError) return error.originalError;
+  return null;
+}

@@ -7,7 +7,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { DomainError } from './errors.js';
+import { DomainError, toGraphQLError } from './errors.js';
 
 export interface QueryLimits {
   /** Deepest nesting of fields, fragments expanded (introspection fields not counted). */
@@ -63,7 +63,7 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
                 ? `selects ${fields} fields (at most ${limits.maxFields})`
                 : null;
         if (problem) {
-          context.reportError(new DomainError('QUERY_TOO_COMPLEX', `This operation ${problem}; split it into smaller ones.`));
+          context.reportError(toGraphQLError(new DomainError('QUERY_TOO_COMPLEX', `This operation ${problem}; split it into smaller ones.`)));
         }
       },
     };

@@ -1,4 +1,4 @@
-import { badInput } from '../errors.js';
+import { badInput } from './errors.js';
 
 export interface PageArgs {
   first?: number | null;

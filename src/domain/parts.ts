@@ -1,4 +1,4 @@
-import { badInput } from '../errors.js';
+import { badInput } from './errors.js';
 import type { MessageRole, StoredPart } from './types.js';
 
 /** One `MessagePartInput` (a @oneOf input: exactly one key set). */

@@ -6,7 +6,7 @@
  * its results (parallel calls included) and the list never starts on an orphan result. The cost of
  * a message includes its framing and its resolved attachments.
  */
-import { DomainError } from '../../errors.js';
+import { DomainError } from '../errors.js';
 import { keepNewestUnits, removalFor } from './max-messages.js';
 import { label, type StepResult, type WorkMessage } from './work.js';
 

@@ -14,7 +14,7 @@
  *      an assistant turn; it is reserved in step 5 only when the kept messages need it)
  * then the provider payload, the token total and the hash.
  */
-import { badInput } from '../../errors.js';
+import { badInput } from '../errors.js';
 import { countTokens } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { createAttachmentResolver, resolveAttachments } from './attachments.js';

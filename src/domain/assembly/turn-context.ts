@@ -7,7 +7,7 @@
  * \u003c, \u003e, \u0026 (and U+2028/U+2029 escaped), which is still the same JSON but cannot close
  * the block or open a tag whatever the values hold.
  */
-import { badInput } from '../../errors.js';
+import { badInput } from '../errors.js';
 import { canonicalJson } from './hash.js';
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -2,7 +2,7 @@
  * Options check: every refusal is BAD_USER_INPUT with a message saying what to send instead.
  * Runs before anything else, so bad input never costs work.
  */
-import { badInput } from '../../errors.js';
+import { badInput } from '../errors.js';
 import type { TokenEncoding } from '../types.js';
 import { CONTEXT_FORMATS, TOKEN_ENCODINGS, type AssembleContextOptions, type ContextFormat } from './types.js';
 import { isPlainObject } from './turn-context.js';

@@ -84,7 +84,7 @@ describe('canonicalJson and contextHash', () => {
 describe('validateAssembleOptions', () => {
   const refuses = (overrides: Record<string, unknown>, field: string) => {
     expect(() => validateAssembleOptions(defaultOptions(overrides as never)), JSON.stringify(overrides)).toThrowError(
-      expect.objectContaining({ code: 'BAD_USER_INPUT', extensions: expect.objectContaining({ field }) }),
+      expect.objectContaining({ code: 'BAD_USER_INPUT', details: expect.objectContaining({ field }) }),
     );
   };
 
