@@ -4,7 +4,6 @@ import type {
   AttachmentProblem as AttachmentProblemShape,
   ContextDecision as ContextDecisionShape,
 } from '../domain/assembly/index.js';
-import type { ServedContext } from '../services/assembly.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { MessagePart, MessageRoleEnum } from './message.js';
@@ -146,10 +145,7 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     decisions: t.field({
       type: [ContextDecision],
       description: 'One entry per source message, in index order: kept, elided, summarized or dropped, and why.',
-      resolve: async (c) => {
-        const earlier = (c as ServedContext).earlierDecisions;
-        return earlier ? [...(await earlier()), ...c.decisions] : c.decisions;
-      },
+      resolve: (c, _, ctx) => ctx.runtime.assembly.decisionsOf(c),
     }),
     attachmentProblems: t.field({
       type: [AttachmentProblem],

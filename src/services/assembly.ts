@@ -10,8 +10,16 @@ import {
   type AssembledContext,
   type ContextDecision,
   type ContextFormat,
-  toolResultStubTokens,
 } from '../domain/assembly/index.js';
+import {
+  DEFAULT_WINDOW_PAGING,
+  earlierDecisions,
+  firstPageSize,
+  trimWindowEdge,
+  WindowPlan,
+  type EarlierWindow,
+  type WindowPaging,
+} from '../domain/assembly/window.js';
 import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
 import { markImmutable } from '../domain/immutable.js';
@@ -25,18 +33,7 @@ import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
 import { AssemblyCaches, type WindowHint } from '../caches/index.js';
 import { DEFAULT_CACHE_CONFIG } from '../config.js';
 
-/**
- * How the window is read, newest first: `first` messages while the compaction is read, then pages
- * sized from the cost seen so far, within [`min`, `max`], until `margin` messages past the point
- * where nothing older can fit (so the cut is decided by the pipeline, not here).
- */
-export interface WindowPaging {
-  first: number;
-  min: number;
-  max: number;
-  margin: number;
-}
-export const DEFAULT_WINDOW_PAGING: WindowPaging = { first: 256, min: 64, max: 2_048, margin: 16 };
+export { DEFAULT_WINDOW_PAGING, type WindowPaging } from '../domain/assembly/window.js';
 
 /** A known session's newest messages [from, messageCount), newest first, read with the session. */
 interface NewestPage {
@@ -66,11 +63,12 @@ export interface AssembleRequest {
 }
 
 /**
- * An assembled context as served: the decisions of messages before the loaded window (all
- * summarized or dropped for the budget) are read only when asked for, and come before `decisions`.
+ * An assembled context as served: the messages before the loaded window (`earlier`, all
+ * summarized or dropped for the budget) are decided by the window rule; their decisions are read
+ * (ids and positions only) when someone asks for them (`decisionsOf`), and come before `decisions`.
  */
 export interface ServedContext extends AssembledContext {
-  earlierDecisions?: () => Promise<ContextDecision[]>;
+  earlier: (EarlierWindow & { segments: Segment[] }) | null;
 }
 
 /** What a turn keeps of the context assembled for it. */
@@ -113,7 +111,7 @@ export class AssemblyService {
     const countable = options.encoding === 'CHARS_DIV_4' ? null : options.encoding;
     const windowed = options.maxTokens !== null && countable !== null;
     const hint = this.caches.hints.get(request.sessionId);
-    const known = hint ? { hint, newest: windowed ? this.firstPageSize(hint, options.maxTokens!) : 0 } : null;
+    const known = hint ? { hint, newest: windowed ? firstPageSize(hint.costPerRow, options.maxTokens!, this.paging) : 0 } : null;
     const session = await this.readSession(workspaceId, request.sessionId, request.turnId ?? null, known);
     if (!session) throw notFound('Session', clientId ?? request.sessionId);
     if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
@@ -154,10 +152,16 @@ export class AssemblyService {
       },
     });
 
-    const result = lo > 0 ? this.withEarlierDecisions(assembled, segments, lo, upto) : assembled;
+    const result: ServedContext =
+      lo > 0
+        ? {
+            ...withEarlier(assembled, lo, upto),
+            earlier: { lo, compaction: compaction ? { id: compaction.id, uptoIndex: upto } : null, maxTokens: options.maxTokens, segments },
+          }
+        : { ...assembled, earlier: null };
     if (request.turnId) {
-      const { earlierDecisions, ...plain } = result as ServedContext;
-      const decisions = earlierDecisions ? [...(await earlierDecisions()), ...plain.decisions] : plain.decisions;
+      const { earlier: _, ...plain } = result;
+      const decisions = await this.decisionsOf(result);
       const recorded: RecordedContext = { ...plain, decisions, settingsFingerprint: fingerprint, assembledAt: new Date().toISOString() };
       await this.prisma.turn.update({
         where: { id: request.turnId },
@@ -179,16 +183,10 @@ export class AssemblyService {
   }
 
   /**
-   * The messages worth assembling, oldest first. They are kept newest first as a contiguous run,
-   * so a message cannot be kept once even a lower bound of the cost of it and everything after it
-   * exceeds the budget: stored content tokens plus one framing token a message, a tool result
-   * counted at most as its elision stub, a generating message (dropped) as nothing. Messages are
-   * taken newest first until that point plus a margin and the newest user message (always kept):
-   * from the rows cache where it has them, else read a page at a time (the first while the
-   * compaction is read, or already read with the session; the next ones sized from the cost seen
-   * so far). Everything before is decided without being loaded: summarized when the compaction
-   * covers it, dropped for the budget otherwise. Without stored counts, everything after the
-   * compaction is loaded (`loadAll`).
+   * The messages worth assembling, oldest first, as the window rule (domain/assembly/window.ts)
+   * decides them: from the rows cache where it has them, else read a page at a time (the first
+   * while the compaction is read, or already read with the session). Without stored counts,
+   * everything after the compaction is loaded (`loadAll`).
    */
   private async loadWindow(
     session: LineageSession,
@@ -199,8 +197,7 @@ export class AssemblyService {
     newest: NewestPage | null,
   ): Promise<LoadedWindow> {
     const count = session.messageCount;
-    const paging = this.paging;
-    const stub = toolResultStubTokens(0, encoding);
+    const plan = new WindowPlan(budget, encoding, this.paging);
     const newestFirst: LightRow[] = [];
     // Rows read from the database, by session, for the rows cache.
     const fetched = new Map<string, LightRow[]>();
@@ -210,13 +207,8 @@ export class AssemblyService {
       else fetched.set(sessionId, rows);
     };
     let upto: number | null = null;
-    let spent = 0;
-    let counted = 0;
-    let margin: number | null = null;
-    let userSeen = false;
-    const done = () => margin !== null && margin <= 0 && userSeen;
     for (const segment of [...clipSegments(segments, 0, count)].reverse()) {
-      for (let hi = segment.end; !done() && hi > Math.max(segment.start, upto ?? 0); ) {
+      for (let hi = segment.end; !plan.done && hi > Math.max(segment.start, upto ?? 0); ) {
         const floor = Math.max(segment.start, upto ?? 0);
         const cached = this.caches.rows.range(segment.sessionId);
         let rows: LightRow[];
@@ -228,13 +220,8 @@ export class AssemblyService {
         } else if (cached && cached.lo < hi && hi <= cached.hi) {
           rows = this.caches.rows.newestFirst(segment.sessionId, Math.max(cached.lo, floor), hi);
         } else {
-          // Past the budget, only the margin and the newest user message are still wanted.
-          const size =
-            counted === 0 || margin !== null
-              ? paging.first
-              : Math.min(paging.max, Math.max(paging.min, Math.ceil(((budget - spent) / Math.max(1, spent)) * counted * 1.25) + paging.margin));
           // What is kept below `hi` is not read again.
-          const lo = Math.max(floor, hi - size, cached && cached.hi < hi ? cached.hi : 0);
+          const lo = Math.max(floor, hi - plan.nextPageSize(), cached && cached.hi < hi ? cached.hi : 0);
           rows = await readLightPage(this.sql, segment.sessionId, lo, hi);
           keep(segment.sessionId, rows);
         }
@@ -242,30 +229,18 @@ export class AssemblyService {
         upto ??= await uptoRead;
         if (rows.length === 0) break;
         for (const row of rows) {
-          if (done() || row.position < upto) break;
+          if (plan.done || row.position < upto) break;
           newestFirst.push(row);
-          if (row.role === 'USER' && !row.generating) userSeen = true;
-          if (margin !== null) {
-            margin--;
-            continue;
-          }
-          const tokens = encoding === 'CL100K_BASE' ? row.tokensCl100k : row.tokensO200k;
           // A message counted before counts were stored bounds nothing: load everything.
-          if (tokens === null && !row.generating) return this.loadAll(session, segments, uptoRead);
-          spent += row.generating || tokens === null ? 0 : row.role === 'TOOL' ? Math.min(tokens, row.toolResultIds.length * stub) : tokens + 1;
-          counted++;
-          if (spent > budget) margin = paging.margin;
+          if (!plan.take(row)) return this.loadAll(session, segments, uptoRead);
         }
         hi = rows[rows.length - 1].position;
       }
-      if (done() || (upto !== null && segment.start <= upto)) break;
+      if (plan.done || (upto !== null && segment.start <= upto)) break;
     }
     for (const [sessionId, rows] of fetched) this.caches.rows.add(sessionId, rows);
-    const window = newestFirst.reverse();
-    // Tool results at the window's edge answer calls before it: dropped for the budget like those calls.
-    const head = window.findIndex((row) => row.role !== 'TOOL');
-    const rows = head > 0 && window[0].position > (upto ?? 0) ? window.slice(head) : window;
-    return { messages: await this.withParts(rows), costPerRow: counted > 0 ? spent / counted : null };
+    const rows = trimWindowEdge(newestFirst.reverse(), upto ?? 0);
+    return { messages: await this.withParts(rows), costPerRow: plan.costPerRow };
   }
 
   /** Every message after the compaction: without a budget (or a countable one), nothing bounds the window. */
@@ -273,13 +248,6 @@ export class AssemblyService {
     const scope = clipSegments(segments, await uptoRead, session.messageCount);
     const rows = await readLightSegments(this.prisma, scope);
     return { messages: await this.withParts(rows), costPerRow: null };
-  }
-
-  /** The first page: what the budget holds at the cost per message seen last time, plus the margin. */
-  private firstPageSize(hint: WindowHint, budget: number): number {
-    if (hint.costPerRow === null) return this.paging.first;
-    const size = Math.ceil((budget / Math.max(1, hint.costPerRow)) * 1.1) + 2 * this.paging.margin;
-    return Math.min(this.paging.max, Math.max(this.paging.min, size));
   }
 
   /** Keeps what the next assembly of this session can read early (bounded: oldest forgotten first). */
@@ -323,28 +291,14 @@ export class AssemblyService {
   }
 
   /**
-   * Accounts for the messages before the loaded window: [0, upto) summarized, [upto, lo) dropped
-   * for the budget. Their decisions are read (ids and positions only) when someone asks for them.
+   * Every decision of a served context, in index order: those of the messages before its window
+   * (read now, ids and positions only) and then the pipeline's.
    */
-  private withEarlierDecisions(windowed: AssembledContext, segments: Segment[], lo: number, upto: number): ServedContext {
-    const dropped = lo - upto;
-    const budgetReason = `Does not fit maxTokens (${windowed.maxTokens}) after the newer messages kept.`;
-    let loaded: Promise<ContextDecision[]> | null = null;
-    const earlierDecisions = () =>
-      (loaded ??= readIdsAndPositions(this.prisma, clipSegments(segments, 0, lo))
-        .then((earlier) =>
-          earlier.map((m): ContextDecision =>
-            m.position < upto
-              ? { messageId: m.id, index: m.position, decision: 'SUMMARIZED', reason: `Covered by the compaction of messages [0, ${upto}).` }
-              : { messageId: m.id, index: m.position, decision: 'DROPPED_BUDGET', reason: budgetReason },
-          ),
-        ));
-    return {
-      ...windowed,
-      droppedMessageCount: windowed.droppedMessageCount + dropped,
-      truncated: windowed.truncated || dropped > 0,
-      earlierDecisions,
-    };
+  async decisionsOf(context: AssembledContext & Partial<Pick<ServedContext, 'earlier'>>): Promise<ContextDecision[]> {
+    const { earlier } = context;
+    if (!earlier) return context.decisions;
+    const rows = await readIdsAndPositions(this.prisma, clipSegments(earlier.segments, 0, earlier.lo));
+    return [...earlierDecisions(rows, earlier), ...context.decisions];
   }
 
   private async loadAttachments(workspaceId: string, messages: DomainMessage[]): Promise<Map<string, ResolvedAttachment>> {
@@ -366,6 +320,12 @@ export class AssemblyService {
       ]),
     );
   }
+}
+
+/** The counts of an assembly of the window, with the messages [upto, lo) before it dropped for the budget. */
+function withEarlier(windowed: AssembledContext, lo: number, upto: number): AssembledContext {
+  const dropped = lo - upto;
+  return { ...windowed, droppedMessageCount: windowed.droppedMessageCount + dropped, truncated: windowed.truncated || dropped > 0 };
 }
 
 /** A stable hash of the session's settings: a change of model or connector changes it. */

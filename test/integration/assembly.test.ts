@@ -426,8 +426,8 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
             { tokens: served.tokenCount, dropped: served.droppedMessageCount, truncated: served.truncated, summary: served.summaryIncluded },
             label,
           ).toEqual({ tokens: full.tokenCount, dropped: full.droppedMessageCount, truncated: full.truncated, summary: full.summaryIncluded });
-          const decisions = [...((await served.earlierDecisions?.()) ?? []), ...served.decisions];
-          expect(decisions.map((d) => [d.index, d.decision]), label).toEqual(full.decisions.map((d) => [d.index, d.decision]));
+          const decisions = await paged.decisionsOf(served);
+          expect(decisions.map((d) => [d.index, d.decision, d.reason]), label).toEqual(full.decisions.map((d) => [d.index, d.decision, d.reason]));
         }
       }
     }

@@ -20,6 +20,11 @@ export function renderSummary(compaction: DomainCompaction): string {
   return `Summary of the earlier conversation (${range}):\n\n${compaction.summary}`;
 }
 
+/** Why a message before the compaction's end is not in the context (one text, whatever path decided it). */
+export function summarizedReason(compaction: Pick<DomainCompaction, 'id' | 'uptoIndex'>): string {
+  return `Covered by compaction ${compaction.id} (messages before index ${compaction.uptoIndex} are replaced by its summary).`;
+}
+
 export function applyCompaction(list: readonly WorkMessage[], compaction: DomainCompaction | null): CompactionStepResult {
   if (!compaction) return { list: [...list], removed: [], summaryText: null };
   const kept: WorkMessage[] = [];
@@ -29,7 +34,7 @@ export function applyCompaction(list: readonly WorkMessage[], compaction: Domain
       removed.push({
         message: w.source,
         decision: 'SUMMARIZED',
-        reason: `Covered by compaction ${compaction.id} (messages before index ${compaction.uptoIndex} are replaced by its summary).`,
+        reason: summarizedReason(compaction),
       });
     } else {
       kept.push(w);

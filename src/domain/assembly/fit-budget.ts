@@ -27,16 +27,20 @@ export interface FitBudgetResult extends StepResult {
   usedTokens: number | null;
 }
 
+/** Why a message older than those kept is left out for the budget (one text, whatever path decided it). */
+export function budgetReason(maxTokens: number): string {
+  return `Does not fit maxTokens (${maxTokens}) after the newer messages kept.`;
+}
+
 export function fitTokenBudget(list: readonly WorkMessage[], options: FitBudgetOptions): FitBudgetResult {
   const { maxTokens } = options;
   if (maxTokens === null) return { list: [...list], removed: [], usedTokens: null };
   const capacity = maxTokens - options.fixedTokens;
-  const budgetReason = `Does not fit maxTokens (${maxTokens}) after the newer messages kept.`;
   const cut = keepNewestUnits(list, {
     capacity,
     costOf: options.costOf,
     leadCost: options.leadCost,
-    dropped: removalFor(`Fits maxTokens (${maxTokens}) on its own`, 'DROPPED_BUDGET', budgetReason),
+    dropped: removalFor(`Fits maxTokens (${maxTokens}) on its own`, 'DROPPED_BUDGET', budgetReason(maxTokens)),
   });
   const needed = options.fixedTokens + cut.forcedCost + cut.minimalLeadCost;
   if (needed > maxTokens) {
