@@ -16,6 +16,7 @@ import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { useQueryLimits } from './query-limits.js';
+import { configureSchemaChecks } from './schema/builder.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { SessionService } from './services/sessions.js';
@@ -41,6 +42,7 @@ export interface BuildAppOptions {
  * environment, signals and the port.
  */
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
+  configureSchemaChecks(config);
   const logger = createLogger(config.logLevel);
   const db =
     options.database ??

@@ -1,10 +1,18 @@
-import SchemaBuilder from '@pothos/core';
+import SchemaBuilder, { PothosError } from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
 import type { RequestContext } from '../request.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type PrismaTypes from '../generated/pothos-types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
+
+/** Development checks, set from the configuration by `configureSchemaChecks` (buildApp calls it). */
+const checks = { unusedQuery: true };
+
+/** Turns Pothos's unused-query check off in production (it is on otherwise, and an unused query is an error). */
+export function configureSchemaChecks(options: { production: boolean }) {
+  checks.unusedQuery = !options.production;
+}
 
 /**
  * The Pothos builder, configured once. The Prisma client comes from each request's context
@@ -26,7 +34,9 @@ export const builder = new SchemaBuilder<{
     dmmf: getDatamodel(),
     exposeDescriptions: false,
     filterConnectionTotalCount: true,
-    onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',
+    onUnusedQuery: (info) => {
+      if (checks.unusedQuery) throw new PothosError(`Prisma query was unused in resolver for ${info.parentType.name}.${info.fieldName}`);
+    },
     maxConnectionSize: 200,
     defaultConnectionSize: 50,
   },
