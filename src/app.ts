@@ -21,6 +21,9 @@ import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { SessionService } from './services/sessions.js';
 
+/** WebSocket close code 1001 (RFC 6455 "going away"): the server is shutting down. */
+const CLOSE_GOING_AWAY = 1001;
+
 export interface App {
   yoga: YogaServerInstance<Record<string, unknown>, RequestContext>;
   server: Server;
@@ -178,7 +181,7 @@ function serve(runtime: AppRuntime): App {
     },
     close() {
       closing ??= (async () => {
-        for (const client of wss.clients) client.close(1001, 'Server shutting down');
+        for (const client of wss.clients) client.close(CLOSE_GOING_AWAY, 'Server shutting down');
         await wsServer.dispose();
         await new Promise<void>((resolve) => wss.close(() => resolve()));
         if (server.listening) {

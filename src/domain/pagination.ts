@@ -9,6 +9,8 @@ export interface PageArgs {
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 500;
+/** Largest page of the other connections (sessions, forks, turns). */
+export const MAX_CONNECTION_PAGE = 200;
 
 const PREFIX = 'idx:';
 

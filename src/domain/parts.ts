@@ -39,6 +39,7 @@ export const LIMITS = {
   partsPerMessage: 1000,
   idLength: 256,
   attachmentBytes: 5 * 1024 * 1024,
+  titleChars: 10_000,
 };
 
 /** Validates one message input and turns it into parts; `where` names it in errors. */

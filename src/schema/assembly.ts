@@ -4,6 +4,11 @@ import type {
   AttachmentProblem as AttachmentProblemShape,
   ContextDecision as ContextDecisionShape,
 } from '../domain/assembly/index.js';
+import {
+  DEFAULT_ATTACHMENT_MAX_CHARS,
+  DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
+  DEFAULT_KEEP_TOOL_CALL_ROUNDS,
+} from '../domain/assembly/types.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { MessagePart, MessageRoleEnum } from './message.js';
@@ -163,7 +168,7 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
     maxMessages: t.int({ required: false, description: 'Keep at most this many of the newest messages (≥ 1). Default: none.' }),
     keepToolCallRounds: t.int({
       required: false,
-      defaultValue: 2,
+      defaultValue: DEFAULT_KEEP_TOOL_CALL_ROUNDS,
       description: 'Tool rounds (newest first) whose results stay verbatim; older results become short stubs.',
     }),
     encoding: t.field({ type: TokenEncodingEnum, required: false, defaultValue: 'O200K_BASE', description: 'How to count tokens.' }),
@@ -175,10 +180,10 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
     }),
     turnId: t.id({ required: false, description: "Record the result as this turn's context." }),
     format: t.field({ type: ContextFormatEnum, required: false, defaultValue: 'GENERIC', description: 'The payload shape.' }),
-    attachmentMaxChars: t.int({ required: false, description: 'Characters of one attachment inlined at most (default 20000).' }),
+    attachmentMaxChars: t.int({ required: false, description: `Characters of one attachment inlined at most (default ${DEFAULT_ATTACHMENT_MAX_CHARS}).` }),
     contextAttachmentMaxChars: t.int({
       required: false,
-      description: 'Characters of all attachments of one context inlined at most (default 100000).',
+      description: `Characters of all attachments of one context inlined at most (default ${DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS}).`,
     }),
   }),
 });

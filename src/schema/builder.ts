@@ -1,6 +1,7 @@
 import SchemaBuilder, { PothosError } from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
+import { DEFAULT_PAGE, MAX_CONNECTION_PAGE } from '../domain/pagination.js';
 import type { RequestContext } from '../request.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type PrismaTypes from '../generated/pothos-types.js';
@@ -37,8 +38,8 @@ export const builder = new SchemaBuilder<{
     onUnusedQuery: (info) => {
       if (checks.unusedQuery) throw new PothosError(`Prisma query was unused in resolver for ${info.parentType.name}.${info.fieldName}`);
     },
-    maxConnectionSize: 200,
-    defaultConnectionSize: 50,
+    maxConnectionSize: MAX_CONNECTION_PAGE,
+    defaultConnectionSize: DEFAULT_PAGE,
   },
   relay: {
     clientMutationId: 'omit',

@@ -2,6 +2,7 @@ import { parseGlobalId, toGlobalId } from './ids.js';
 import { resolveArrayConnection } from '@pothos/plugin-relay';
 import { builder } from './builder.js';
 import { Session } from './session.js';
+import { LIMITS } from '../domain/parts.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 
@@ -157,7 +158,7 @@ const ToolResultPartInput = builder.inputType('ToolResultPartInput', {
 });
 
 const AttachmentPartInput = builder.inputType('AttachmentPartInput', {
-  description: 'A file to store with the message. Text content up to 5 MiB.',
+  description: `A file to store with the message. Text content up to ${LIMITS.attachmentBytes / 1024 / 1024} MiB.`,
   fields: (t) => ({
     name: t.string({ required: true, description: 'File name.' }),
     mimeType: t.string({ required: true, description: 'MIME type, e.g. text/plain.' }),

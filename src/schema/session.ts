@@ -1,6 +1,6 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import { encodeIndexCursor, indexPage } from '../domain/pagination.js';
-import type { MessageInputData } from '../domain/parts.js';
+import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE } from '../domain/pagination.js';
+import { LIMITS, type MessageInputData } from '../domain/parts.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { Message, MessageInput } from './message.js';
@@ -51,7 +51,7 @@ export const Session = builder.prismaNode('Session', {
       {
         type: Message,
         description:
-          'The messages in index order, a fork\'s inherited prefix included. Pages with first/after or last/before (default first 50, at most 500).',
+          `The messages in index order, a fork's inherited prefix included. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}).`,
         resolve: async (session, args, ctx) => {
           const page = indexPage(args, session.messageCount);
           const rows = await ctx.loaders.messageRange.load({ session, lo: page.lo, hi: page.hi });
@@ -170,7 +170,7 @@ const AppendMessagesInput = builder.inputType('AppendMessagesInput', {
   description: 'Messages to append to the end of a session.',
   fields: (t) => ({
     sessionId: t.id({ required: true, description: 'The session.' }),
-    messages: t.field({ type: [MessageInput], required: true, description: 'The messages, in order (1 to 1000).' }),
+    messages: t.field({ type: [MessageInput], required: true, description: `The messages, in order (1 to ${LIMITS.messagesPerCall}).` }),
     turnId: t.id({ required: false, description: 'The turn they belong to (a turn of this session).' }),
     agentId: t.string({ required: false, description: 'The agent writing them, for messages that do not name one.' }),
   }),

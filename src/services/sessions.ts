@@ -431,10 +431,8 @@ function draftBatch(inputs: MessageInputData[], allowEmpty: boolean): DraftMessa
   return inputs.map((input, i) => draftMessage(input, `messages[${i}]`));
 }
 
-const MAX_TITLE = 10_000;
-
 function checkTitle(title: string): string {
-  if (title.length > MAX_TITLE) throw badInput(`title is longer than ${MAX_TITLE} characters.`);
+  if (title.length > LIMITS.titleChars) throw badInput(`title is longer than ${LIMITS.titleChars} characters.`);
   return title;
 }
 
