@@ -60,7 +60,7 @@ describe('OPENAI_CHAT token count equals gpt-tokenizer encodeChat of the payload
       const messages = textConversation();
       const full = runAssembly(makeInput(messages, { format: 'OPENAI_CHAT', encoding })).tokenCount;
       for (let maxTokens = full; maxTokens > 0; maxTokens -= 3) {
-        let r: ReturnType<typeof assembleContext>;
+        let r: ReturnType<typeof runAssembly>;
         try {
           r = runAssembly(makeInput(messages, { format: 'OPENAI_CHAT', encoding, maxTokens }));
         } catch (error) {
