@@ -20,9 +20,12 @@ export function renderSummary(compaction: DomainCompaction): string {
   return `Summary of the earlier conversation (${range}):\n\n${compaction.summary}`;
 }
 
-/** Why a message before the compaction's end is not in the context (one text, whatever path decided it). */
-export function summarizedReason(compaction: Pick<DomainCompaction, 'id' | 'uptoIndex'>): string {
-  return `Covered by compaction ${compaction.id} (messages before index ${compaction.uptoIndex} are replaced by its summary).`;
+/**
+ * Why a message before the compaction's end is not in the context: one text whatever path decided
+ * it (the pipeline, or the window rule for messages never loaded), with no raw database id in it.
+ */
+export function summarizedReason(compaction: Pick<DomainCompaction, 'uptoIndex'>): string {
+  return `Covered by the compaction of messages [0, ${compaction.uptoIndex}).`;
 }
 
 export function applyCompaction(list: readonly WorkMessage[], compaction: DomainCompaction | null): CompactionStepResult {

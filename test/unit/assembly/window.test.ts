@@ -59,7 +59,7 @@ describe('the window-paging rule', () => {
       { lo: 2, compaction: { id: 'c1', uptoIndex: 1 }, maxTokens: 50 },
     );
     expect(decisions).toEqual([
-      { messageId: 'a', index: 0, decision: 'SUMMARIZED', reason: summarizedReason({ id: 'c1', uptoIndex: 1 }) },
+      { messageId: 'a', index: 0, decision: 'SUMMARIZED', reason: summarizedReason({ uptoIndex: 1 }) },
       { messageId: 'b', index: 1, decision: 'DROPPED_BUDGET', reason: budgetReason(50) },
     ]);
   });
