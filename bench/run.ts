@@ -75,6 +75,8 @@ function config(databaseUrl: string | null): AppConfig {
     apiKeys: [],
     production: false,
     caches: DEFAULT_CACHE_CONFIG,
+    turnTimeoutMs: 600_000,
+    turnSweepIntervalMs: 30_000,
   };
 }
 

@@ -20,6 +20,7 @@ import { configureSchemaChecks } from './schema/builder.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { SessionService } from './services/sessions.js';
+import { TurnService } from './services/turns.js';
 
 /** WebSocket close code 1001 (RFC 6455 "going away"): the server is shutting down. */
 const CLOSE_GOING_AWAY = 1001;
@@ -70,7 +71,12 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       sessions,
       caches,
       assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches),
+      turns: new TurnService(db.sql, bus, logger, {
+        turnTimeoutMs: config.turnTimeoutMs,
+        sweepIntervalMs: config.turnSweepIntervalMs,
+      }),
     };
+    runtime.turns.startSweeper();
     return serve(runtime);
   } catch (error) {
     await bus?.close();
@@ -191,6 +197,7 @@ function serve(runtime: AppRuntime): App {
           await drained;
           clearTimeout(force);
         }
+        await runtime.turns.stop();
         await bus.close();
         await db.close();
       })();

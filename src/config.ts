@@ -59,6 +59,10 @@ export interface AppConfig {
   /** NODE_ENV=production: turns off development checks (Pothos's unused-query check). */
   production: boolean;
   caches: CacheConfig;
+  /** An ACTIVE turn with no usage report, message or heartbeat for this long is failed by the server. */
+  turnTimeoutMs: number;
+  /** How often each instance looks for such stale turns. */
+  turnSweepIntervalMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -77,6 +81,8 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | REDIS_PREFIX | session-graph: | Redis channel prefix |
  * | LOG_LEVEL | info | debug, info, warn, error, silent |
  * | API_KEYS | — | comma-separated workspace:key pairs |
+ * | TURN_TIMEOUT_MS | 600000 | an ACTIVE turn idle this long (no usage, message, heartbeat) is failed |
+ * | TURN_SWEEP_INTERVAL_MS | 30000 | how often each instance looks for stale turns |
  * | NODE_ENV | — | production turns off Pothos's development checks |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
@@ -113,6 +119,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     redisPrefix: env.REDIS_PREFIX ?? 'session-graph:',
     logLevel,
     apiKeys: parseApiKeys(env.API_KEYS),
+    turnTimeoutMs: parseDuration('TURN_TIMEOUT_MS', env.TURN_TIMEOUT_MS, 10 * 60_000),
+    turnSweepIntervalMs: parseDuration('TURN_SWEEP_INTERVAL_MS', env.TURN_SWEEP_INTERVAL_MS, 30_000),
     production: env.NODE_ENV?.trim() === 'production',
     caches: parseCaches(env),
   };
@@ -138,6 +146,16 @@ function parsePort(raw: string | undefined): number {
     throw new ConfigError(`PORT must be an integer from 0 to 65535 (got "${raw}").`);
   }
   return port;
+}
+
+/** A positive whole number of milliseconds, at most a day (setInterval's limit is about 24.8 days). */
+function parseDuration(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 1 || ms > 86_400_000) {
+    throw new ConfigError(`${name} must be a whole number of milliseconds from 1 to 86400000 (got "${raw}").`);
+  }
+  return ms;
 }
 
 function checkUrl(name: string, url: string) {

@@ -11,6 +11,7 @@ import { findForksAt, findSessions } from './db/stores/sessions.js';
 import type { AssemblyCaches } from './caches/index.js';
 import type { AssemblyService } from './services/assembly.js';
 import type { SessionService } from './services/sessions.js';
+import type { TurnService } from './services/turns.js';
 
 /**
  * The long-lived parts of one app instance, shared by every request: configuration, logger,
@@ -26,6 +27,7 @@ export interface AppRuntime {
   assembly: AssemblyService;
   /** The caches assembly reads through; `forget` is called by every path that can break their rules. */
   caches: AssemblyCaches;
+  turns: TurnService;
 }
 
 /** One request's (or one WebSocket operation's) GraphQL context: who is asking, and its loaders. */

@@ -12,7 +12,6 @@ import {
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { MessagePart, MessageRoleEnum } from './message.js';
-import { Turn } from './turn.js';
 
 const TokenEncodingEnum = builder.enumType('TokenEncoding', {
   description: 'How tokens are counted.',
@@ -204,14 +203,5 @@ builder.mutationField('assembleContext', (t) =>
         },
         String(input.sessionId),
       ),
-  }),
-);
-
-builder.prismaObjectField(Turn, 'context', (t) =>
-  t.field({
-    type: AssembledContext,
-    nullable: true,
-    description: 'The context assembled for this turn, when it was recorded (assembleContext with turnId).',
-    resolve: (turn) => (turn.context as AssembledContextShape | null) ?? null,
   }),
 );

@@ -1,13 +1,13 @@
-import { resetRequestCaches } from '../request.js';
+import { resetRequestCaches, type RequestContext } from '../request.js';
 import { notFound } from '../errors.js';
 import type { SessionEventMessage } from '../pubsub.js';
-import { sessionEventStream } from '../services/event-log.js';
+import { SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
 import { builder } from './builder.js';
-import { parseGlobalId } from './ids.js';
+import { parseGlobalId, toGlobalId } from './ids.js';
 import { Message } from './message.js';
 import { Session } from './session.js';
 
-const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').implement({
+export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').implement({
   description: "An entry of a session's event log.",
   fields: (t) => ({
     sequence: t.exposeInt('sequence', { description: 'Position in the session\'s log: 1, 2, 3 … without gaps.' }),
@@ -21,7 +21,7 @@ const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').i
   }),
 });
 
-const payloadOf = (e: SessionEventMessage) => (e.payload ?? {}) as Record<string, unknown>;
+export const payloadOf = (e: SessionEventMessage) => (e.payload ?? {}) as Record<string, unknown>;
 
 type EventFieldBuilder = PothosSchemaTypes.ObjectFieldBuilder<typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never, SessionEventMessage>;
 
@@ -83,6 +83,28 @@ eventType('SessionCompacted', 'SESSION_COMPACTED', 'A summary now replaces the s
   uptoIndex: t.int({ description: 'Messages [0, uptoIndex) are summarized.', resolve: (e) => payloadOf(e).uptoIndex as number }),
 }));
 
+eventType('SessionDeleted', SESSION_DELETED, 'The session was deleted: the last event of its stream, which then completes. Never replayed (the log went with the session).', (t) => ({
+  deletedSessionId: t.id({ description: 'The ID of the deleted session.', resolve: (e) => toGlobalId('Session', e.sessionId) }),
+}));
+
+/**
+ * Checks that the session is in the caller's workspace (NOT_FOUND otherwise, whether it exists
+ * elsewhere or not at all) and returns its event stream, which ends after SessionDeleted.
+ */
+export async function workspaceSessionStream(ctx: RequestContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
+  const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
+  const exists = await ctx.prisma.session.findFirst({ where: { id: sessionId, workspaceId: ctx.workspaceId }, select: { id: true } });
+  if (!exists) throw notFound('Session', String(rawSessionId));
+  const events = sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, afterSequence ?? null);
+  return (async function* () {
+    for await (const event of events) {
+      resetRequestCaches(ctx);
+      yield event;
+      if (event.type === SESSION_DELETED) return;
+    }
+  })();
+}
+
 builder.subscriptionField('sessionEvents', (t) =>
   t.field({
     type: SessionEvent,
@@ -92,18 +114,7 @@ builder.subscriptionField('sessionEvents', (t) =>
       sessionId: t.arg.id({ required: true, description: 'The session.' }),
       afterSequence: t.arg.int({ required: false, description: 'Replay stored events with a greater sequence first (0 for all).' }),
     },
-    subscribe: async (_, args, ctx) => {
-      const sessionId = parseGlobalId(String(args.sessionId), 'Session', 'sessionId');
-      const exists = await ctx.prisma.session.findFirst({ where: { id: sessionId, workspaceId: ctx.workspaceId }, select: { id: true } });
-      if (!exists) throw notFound('Session', String(args.sessionId));
-      const events = sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, args.afterSequence ?? null);
-      return (async function* () {
-        for await (const event of events) {
-          resetRequestCaches(ctx);
-          yield event;
-        }
-      })();
-    },
+    subscribe: (_, args, ctx) => workspaceSessionStream(ctx, args.sessionId, args.afterSequence),
     resolve: (event) => event,
   }),
 );

@@ -6,6 +6,7 @@ import './message.js';
 import './session.js';
 import './assembly.js';
 import './events.js';
+import './turn-events.js';
 
 /** The whole GraphQL schema, with types sorted so the printed SDL is stable. */
 export const schema = lexicographicSortSchema(builder.toSchema());

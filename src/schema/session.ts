@@ -4,7 +4,6 @@ import { LIMITS, type MessageInputData } from '../domain/parts.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { Message, MessageInput } from './message.js';
-import { Usage, ZERO_USAGE } from './turn.js';
 
 export const Session = builder.prismaNode('Session', {
   description:
@@ -79,22 +78,6 @@ export const Session = builder.prismaNode('Session', {
     { description: 'A turn and its cursor.' },
     ),
     activeTurn: t.relation('activeTurn', { nullable: true, description: 'The turn in progress, if any.' }),
-    usage: t.field({
-      type: Usage,
-      description: 'Usage summed over its turns.',
-      select: { turns: { select: { inputTokens: true, outputTokens: true, cacheReadTokens: true, cacheWriteTokens: true, cost: true } } },
-      resolve: (s) =>
-        s.turns.reduce(
-          (sum, turn) => ({
-            inputTokens: BigInt(sum.inputTokens) + turn.inputTokens,
-            outputTokens: BigInt(sum.outputTokens) + turn.outputTokens,
-            cacheReadTokens: BigInt(sum.cacheReadTokens) + turn.cacheReadTokens,
-            cacheWriteTokens: BigInt(sum.cacheWriteTokens) + turn.cacheWriteTokens,
-            cost: sum.cost + turn.cost,
-          }),
-          ZERO_USAGE,
-        ),
-    }),
   }),
 });
 
@@ -197,7 +180,7 @@ builder.mutationField('appendMessages', (t) =>
         ctx.workspaceId,
         sessionId,
         input.messages as MessageInputData[],
-        { turnId, agentId: input.agentId ?? null },
+        { turnId, agentId: input.agentId ?? null, turnLabel: input.turnId ? String(input.turnId) : undefined },
         String(input.sessionId),
       );
     },

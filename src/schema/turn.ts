@@ -1,4 +1,12 @@
+import { createContextCache } from '@pothos/core';
+import DataLoader from 'dataloader';
+import * as store from '../db/stores/turns.js';
+import { zeroUsage, type UsageCounts } from '../domain/turns.js';
+import type { RequestContext } from '../request.js';
+import type { AssembledContext as AssembledContextShape } from '../domain/assembly/index.js';
+import { AssembledContext } from './assembly.js';
 import { builder } from './builder.js';
+import { parseGlobalId } from './ids.js';
 
 /** Token and cost totals; counts are whole numbers. */
 export interface UsageShape {
@@ -24,8 +32,6 @@ export const Usage = builder.objectRef<UsageShape>('Usage').implement({
   }),
 });
 
-export const ZERO_USAGE: UsageShape = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0 };
-
 export const TurnStatusEnum = builder.enumType('TurnStatus', {
   description: 'Where a turn is in its life.',
   values: {
@@ -36,7 +42,7 @@ export const TurnStatusEnum = builder.enumType('TurnStatus', {
   } as const,
 });
 
-const InitiatorKindEnum = builder.enumType('InitiatorKind', {
+export const InitiatorKindEnum = builder.enumType('InitiatorKind', {
   description: 'What started a turn.',
   values: { USER: { description: 'A person.' }, EXTENSION: { description: 'An extension or plugin.' }, SYSTEM: { description: 'The system itself.' } } as const,
 });
@@ -51,7 +57,12 @@ const Initiator = builder.objectRef<{ kind: 'USER' | 'EXTENSION' | 'SYSTEM'; id:
 
 const TurnAgentStatusEnum = builder.enumType('TurnAgentStatus', {
   description: "Where one agent's work on a turn stands.",
-  values: { ACTIVE: {}, COMPLETED: {}, FAILED: {}, CANCELLED: {} } as const,
+  values: {
+    ACTIVE: { description: 'Still working.' },
+    COMPLETED: { description: 'Completed successfully.' },
+    FAILED: { description: 'Completed with a failure (see error), or failed with its stale turn.' },
+    CANCELLED: { description: 'The turn was cancelled, or ended by the failure of another agent, before this agent completed.' },
+  } as const,
 });
 
 builder.prismaObject('TurnAgent', {
@@ -83,6 +94,207 @@ export const Turn = builder.prismaNode('Turn', {
     startedAt: t.expose('startedAt', { type: 'DateTime', description: 'When it started.' }),
     completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true, description: 'When it ended, if it has.' }),
     error: t.exposeString('error', { nullable: true, description: 'Why it failed or was cancelled.' }),
+    context: t.field({
+      type: AssembledContext,
+      nullable: true,
+      description: 'The context assembled for this turn, when it was recorded (assembleContext with turnId).',
+      resolve: (turn) => (turn.context as AssembledContextShape | null) ?? null,
+    }),
+    usageByModel: t.field({
+      type: [ModelUsage],
+      description: 'Usage per model named in the reports (reports without a model under model null), models in name order.',
+      resolve: (turn, _, ctx) => usageLoaders(ctx).turnByModel.load(turn.id),
+    }),
+    messages: t.relatedConnection(
+      'messages',
+      {
+        description: 'Messages appended with this turn, in index order.',
+        cursor: 'id',
+        query: () => ({ orderBy: [{ position: 'asc' }, { id: 'asc' }] }),
+        totalCount: true,
+      },
+      { description: 'A page of messages of a turn.' },
+      { description: 'A message and its cursor.' },
+    ),
   }),
 });
+
+type ModelUsageShape = { model: string | null; usage: UsageCounts };
+
+export const ModelUsage = builder.objectRef<ModelUsageShape>('ModelUsage').implement({
+  description: 'Usage reported for one model.',
+  fields: (t) => ({
+    model: t.exposeString('model', { nullable: true, description: 'The model as reported; null for reports that named none.' }),
+    usage: t.field({ type: Usage, description: 'Its usage.', resolve: (m) => m.usage }),
+  }),
+});
+
+const toCounts = (row: UsageCounts): UsageCounts => ({
+  inputTokens: BigInt(row.inputTokens),
+  outputTokens: BigInt(row.outputTokens),
+  cacheReadTokens: BigInt(row.cacheReadTokens),
+  cacheWriteTokens: BigInt(row.cacheWriteTokens),
+  cost: Number(row.cost),
+});
+
+/** Per-request loaders of usage sums: one statement for every turn or session of a page. */
+const usageLoaders = createContextCache((ctx: RequestContext) => {
+  const sql = ctx.runtime.db.sql;
+  const grouped = <K extends string>(key: K, rows: (store.ModelUsage & Record<K, string>)[], ids: readonly string[]) => {
+    const by = new Map<string, ModelUsageShape[]>();
+    for (const row of rows) {
+      const list = by.get(row[key]) ?? [];
+      list.push({ model: row.model, usage: toCounts(row) });
+      by.set(row[key], list);
+    }
+    return ids.map((id) => by.get(id) ?? []);
+  };
+  return {
+    turnByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) => grouped('turnId', await store.usageByModelForTurns(sql, ids), ids)),
+    sessionByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) =>
+      grouped('sessionId', await store.usageByModelForSessions(sql, ids), ids),
+    ),
+    session: new DataLoader<string, UsageCounts>(async (ids) => {
+      const by = new Map((await store.usageForSessions(sql, ids)).map((r) => [r.sessionId, toCounts(r)]));
+      return ids.map((id) => by.get(id) ?? zeroUsage());
+    }),
+    tree: new DataLoader<string, UsageCounts>(async (ids) => {
+      const by = new Map((await store.usageForTrees(sql, ids)).map((r) => [r.rootId, toCounts(r)]));
+      return ids.map((id) => by.get(id) ?? zeroUsage());
+    }),
+  };
+});
+
+builder.prismaObjectFields('Session', (t) => ({
+  usage: t.field({
+    type: Usage,
+    description: "Usage summed over this session's own turns (a fork does not include its parent's).",
+    resolve: (s, _, ctx) => usageLoaders(ctx).session.load(s.id),
+  }),
+  treeUsage: t.field({
+    type: Usage,
+    description: "Usage summed over every turn of this session's fork tree: its root and every fork below it.",
+    select: { rootId: true },
+    resolve: (s, _, ctx) => usageLoaders(ctx).tree.load(s.rootId),
+  }),
+  usageByModel: t.field({
+    type: [ModelUsage],
+    description: "Usage of this session's own turns per model (reports without a model under model null), models in name order.",
+    resolve: (s, _, ctx) => usageLoaders(ctx).sessionByModel.load(s.id),
+  }),
+}));
+
+const InitiatorInput = builder.inputType('TurnInitiatorInput', {
+  description: 'What starts a turn.',
+  fields: (t) => ({
+    kind: t.field({ type: InitiatorKindEnum, required: true, description: 'The kind of initiator.' }),
+    id: t.string({ required: false, description: 'Its id (a user id, an extension name …).' }),
+  }),
+});
+
+const StartTurnInput = builder.inputType('StartTurnInput', {
+  description: 'A turn to start on a session.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session.' }),
+    agentIds: t.stringList({ required: true, description: 'The agents taking part (1 to 100, distinct); each completes with completeAgent.' }),
+    initiator: t.field({ type: InitiatorInput, required: false, description: 'What starts it (default kind USER, no id).' }),
+    turnId: t.id({
+      required: false,
+      description: 'A key you choose (up to 200 characters): starting again with the same key on the session returns the turn it started, so a retry is safe.',
+    }),
+  }),
+});
+
+const ReportUsageInput = builder.inputType('ReportUsageInput', {
+  description: "One model call's usage. Counts are whole numbers from 0 to 2^31 (missing counts are 0).",
+  fields: (t) => ({
+    turnId: t.id({ required: true, description: 'The turn.' }),
+    agentId: t.string({ required: true, description: 'The agent that made the call (one of the turn\'s agents).' }),
+    inputTokens: t.int({ required: false, description: 'Prompt tokens.' }),
+    outputTokens: t.int({ required: false, description: 'Completion tokens.' }),
+    cacheReadTokens: t.int({ required: false, description: 'Prompt tokens read from the provider cache.' }),
+    cacheWriteTokens: t.int({ required: false, description: 'Prompt tokens written to the provider cache.' }),
+    cost: t.float({ required: false, description: 'Cost of the call (0 or more).' }),
+    callId: t.string({
+      required: false,
+      description: 'Id of the model call: a report repeating a callId already reported for this turn changes nothing (retries are safe).',
+    }),
+    model: t.string({ required: false, description: 'The model called; usage can be read per model.' }),
+  }),
+});
+
+const CompleteAgentInput = builder.inputType('CompleteAgentInput', {
+  description: "One agent's completion of its work on a turn.",
+  fields: (t) => ({
+    turnId: t.id({ required: true, description: 'The turn.' }),
+    agentId: t.string({ required: true, description: 'The agent (one of the turn\'s agents).' }),
+    success: t.boolean({ required: true, description: 'False when the agent failed; the turn then ends FAILED.' }),
+    error: t.string({ required: false, description: 'Why it failed.' }),
+  }),
+});
+
+const CancelTurnInput = builder.inputType('CancelTurnInput', {
+  description: 'A turn to cancel.',
+  fields: (t) => ({
+    turnId: t.id({ required: true, description: 'The turn.' }),
+    reason: t.string({ required: false, description: "Why; kept as the turn's error." }),
+  }),
+});
+
+const HeartbeatTurnInput = builder.inputType('HeartbeatTurnInput', {
+  description: 'A turn to keep alive.',
+  fields: (t) => ({ turnId: t.id({ required: true, description: 'The turn.' }) }),
+});
+
+const turnIdOf = (raw: string | number) => parseGlobalId(String(raw), 'Turn', 'turnId');
+
+builder.mutationFields((t) => ({
+  startTurn: t.field({
+    type: Turn,
+    description:
+      'Starts turn 1, 2, 3 … of a session with its agents. One turn is active per session at a time (TURN_ALREADY_ACTIVE); a repeated turnId returns the turn it started.',
+    args: { input: t.arg({ type: StartTurnInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.runtime.turns.startTurn(
+        ctx.workspaceId,
+        {
+          sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
+          agentIds: input.agentIds,
+          initiator: input.initiator,
+          clientTurnId: input.turnId === null || input.turnId === undefined ? null : String(input.turnId),
+        },
+        String(input.sessionId),
+      ),
+  }),
+  reportUsage: t.field({
+    type: Turn,
+    description:
+      "Adds one model call's usage to its agent and its turn, atomically. A repeated callId is a no-op; usage reported after the turn ended still counts.",
+    args: { input: t.arg({ type: ReportUsageInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.runtime.turns.reportUsage(ctx.workspaceId, { ...input, turnId: turnIdOf(input.turnId) }, String(input.turnId)),
+  }),
+  completeAgent: t.field({
+    type: Turn,
+    description:
+      "Completes one agent's work. When every agent has completed, the turn becomes COMPLETED, or FAILED if any failed, exactly once. An ended turn is refused (TURN_NOT_ACTIVE).",
+    args: { input: t.arg({ type: CompleteAgentInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.runtime.turns.completeAgent(ctx.workspaceId, { ...input, turnId: turnIdOf(input.turnId) }, String(input.turnId)),
+  }),
+  cancelTurn: t.field({
+    type: Turn,
+    description: 'Cancels an active turn (an ended one is refused: TURN_NOT_ACTIVE). Usage reported later still counts.',
+    args: { input: t.arg({ type: CancelTurnInput, required: true }) },
+    resolve: (_, { input }, ctx) =>
+      ctx.runtime.turns.cancelTurn(ctx.workspaceId, { turnId: turnIdOf(input.turnId), reason: input.reason }, String(input.turnId)),
+  }),
+  heartbeatTurn: t.field({
+    type: Turn,
+    description:
+      'Tells the server an active turn is still being worked on, so it is not failed as stale (TURN_TIMEOUT_MS). Usage reports and messages of the turn count as activity too.',
+    args: { input: t.arg({ type: HeartbeatTurnInput, required: true }) },
+    resolve: (_, { input }, ctx) => ctx.runtime.turns.heartbeatTurn(ctx.workspaceId, turnIdOf(input.turnId), String(input.turnId)),
+  }),
+}));
 

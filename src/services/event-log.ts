@@ -1,8 +1,30 @@
+import { uuidv7 } from '../db/ids.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 
 // The log's writes and their SQL live in the events store.
 export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
+
+/** The type of the live-only event that ends a deleted session's streams. */
+export const SESSION_DELETED = 'SESSION_DELETED';
+
+/**
+ * The last event of a deleted session's stream. Its log rows went with the session, so it is never
+ * stored: it is published once (after the delete commits) with the sequence after the session's
+ * last one, and a stream that delivers it completes.
+ */
+export function sessionDeletedEvent(sessionId: string, lastSequence: number): SessionEventMessage {
+  return {
+    id: uuidv7(),
+    sessionId,
+    sequence: Number(lastSequence) + 1,
+    type: SESSION_DELETED,
+    turnId: null,
+    messageId: null,
+    payload: {},
+    createdAt: new Date().toISOString(),
+  };
+}
 
 /** Publishes events of a committed transaction. */
 export function publishAll(bus: EventBus, events: SessionEventMessage[]) {
@@ -56,6 +78,7 @@ export async function* sessionEventStream(
       if (event.sequence <= last) continue;
       last = event.sequence;
       yield event;
+      if (event.type === SESSION_DELETED) return;
     }
   } finally {
     signal?.removeEventListener('abort', stop);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { uuidv7 } from '../db/ids.js';
-import { isRetryableSqlError, type Sql, type SqlClient, type SqlTarget, type Tx } from '../db/sql.js';
+import { asSql, isRetryableSqlError, type Sql, type SqlClient, type SqlTarget, type Tx } from '../db/sql.js';
 import { createAttachment } from '../db/stores/attachments.js';
 import { createCompaction } from '../db/stores/compactions.js';
 import { appendEvents } from '../db/stores/events.js';
@@ -33,7 +33,9 @@ import { badInput, DomainError, notFound } from '../errors.js';
 import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import type { AssemblyCaches } from '../caches/index.js';
-import { publishAll } from './event-log.js';
+import { publishAll, sessionDeletedEvent } from './event-log.js';
+import { touchIfActive, turnStatusIn } from '../db/stores/turns.js';
+import { turnNotActive } from '../domain/turns.js';
 
 export type { LockedSession } from '../db/stores/sessions.js';
 
@@ -137,7 +139,7 @@ export class SessionService {
    * instance's caches keep of them. Returns the deleted ids.
    */
   async deleteSession(workspaceId: string, sessionId: string, cascade: boolean, clientId?: string): Promise<string[]> {
-    const ids = await this.write(async (tx) => {
+    const ids = await this.write(async (tx, events) => {
       const root = await this.lockTreeRoot(tx, workspaceId, sessionId, clientId);
       if (root.id !== sessionId) await this.lock(tx, workspaceId, sessionId, clientId);
       const descendants = await sessionStore.findDescendants(tx, sessionId);
@@ -149,7 +151,8 @@ export class SessionService {
         );
       }
       const ids = [...descendants.map((d) => d.id), sessionId];
-      await sessionStore.deleteSessions(tx, ids);
+      const deleted = await sessionStore.deleteSessions(tx, ids);
+      events.push(...deleted.map((row) => sessionDeletedEvent(row.id, row.eventSequence)));
       return ids;
     });
     for (const id of ids) this.caches.forget(id);
@@ -160,7 +163,7 @@ export class SessionService {
     workspaceId: string,
     sessionId: string,
     inputs: MessageInputData[],
-    options: { turnId: string | null; agentId: string | null },
+    options: { turnId: string | null; agentId: string | null; turnLabel?: string },
     clientId?: string,
   ): Promise<{ session: Session; messages: Message[] }> {
     const drafts = draftBatch(inputs, false);
@@ -168,8 +171,11 @@ export class SessionService {
     return this.write(async (tx, events) => {
       const session = await this.lock(tx, workspaceId, sessionId, clientId);
       if (options.turnId) {
-        const turn = await tx.turn.findFirst({ where: { id: options.turnId, sessionId }, select: { id: true } });
-        if (!turn) throw notFound('Turn', options.turnId);
+        const status = await turnStatusIn(asSql(tx), sessionId, options.turnId);
+        const turnLabel = options.turnLabel ?? options.turnId;
+        if (!status) throw notFound('Turn', turnLabel);
+        if (status !== 'ACTIVE') throw turnNotActive(status, turnLabel);
+        await touchIfActive(asSql(tx), options.turnId, new Date());
       }
       return this.insertMessages(tx, session, drafts, options, events);
     });
@@ -304,6 +310,8 @@ export class SessionService {
             ? [...parts.slice(0, -1), { type: 'text', text: last.text + input.appendText }]
             : [...parts, { type: 'text', text: input.appendText! }];
       }
+      // Streaming into a turn's message is the turn's activity: it keeps the sweeper away.
+      if (message.turnId) await touchIfActive(asSql(tx), message.turnId, new Date());
       const generating = input.generating ?? true;
       const updated = await updateMessageContent(tx, messageId, parts, generating);
       const payload: Record<string, unknown> = { index: message.position, generating };

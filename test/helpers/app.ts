@@ -43,6 +43,8 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     apiKeys: [],
     production: false,
     caches: DEFAULT_CACHE_CONFIG,
+    turnTimeoutMs: 600_000,
+    turnSweepIntervalMs: 30_000,
     ...overrides,
   };
 }
@@ -77,13 +79,13 @@ export async function dropTestDatabases() {
  * same database and Redis channels (multi-instance tests).
  */
 export async function createTestApp(
-  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp } = {},
+  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp; config?: Partial<AppConfig> } = {},
 ): Promise<TestApp> {
   const redisPrefix = options.shareWith?.redisPrefix ?? testConfig().redisPrefix;
   let databaseUrl = options.shareWith?.databaseUrl ?? null;
   if (!databaseUrl && backend.postgresUrl) databaseUrl = await freshPostgresDatabase();
   if (options.shareWith && !databaseUrl) throw new Error('a shared instance needs PostgreSQL (TEST_DATABASE_URL)');
-  const config = testConfig({ databaseUrl, redisPrefix, apiKeys: options.apiKeys ?? [] });
+  const config = testConfig({ ...options.config, databaseUrl, redisPrefix, apiKeys: options.apiKeys ?? [] });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const app = await buildApp(config, { database });
   return Object.assign(app, { databaseUrl, redisPrefix });

@@ -84,4 +84,16 @@ describe('configuration from the environment', () => {
   it('hides the password of a database URL in errors', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://user:secret@host/db' })).toThrow(/user:\*\*\*@/);
   });
+
+  it('reads the stale-turn timeout and sweep interval, 10 min and 30 s by default', () => {
+    expect(loadConfig({})).toMatchObject({ turnTimeoutMs: 600_000, turnSweepIntervalMs: 30_000 });
+    expect(loadConfig({ TURN_TIMEOUT_MS: '1500', TURN_SWEEP_INTERVAL_MS: '250' })).toMatchObject({
+      turnTimeoutMs: 1500,
+      turnSweepIntervalMs: 250,
+    });
+    for (const bad of ['0', '-5', '1.5', 'ten', '86400001']) {
+      expect(() => loadConfig({ TURN_TIMEOUT_MS: bad })).toThrow(/TURN_TIMEOUT_MS must be a whole number/);
+      expect(() => loadConfig({ TURN_SWEEP_INTERVAL_MS: bad })).toThrow(/TURN_SWEEP_INTERVAL_MS must be a whole number/);
+    }
+  });
 });

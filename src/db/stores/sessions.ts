@@ -125,9 +125,12 @@ export function findDescendants(tx: Tx, sessionId: string): Promise<{ id: string
   return tx.session.findMany({ where: { ancestorIds: { has: sessionId } }, select: { id: true, depth: true }, orderBy: { depth: 'desc' } });
 }
 
-/** Deletes the sessions (their messages, turns, events and compactions go with them). */
-export async function deleteSessions(tx: Tx, ids: string[]): Promise<void> {
-  await tx.$executeRawUnsafe('DELETE FROM "Session" WHERE id = ANY($1::text[])', ids);
+/**
+ * Deletes the sessions (their messages, turns, events and compactions go with them); returns each
+ * one's last event sequence (its live-only SessionDeleted comes after it).
+ */
+export async function deleteSessions(tx: Tx, ids: string[]): Promise<{ id: string; eventSequence: number }[]> {
+  return tx.$queryRawUnsafe('DELETE FROM "Session" WHERE id = ANY($1::text[]) RETURNING id, "eventSequence"', ids);
 }
 
 /**

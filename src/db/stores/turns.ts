@@ -1,0 +1,310 @@
+/**
+ * Every statement on turns, their agents and their usage reports. Rows come back as Prisma would
+ * give them (see db/sql.ts). Callers hold the session's row lock (`lockSession*`) for every write:
+ * that one lock orders all changes to a session's turns, on one server or many.
+ */
+import type { Turn } from '../../generated/prisma/client.js';
+import type { TurnAgentStatus, TurnStatus, UsageCounts } from '../../domain/turns.js';
+import type { SqlClient } from '../sql.js';
+
+export type TurnRow = Turn;
+
+export interface AgentState {
+  agentId: string;
+  status: TurnAgentStatus;
+  error: string | null;
+}
+
+/** A turn with its agents' states, read under the session's lock. */
+export interface TurnWithAgents extends TurnRow {
+  agents: AgentState[];
+}
+
+export interface LockedTurnSession {
+  id: string;
+  turnCount: number;
+  activeTurnId: string | null;
+}
+
+const ts = (date: Date) => date.toISOString();
+
+/** Locks a session of the workspace; null when there is none. */
+export async function lockSession(sql: SqlClient, workspaceId: string, sessionId: string): Promise<LockedTurnSession | null> {
+  const [row] = await sql.query<LockedTurnSession>(
+    'SELECT id, "turnCount", "activeTurnId" FROM "Session" WHERE id = $1 AND "workspaceId" = $2 FOR UPDATE',
+    [sessionId, workspaceId],
+  );
+  return row ?? null;
+}
+
+/**
+ * Locks the session a turn belongs to (when the turn is in the workspace); null when there is no
+ * such turn. The turn itself is read afterwards, in a new statement, so it reflects every change
+ * committed before the lock was granted.
+ */
+export async function lockSessionOfTurn(sql: SqlClient, workspaceId: string, turnId: string): Promise<LockedTurnSession | null> {
+  const [row] = await sql.query<LockedTurnSession>(
+    `SELECT id, "turnCount", "activeTurnId" FROM "Session"
+     WHERE id = (SELECT "sessionId" FROM "Turn" WHERE id = $1) AND "workspaceId" = $2 FOR UPDATE`,
+    [turnId, workspaceId],
+  );
+  return row ?? null;
+}
+
+const WITH_AGENTS = `SELECT t.*, coalesce((
+    SELECT json_agg(json_build_object('agentId', a."agentId", 'status', a.status, 'error', a.error) ORDER BY a."agentId")
+    FROM "TurnAgent" a WHERE a."turnId" = t.id), '[]'::json) AS agents
+  FROM "Turn" t`;
+
+export async function readTurn(sql: SqlClient, turnId: string): Promise<TurnWithAgents | null> {
+  const [row] = await sql.query<TurnWithAgents>(`${WITH_AGENTS} WHERE t.id = $1`, [turnId]);
+  return row ?? null;
+}
+
+export async function findByClientTurnId(sql: SqlClient, sessionId: string, clientTurnId: string): Promise<TurnRow | null> {
+  const [row] = await sql.query<TurnRow>('SELECT * FROM "Turn" WHERE "sessionId" = $1 AND "clientTurnId" = $2', [sessionId, clientTurnId]);
+  return row ?? null;
+}
+
+/** Inserts turn number `number` with its agents and makes it the session's active turn, in one statement. */
+export async function insertTurn(
+  sql: SqlClient,
+  turn: {
+    id: string;
+    sessionId: string;
+    number: number;
+    clientTurnId: string | null;
+    initiatorKind: string;
+    initiatorId: string | null;
+    agentIds: string[];
+    now: Date;
+  },
+): Promise<TurnRow> {
+  const [row] = await sql.query<TurnRow>(
+    `WITH t AS (
+       INSERT INTO "Turn" (id, "sessionId", number, "clientTurnId", status, "initiatorKind", "initiatorId", "startedAt", "lastActivityAt")
+       VALUES ($1, $2, $3, $4, 'ACTIVE', $5::"InitiatorKind", $6, $7::timestamp(3), $7::timestamp(3))
+       RETURNING *
+     ), a AS (
+       INSERT INTO "TurnAgent" ("turnId", "agentId", status) SELECT $1, agent, 'ACTIVE' FROM unnest($8::text[]) AS agent
+     ), s AS (
+       UPDATE "Session" SET "turnCount" = $3, "activeTurnId" = $1, "updatedAt" = $7::timestamp(3) WHERE id = $2
+     )
+     SELECT * FROM t`,
+    [turn.id, turn.sessionId, turn.number, turn.clientTurnId, turn.initiatorKind, turn.initiatorId, ts(turn.now), turn.agentIds],
+  );
+  return row;
+}
+
+/** Whether a report with this callId was already recorded for the turn. */
+export async function hasReport(sql: SqlClient, turnId: string, callId: string): Promise<boolean> {
+  const rows = await sql.query('SELECT 1 FROM "TurnUsageReport" WHERE "turnId" = $1 AND "callId" = $2', [turnId, callId]);
+  return rows.length > 0;
+}
+
+export interface AddedUsage {
+  turn: TurnRow;
+  agentTotal: UsageCounts;
+}
+
+/**
+ * Records one report and adds it to the agent's and the turn's totals, in one statement (all or
+ * nothing). An ACTIVE turn's `lastActivityAt` moves to `now`. Returns null when a report with the
+ * same callId exists (a concurrent duplicate that slipped past `hasReport`: nothing was added).
+ */
+export async function addUsage(
+  sql: SqlClient,
+  report: { id: string; turnId: string; agentId: string; callId: string | null; model: string | null; usage: UsageCounts; now: Date },
+): Promise<AddedUsage | null> {
+  const u = report.usage;
+  const rows = await sql.query<TurnRow & { agentTotal: Record<string, string | number> }>(
+    `WITH r AS (
+       INSERT INTO "TurnUsageReport" (id, "turnId", "callId", "agentId", model, "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost, "createdAt")
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamp(3))
+       ON CONFLICT ("turnId", "callId") DO NOTHING
+       RETURNING "turnId"
+     ), a AS (
+       UPDATE "TurnAgent" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
+         "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10
+       WHERE "turnId" = $2 AND "agentId" = $4 AND EXISTS (SELECT 1 FROM r)
+       RETURNING "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost
+     ), t AS (
+       UPDATE "Turn" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
+         "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10,
+         "lastActivityAt" = CASE WHEN status = 'ACTIVE' THEN $11::timestamp(3) ELSE "lastActivityAt" END
+       WHERE id = $2 AND EXISTS (SELECT 1 FROM r)
+       RETURNING *
+     )
+     SELECT t.*, (SELECT row_to_json(a) FROM a) AS "agentTotal" FROM t`,
+    [
+      report.id,
+      report.turnId,
+      report.callId,
+      report.agentId,
+      report.model,
+      u.inputTokens.toString(),
+      u.outputTokens.toString(),
+      u.cacheReadTokens.toString(),
+      u.cacheWriteTokens.toString(),
+      u.cost,
+      ts(report.now),
+    ],
+  );
+  const [row] = rows;
+  if (!row) return null;
+  const { agentTotal, ...turn } = row;
+  return {
+    turn: turn as TurnRow,
+    agentTotal: {
+      inputTokens: BigInt(agentTotal.inputTokens),
+      outputTokens: BigInt(agentTotal.outputTokens),
+      cacheReadTokens: BigInt(agentTotal.cacheReadTokens),
+      cacheWriteTokens: BigInt(agentTotal.cacheWriteTokens),
+      cost: Number(agentTotal.cost),
+    },
+  };
+}
+
+/** The agent's totals, for a retried report that changes nothing. */
+export async function agentUsage(sql: SqlClient, turnId: string, agentId: string): Promise<UsageCounts> {
+  const [row] = await sql.query<UsageCounts>(
+    'SELECT "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost FROM "TurnAgent" WHERE "turnId" = $1 AND "agentId" = $2',
+    [turnId, agentId],
+  );
+  return row;
+}
+
+export async function setAgentStatus(
+  sql: SqlClient,
+  turnId: string,
+  agentId: string,
+  status: TurnAgentStatus,
+  error: string | null,
+  now: Date,
+) {
+  await sql.query(
+    `UPDATE "TurnAgent" SET status = $3::"TurnAgentStatus", error = $4, "completedAt" = $5::timestamp(3)
+     WHERE "turnId" = $1 AND "agentId" = $2`,
+    [turnId, agentId, status, error, ts(now)],
+  );
+}
+
+export async function touchTurn(sql: SqlClient, turnId: string, now: Date): Promise<TurnRow> {
+  const [row] = await sql.query<TurnRow>('UPDATE "Turn" SET "lastActivityAt" = $2::timestamp(3) WHERE id = $1 RETURNING *', [
+    turnId,
+    ts(now),
+  ]);
+  return row;
+}
+
+/** Moves an ACTIVE turn's `lastActivityAt` (a message of the turn was written); ended turns stay as they are. */
+export async function touchIfActive(sql: SqlClient, turnId: string, now: Date) {
+  await sql.query(`UPDATE "Turn" SET "lastActivityAt" = $2::timestamp(3) WHERE id = $1 AND status = 'ACTIVE'`, [turnId, ts(now)]);
+}
+
+/**
+ * Ends an ACTIVE turn: its status, error and end time, its still-active agents set to
+ * `agentStatus`, and the session's active turn cleared. The turn's own row changes only while it
+ * is ACTIVE, and (for the sweeper) only while it is still idle since `idleBefore`: the returned row
+ * is null when another caller ended or touched it first, so an ending happens exactly once.
+ */
+export async function endTurn(
+  sql: SqlClient,
+  end: {
+    turnId: string;
+    status: Exclude<TurnStatus, 'ACTIVE'>;
+    error: string | null;
+    agentStatus: TurnAgentStatus;
+    now: Date;
+    idleBefore?: Date;
+  },
+): Promise<TurnRow | null> {
+  const [row] = await sql.query<TurnRow>(
+    `WITH t AS (
+       UPDATE "Turn" SET status = $2::"TurnStatus", error = $3, "completedAt" = $5::timestamp(3)
+       WHERE id = $1 AND status = 'ACTIVE' AND ($6::timestamp(3) IS NULL OR "lastActivityAt" < $6::timestamp(3))
+       RETURNING *
+     ), a AS (
+       UPDATE "TurnAgent" SET status = $4::"TurnAgentStatus", error = CASE WHEN $7::boolean THEN coalesce(error, $3) ELSE error END,
+         "completedAt" = $5::timestamp(3)
+       WHERE "turnId" = $1 AND status = 'ACTIVE' AND EXISTS (SELECT 1 FROM t)
+     ), s AS (
+       UPDATE "Session" SET "activeTurnId" = NULL WHERE "activeTurnId" = $1 AND EXISTS (SELECT 1 FROM t)
+     )
+     SELECT * FROM t`,
+    [end.turnId, end.status, end.error, end.agentStatus, ts(end.now), end.idleBefore ? ts(end.idleBefore) : null, end.agentStatus === 'FAILED'],
+  );
+  return row ?? null;
+}
+
+/** ACTIVE turns idle since before `idleBefore` (a hint: each is re-checked under its session's lock). */
+export async function staleTurns(sql: SqlClient, idleBefore: Date, limit: number): Promise<{ id: string; sessionId: string }[]> {
+  return sql.query(
+    `SELECT id, "sessionId" FROM "Turn" WHERE status = 'ACTIVE' AND "lastActivityAt" < $1::timestamp(3)
+     ORDER BY "lastActivityAt" LIMIT $2`,
+    [ts(idleBefore), limit],
+  );
+}
+
+export async function lockSessionById(sql: SqlClient, sessionId: string): Promise<LockedTurnSession | null> {
+  const [row] = await sql.query<LockedTurnSession>('SELECT id, "turnCount", "activeTurnId" FROM "Session" WHERE id = $1 FOR UPDATE', [
+    sessionId,
+  ]);
+  return row ?? null;
+}
+
+/** The turn of a session with this id and its status (appendMessages checks it). */
+export async function turnStatusIn(sql: SqlClient, sessionId: string, turnId: string): Promise<TurnStatus | null> {
+  const [row] = await sql.query<{ status: TurnStatus }>('SELECT status FROM "Turn" WHERE id = $1 AND "sessionId" = $2', [turnId, sessionId]);
+  return row?.status ?? null;
+}
+
+export interface ModelUsage extends UsageCounts {
+  model: string | null;
+}
+
+const SUMS = `coalesce(sum(r."inputTokens"), 0)::bigint AS "inputTokens", coalesce(sum(r."outputTokens"), 0)::bigint AS "outputTokens",
+  coalesce(sum(r."cacheReadTokens"), 0)::bigint AS "cacheReadTokens", coalesce(sum(r."cacheWriteTokens"), 0)::bigint AS "cacheWriteTokens",
+  coalesce(sum(r.cost), 0)::float8 AS cost`;
+
+/** Usage per model for each of `turnIds`, models in name order (unnamed last). */
+export async function usageByModelForTurns(sql: SqlClient, turnIds: readonly string[]): Promise<(ModelUsage & { turnId: string })[]> {
+  return sql.query(
+    `SELECT r."turnId", r.model, ${SUMS} FROM "TurnUsageReport" r WHERE r."turnId" = ANY($1::text[])
+     GROUP BY r."turnId", r.model ORDER BY r."turnId", r.model NULLS LAST`,
+    [turnIds],
+  );
+}
+
+/** Usage per model over each session's own turns. */
+export async function usageByModelForSessions(
+  sql: SqlClient,
+  sessionIds: readonly string[],
+): Promise<(ModelUsage & { sessionId: string })[]> {
+  return sql.query(
+    `SELECT t."sessionId", r.model, ${SUMS} FROM "TurnUsageReport" r JOIN "Turn" t ON t.id = r."turnId"
+     WHERE t."sessionId" = ANY($1::text[]) GROUP BY t."sessionId", r.model ORDER BY t."sessionId", r.model NULLS LAST`,
+    [sessionIds],
+  );
+}
+
+const TURN_SUMS = `coalesce(sum(t."inputTokens"), 0)::bigint AS "inputTokens", coalesce(sum(t."outputTokens"), 0)::bigint AS "outputTokens",
+  coalesce(sum(t."cacheReadTokens"), 0)::bigint AS "cacheReadTokens", coalesce(sum(t."cacheWriteTokens"), 0)::bigint AS "cacheWriteTokens",
+  coalesce(sum(t.cost), 0)::float8 AS cost`;
+
+/** Usage over each session's own turns. */
+export async function usageForSessions(sql: SqlClient, sessionIds: readonly string[]): Promise<(UsageCounts & { sessionId: string })[]> {
+  return sql.query(
+    `SELECT t."sessionId", ${TURN_SUMS} FROM "Turn" t WHERE t."sessionId" = ANY($1::text[]) GROUP BY t."sessionId"`,
+    [sessionIds],
+  );
+}
+
+/** Usage over every turn of each fork tree (by root id). */
+export async function usageForTrees(sql: SqlClient, rootIds: readonly string[]): Promise<(UsageCounts & { rootId: string })[]> {
+  return sql.query(
+    `SELECT s."rootId", ${TURN_SUMS} FROM "Turn" t JOIN "Session" s ON s.id = t."sessionId"
+     WHERE s."rootId" = ANY($1::text[]) GROUP BY s."rootId"`,
+    [rootIds],
+  );
+}
