@@ -133,31 +133,50 @@ export class TurnService {
     const agentId = requiredKey(input.agentId, 'agentId');
     const callId = optionalKey(input.callId, 'callId');
     const model = optionalKey(input.model, 'model');
-    return this.write(async (sql, events) => {
-      const { session, turn } = await this.lockTurn(sql, workspaceId, input.turnId, label);
-      requireAgent(turn, agentId, label);
-      if (callId && (await store.hasReport(sql, turn.id, callId))) return turn;
-      checkTotals(addUsage(turn, usage), 'the turn');
-      const added = await store.addUsage(sql, { id: uuidv7(), turnId: turn.id, agentId, callId, model, usage, now: new Date() });
-      if (!added) return turn;
-      events.push(
-        ...(await appendEvents(sql, session.id, [
+    // Two statements and no transaction: checks on a plain read (a turn's agents never change),
+    // then one statement that writes the report, the sums and the event under the session's row
+    // lock (see recordUsage). Holding no lock across round trips is what keeps a burst of reports
+    // from many processes fast.
+    const turn = await store.readTurnInWorkspace(this.sql, workspaceId, input.turnId);
+    if (!turn) throw notFound('Turn', label);
+    requireAgent(turn, agentId, label);
+    // The totals read here may trail concurrent reports by a few: the bound is a sanity check.
+    checkTotals(addUsage(turn, usage), 'the turn');
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const now = new Date();
+        const recorded = await store.recordUsage(this.sql, {
+          id: uuidv7(),
+          eventId: uuidv7(),
+          sessionId: turn.sessionId,
+          turnId: turn.id,
+          agentId,
+          callId,
+          model,
+          usage,
+          now,
+        });
+        if (!recorded) return (await store.readTurn(this.sql, turn.id)) ?? turn;
+        publishAll(this.bus, [
           {
+            id: recorded.event.id,
+            sessionId: turn.sessionId,
+            sequence: recorded.event.sequence,
             type: 'TURN_USAGE_UPDATED',
             turnId: turn.id,
-            payload: {
-              agentId,
-              callId,
-              model,
-              delta: usageJson(usage),
-              total: usageJson(added.turn),
-              agentTotal: usageJson(added.agentTotal),
-            },
+            messageId: null,
+            payload: recorded.event.payload,
+            createdAt: now.toISOString(),
           },
-        ])),
-      );
-      return added.turn;
-    });
+        ]);
+        return recorded.turn;
+      } catch (error) {
+        if (attempt < 5 && isRetryableSqlError(error)) continue;
+        // The turn's session was deleted since the check.
+        if ((error as { code?: string }).code === '23503') throw notFound('Turn', label);
+        throw error;
+      }
+    }
   }
 
   /**

@@ -96,46 +96,80 @@ export async function insertTurn(
   return row;
 }
 
-/** Whether a report with this callId was already recorded for the turn. */
-export async function hasReport(sql: SqlClient, turnId: string, callId: string): Promise<boolean> {
-  const rows = await sql.query('SELECT 1 FROM "TurnUsageReport" WHERE "turnId" = $1 AND "callId" = $2', [turnId, callId]);
-  return rows.length > 0;
+/** A turn of the workspace with its session and agents, read without a lock (reportUsage's checks). */
+export async function readTurnInWorkspace(sql: SqlClient, workspaceId: string, turnId: string): Promise<TurnWithAgents | null> {
+  const [row] = await sql.query<TurnWithAgents>(
+    `${WITH_AGENTS} WHERE t.id = $1 AND EXISTS (SELECT 1 FROM "Session" s WHERE s.id = t."sessionId" AND s."workspaceId" = $2)`,
+    [turnId, workspaceId],
+  );
+  return row ?? null;
 }
 
-export interface AddedUsage {
+export interface RecordedUsage {
   turn: TurnRow;
   agentTotal: UsageCounts;
+  event: { id: string; sequence: number; payload: Record<string, unknown>; createdAt: Date };
 }
 
+const usageObject = (alias: string) =>
+  `jsonb_build_object('inputTokens', ${alias}."inputTokens", 'outputTokens', ${alias}."outputTokens",
+     'cacheReadTokens', ${alias}."cacheReadTokens", 'cacheWriteTokens', ${alias}."cacheWriteTokens", 'cost', ${alias}.cost)`;
+
 /**
- * Records one report and adds it to the agent's and the turn's totals, in one statement (all or
- * nothing). An ACTIVE turn's `lastActivityAt` moves to `now`. Returns null when a report with the
- * same callId exists (a concurrent duplicate that slipped past `hasReport`: nothing was added).
+ * Records one usage report in a single statement, so no lock is held across round trips: the
+ * report row (a repeated callId conflicts and the statement changes nothing), the session's next
+ * event sequence (this row lock comes first and orders the report with every other write to the
+ * session, as appendEvents does), the agent's and the turn's sums (an ACTIVE turn's
+ * `lastActivityAt` moves to `now`), and the TURN_USAGE_UPDATED event with the totals after it.
+ * Returns null when nothing was recorded (a repeated callId).
  */
-export async function addUsage(
+export async function recordUsage(
   sql: SqlClient,
-  report: { id: string; turnId: string; agentId: string; callId: string | null; model: string | null; usage: UsageCounts; now: Date },
-): Promise<AddedUsage | null> {
+  report: {
+    id: string;
+    eventId: string;
+    sessionId: string;
+    turnId: string;
+    agentId: string;
+    callId: string | null;
+    model: string | null;
+    usage: UsageCounts;
+    now: Date;
+  },
+): Promise<RecordedUsage | null> {
   const u = report.usage;
-  const rows = await sql.query<TurnRow & { agentTotal: Record<string, string | number> }>(
+  const [row] = await sql.query<TurnRow & { agentTotal: Record<string, string | number>; event: RecordedUsage['event'] & { createdAt: string } }>(
     `WITH r AS (
        INSERT INTO "TurnUsageReport" (id, "turnId", "callId", "agentId", model, "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost, "createdAt")
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamp(3))
        ON CONFLICT ("turnId", "callId") DO NOTHING
-       RETURNING "turnId"
+       RETURNING id
+     ), s AS (
+       UPDATE "Session" SET "eventSequence" = "eventSequence" + 1 WHERE id = $12 AND EXISTS (SELECT 1 FROM r)
+       RETURNING "eventSequence"
      ), a AS (
        UPDATE "TurnAgent" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
          "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10
-       WHERE "turnId" = $2 AND "agentId" = $4 AND EXISTS (SELECT 1 FROM r)
+       WHERE "turnId" = $2 AND "agentId" = $4 AND EXISTS (SELECT 1 FROM s)
        RETURNING "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost
      ), t AS (
        UPDATE "Turn" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
          "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10,
          "lastActivityAt" = CASE WHEN status = 'ACTIVE' THEN $11::timestamp(3) ELSE "lastActivityAt" END
-       WHERE id = $2 AND EXISTS (SELECT 1 FROM r)
+       WHERE id = $2 AND EXISTS (SELECT 1 FROM s)
        RETURNING *
+     ), e AS (
+       INSERT INTO "SessionEvent" (id, "sessionId", sequence, type, "turnId", payload, "createdAt")
+       SELECT $13, $12, s."eventSequence", 'TURN_USAGE_UPDATED', $2,
+         jsonb_build_object('agentId', $4::text, 'callId', $3::text, 'model', $5::text,
+           'delta', jsonb_build_object('inputTokens', $6::bigint, 'outputTokens', $7::bigint, 'cacheReadTokens', $8::bigint,
+             'cacheWriteTokens', $9::bigint, 'cost', $10::float8),
+           'total', ${usageObject('t')}, 'agentTotal', ${usageObject('a')}),
+         $11::timestamp(3)
+       FROM s, t, a
+       RETURNING id, sequence, payload, "createdAt"
      )
-     SELECT t.*, (SELECT row_to_json(a) FROM a) AS "agentTotal" FROM t`,
+     SELECT t.*, row_to_json(a) AS "agentTotal", row_to_json(e) AS event FROM t, a, e`,
     [
       report.id,
       report.turnId,
@@ -148,11 +182,12 @@ export async function addUsage(
       u.cacheWriteTokens.toString(),
       u.cost,
       ts(report.now),
+      report.sessionId,
+      report.eventId,
     ],
   );
-  const [row] = rows;
   if (!row) return null;
-  const { agentTotal, ...turn } = row;
+  const { agentTotal, event, ...turn } = row;
   return {
     turn: turn as TurnRow,
     agentTotal: {
@@ -162,16 +197,8 @@ export async function addUsage(
       cacheWriteTokens: BigInt(agentTotal.cacheWriteTokens),
       cost: Number(agentTotal.cost),
     },
+    event: { ...event, sequence: Number(event.sequence), createdAt: report.now },
   };
-}
-
-/** The agent's totals, for a retried report that changes nothing. */
-export async function agentUsage(sql: SqlClient, turnId: string, agentId: string): Promise<UsageCounts> {
-  const [row] = await sql.query<UsageCounts>(
-    'SELECT "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost FROM "TurnAgent" WHERE "turnId" = $1 AND "agentId" = $2',
-    [turnId, agentId],
-  );
-  return row;
 }
 
 export async function setAgentStatus(
