@@ -4,6 +4,7 @@ import * as store from '../db/stores/turns.js';
 import {
   addUsage,
   checkTotals,
+  MAX_TOTAL_TOKENS,
   decideCompletion,
   errorText,
   optionalKey,
@@ -133,49 +134,52 @@ export class TurnService {
     const agentId = requiredKey(input.agentId, 'agentId');
     const callId = optionalKey(input.callId, 'callId');
     const model = optionalKey(input.model, 'model');
-    // Two statements and no transaction: checks on a plain read (a turn's agents never change),
-    // then one statement that writes the report, the sums and the event under the session's row
-    // lock (see recordUsage). Holding no lock across round trips is what keeps a burst of reports
-    // from many processes fast.
-    const turn = await store.readTurnInWorkspace(this.sql, workspaceId, input.turnId);
-    if (!turn) throw notFound('Turn', label);
-    requireAgent(turn, agentId, label);
-    // The totals read here may trail concurrent reports by a few: the bound is a sanity check.
-    checkTotals(addUsage(turn, usage), 'the turn');
+    // One statement and no transaction on the way that matters (see recordUsage): holding no lock
+    // across round trips is what keeps a burst of reports from many processes fast. When it
+    // records nothing, the turn is read to say why, with the same rules as everywhere else.
     for (let attempt = 1; ; attempt++) {
+      const now = new Date();
+      let recorded: Awaited<ReturnType<typeof store.recordUsage>>;
       try {
-        const now = new Date();
-        const recorded = await store.recordUsage(this.sql, {
+        recorded = await store.recordUsage(this.sql, {
           id: uuidv7(),
           eventId: uuidv7(),
-          sessionId: turn.sessionId,
-          turnId: turn.id,
+          workspaceId,
+          turnId: input.turnId,
           agentId,
           callId,
           model,
           usage,
+          maxTotal: MAX_TOTAL_TOKENS,
           now,
         });
-        if (!recorded) return (await store.readTurn(this.sql, turn.id)) ?? turn;
-        publishAll(this.bus, [
-          {
-            id: recorded.event.id,
-            sessionId: turn.sessionId,
-            sequence: recorded.event.sequence,
-            type: 'TURN_USAGE_UPDATED',
-            turnId: turn.id,
-            messageId: null,
-            payload: recorded.event.payload,
-            createdAt: now.toISOString(),
-          },
-        ]);
-        return recorded.turn;
       } catch (error) {
         if (attempt < 5 && isRetryableSqlError(error)) continue;
-        // The turn's session was deleted since the check.
+        // The turn's session was deleted while the statement ran.
         if ((error as { code?: string }).code === '23503') throw notFound('Turn', label);
         throw error;
       }
+      if (!recorded) {
+        const turn = await store.readTurnInWorkspace(this.sql, workspaceId, input.turnId);
+        if (!turn) throw notFound('Turn', label);
+        requireAgent(turn, agentId, label);
+        checkTotals(addUsage(turn, usage), 'the turn');
+        // A repeated callId: the report was recorded before.
+        return turn;
+      }
+      publishAll(this.bus, [
+        {
+          id: recorded.event.id,
+          sessionId: recorded.sessionId,
+          sequence: recorded.event.sequence,
+          type: 'TURN_USAGE_UPDATED',
+          turnId: recorded.turn.id,
+          messageId: null,
+          payload: recorded.event.payload,
+          createdAt: now.toISOString(),
+        },
+      ]);
+      return recorded.turn;
     }
   }
 

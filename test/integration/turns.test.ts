@@ -439,6 +439,25 @@ describe(`turns under concurrency (${backend.label})`, () => {
     expect((await loggedTypes(app, sessionId)).filter((t) => t === 'TURN_USAGE_UPDATED')).toHaveLength(800);
   });
 
+  it('usage reports racing the completions and a cancel all count, and the turn ends once', async () => {
+    const sessionId = await newSession();
+    const turn = await start(sessionId, ['a', 'b', 'c']);
+    const calls = [
+      ...Array.from({ length: 150 }, (_, i) =>
+        gql(app, ReportUsage, { input: { turnId: turn.id, agentId: ['a', 'b', 'c'][i % 3], callId: `r${i % 100}`, inputTokens: 2 } }, auth),
+      ),
+      ...['a', 'b', 'c', 'a', 'b', 'c'].map((agentId) => gql(app, CompleteAgent, { input: { turnId: turn.id, agentId, success: true } }, auth)),
+      gql(app, CancelTurn, { input: { turnId: turn.id } }, auth),
+    ];
+    const results = await Promise.all(calls);
+    for (const result of results) if (result.errors) expect(result.errors[0].extensions?.code).toBe('TURN_NOT_ACTIVE');
+    const details = await gqlOk(app, TurnDetails, { id: turn.id }, auth);
+    expect((details.node as { usage: { inputTokens: number } }).usage.inputTokens).toBe(200);
+    const types = await loggedTypes(app, sessionId);
+    expect(types.filter((t) => t === 'TURN_COMPLETED' || t === 'TURN_CANCELLED')).toHaveLength(1);
+    expect(types.filter((t) => t === 'TURN_USAGE_UPDATED')).toHaveLength(100);
+  });
+
   it('numbers turns without duplicates under concurrent startTurn', async () => {
     const sessionId = await newSession();
     const numbers: number[] = [];

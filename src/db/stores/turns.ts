@@ -117,36 +117,44 @@ const usageObject = (alias: string) =>
 
 /**
  * Records one usage report in a single statement, so no lock is held across round trips: the
- * report row (a repeated callId conflicts and the statement changes nothing), the session's next
- * event sequence (this row lock comes first and orders the report with every other write to the
- * session, as appendEvents does), the agent's and the turn's sums (an ACTIVE turn's
+ * report row, the session's next event sequence (this row lock orders the report with every other
+ * write to the session, as appendEvents does), the agent's and the turn's sums (an ACTIVE turn's
  * `lastActivityAt` moves to `now`), and the TURN_USAGE_UPDATED event with the totals after it.
- * Returns null when nothing was recorded (a repeated callId).
+ * Nothing is written, and null returned, unless the turn is in the workspace, the agent is one of
+ * its agents, no report with the same callId exists, and no total would pass `maxTotal` (checked
+ * against the totals the statement sees): the caller then reads the turn to tell which.
  */
 export async function recordUsage(
   sql: SqlClient,
   report: {
     id: string;
     eventId: string;
-    sessionId: string;
+    workspaceId: string;
     turnId: string;
     agentId: string;
     callId: string | null;
     model: string | null;
     usage: UsageCounts;
+    maxTotal: number;
     now: Date;
   },
-): Promise<RecordedUsage | null> {
+): Promise<(RecordedUsage & { sessionId: string }) | null> {
   const u = report.usage;
   const [row] = await sql.query<TurnRow & { agentTotal: Record<string, string | number>; event: RecordedUsage['event'] & { createdAt: string } }>(
     `WITH r AS (
        INSERT INTO "TurnUsageReport" (id, "turnId", "callId", "agentId", model, "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost, "createdAt")
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamp(3))
+       SELECT $1, t.id, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamp(3)
+       FROM "Turn" t JOIN "Session" ws ON ws.id = t."sessionId" AND ws."workspaceId" = $12
+       WHERE t.id = $2
+         AND EXISTS (SELECT 1 FROM "TurnAgent" ag WHERE ag."turnId" = $2 AND ag."agentId" = $4)
+         AND t."inputTokens" + $6 <= $14 AND t."outputTokens" + $7 <= $14
+         AND t."cacheReadTokens" + $8 <= $14 AND t."cacheWriteTokens" + $9 <= $14
        ON CONFLICT ("turnId", "callId") DO NOTHING
-       RETURNING id
+       RETURNING "turnId"
      ), s AS (
-       UPDATE "Session" SET "eventSequence" = "eventSequence" + 1 WHERE id = $12 AND EXISTS (SELECT 1 FROM r)
-       RETURNING "eventSequence"
+       UPDATE "Session" SET "eventSequence" = "eventSequence" + 1
+       WHERE id = (SELECT "sessionId" FROM "Turn" WHERE id = $2) AND EXISTS (SELECT 1 FROM r)
+       RETURNING id, "eventSequence"
      ), a AS (
        UPDATE "TurnAgent" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
          "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10
@@ -160,7 +168,7 @@ export async function recordUsage(
        RETURNING *
      ), e AS (
        INSERT INTO "SessionEvent" (id, "sessionId", sequence, type, "turnId", payload, "createdAt")
-       SELECT $13, $12, s."eventSequence", 'TURN_USAGE_UPDATED', $2,
+       SELECT $13, s.id, s."eventSequence", 'TURN_USAGE_UPDATED', $2,
          jsonb_build_object('agentId', $4::text, 'callId', $3::text, 'model', $5::text,
            'delta', jsonb_build_object('inputTokens', $6::bigint, 'outputTokens', $7::bigint, 'cacheReadTokens', $8::bigint,
              'cacheWriteTokens', $9::bigint, 'cost', $10::float8),
@@ -182,8 +190,9 @@ export async function recordUsage(
       u.cacheWriteTokens.toString(),
       u.cost,
       ts(report.now),
-      report.sessionId,
+      report.workspaceId,
       report.eventId,
+      report.maxTotal,
     ],
   );
   if (!row) return null;
@@ -197,6 +206,7 @@ export async function recordUsage(
       cacheWriteTokens: BigInt(agentTotal.cacheWriteTokens),
       cost: Number(agentTotal.cost),
     },
+    sessionId: (turn as TurnRow).sessionId,
     event: { ...event, sequence: Number(event.sequence), createdAt: report.now },
   };
 }
