@@ -118,7 +118,7 @@ const turns: Scenario = {
     const statements = await ctx.countQueries(() =>
       ctx.gql(REPORT, { input: { turnId: warm, agentId: AGENTS[0], callId: 'counted', inputTokens: 1 } }),
     );
-    rows.push({ metric: 'report.statements', value: statements.count, unit: 'queries', note: 'one reportUsage with its response, BEGIN/COMMIT included' });
+    rows.push({ metric: 'report.statements', value: statements.count, unit: 'queries', note: 'statements one reportUsage sends, its response included (no transaction)' });
 
     const turnId = await startTurn(ctx);
     const reports = burst('c');

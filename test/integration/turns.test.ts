@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { graphql } from '../generated/index.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, globalIdOf, gql, gqlError, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
-import { AppendMessages, CreateSession } from '../helpers/documents.js';
+import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
 import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
 export const TurnFields = graphql(`
@@ -384,6 +384,29 @@ describe(`turn lifecycle (${backend.label})`, () => {
     expect(refused.message).toContain(turn.id);
   });
 
+  it('counts a message appended to the turn and each update of its generating message as turn activity', async () => {
+    const sessionId = await newSession();
+    const turn = await start(sessionId, ['a']);
+    const longAgo = new Date('2020-01-01T00:00:00Z');
+    const activity = async () => {
+      const row = await app.services.db.prisma.turn.findUniqueOrThrow({ where: { id: rawIdOf(turn.id) }, select: { lastActivityAt: true } });
+      return row.lastActivityAt.getTime();
+    };
+    const age = () => app.services.db.sql.query(`UPDATE "Turn" SET "lastActivityAt" = $2::timestamp(3) WHERE id = $1`, [rawIdOf(turn.id), longAgo.toISOString()]);
+
+    await age();
+    const appended = await gqlOk(
+      app,
+      AppendMessages,
+      { input: { sessionId, turnId: turn.id, messages: [{ role: 'ASSISTANT', text: 'stream', generating: true }] } },
+      auth,
+    );
+    expect(await activity()).toBeGreaterThan(longAgo.getTime());
+    await age();
+    await gqlOk(app, UpdateMessage, { input: { messageId: appended.appendMessages.messages[0].id, appendText: ' more' } }, auth);
+    expect(await activity()).toBeGreaterThan(longAgo.getTime());
+  });
+
   it("sums a session's own turns in usage, the whole fork tree in treeUsage, and usage per model", async () => {
     const parent = await newSession();
     const t1 = await start(parent, ['a']);
@@ -515,10 +538,16 @@ describe(`turn events (${backend.label})`, () => {
 
   it('refuses subscribing to a session of another workspace or an unknown one', async () => {
     const sessionId = await newSession();
+    const unknown = globalIdOf('Session', '01900000-0000-7000-8000-000000000000');
     for (const query of [TURN_EVENTS, SESSION_EVENTS]) {
-      const sse = subscribeSse(app.yoga.fetch as never, query, { id: sessionId }, (d) => d, { authorization: `Bearer ${API_KEYS.beta}` });
-      await expect(sse.collector.until(() => false, 5_000, 'refusal')).rejects.toThrow(/NOT_FOUND/);
-      sse.unsubscribe();
+      for (const [id, key] of [
+        [sessionId, API_KEYS.beta],
+        [unknown, API_KEYS.alpha],
+      ]) {
+        const sse = subscribeSse(app.yoga.fetch as never, query, { id }, (d) => d, { authorization: `Bearer ${key}` });
+        await expect(sse.collector.until(() => false, 5_000, 'refusal')).rejects.toThrow(/NOT_FOUND/);
+        sse.unsubscribe();
+      }
     }
   });
 
