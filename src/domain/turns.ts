@@ -21,7 +21,7 @@ export const USAGE_COUNT_FIELDS = ['inputTokens', 'outputTokens', 'cacheReadToke
 
 /** The largest count one report may carry: 2^31, a bound no real model call comes near. */
 export const MAX_REPORTED_TOKENS = 2 ** 31;
-/** The largest total a turn or agent may reach, so every total stays a GraphQL Int. */
+/** The largest totalTokens a turn may reach, so each of its totals stays a GraphQL Int. */
 export const MAX_TOTAL_TOKENS = 2 ** 31 - 1;
 export const MAX_AGENTS_PER_TURN = 100;
 export const MAX_ID_LENGTH = 200;
@@ -65,12 +65,11 @@ export function validateUsage(input: UsageReportInput): UsageCounts {
   return usage;
 }
 
-/** Refuses a report that would take a total past what a GraphQL Int can show. */
+/** Refuses a report that would take a total (totalTokens included) past what a GraphQL Int can show. */
 export function checkTotals(total: UsageCounts, what: string) {
-  for (const field of USAGE_COUNT_FIELDS) {
-    if (total[field] > BigInt(MAX_TOTAL_TOKENS)) {
-      throw badInput(`This report would take ${what}'s ${field} past ${MAX_TOTAL_TOKENS}; report usage on a new turn.`, { field });
-    }
+  const sum = total.inputTokens + total.outputTokens + total.cacheReadTokens + total.cacheWriteTokens;
+  if (sum > BigInt(MAX_TOTAL_TOKENS)) {
+    throw badInput(`This report would take ${what}'s totalTokens past ${MAX_TOTAL_TOKENS}; report further usage on a new turn.`);
   }
 }
 

@@ -460,7 +460,8 @@ describe(`turns under concurrency (${backend.label})`, () => {
     const agents = (details.node as { agents: { usage: { inputTokens: number } }[] }).agents;
     expect(agents[0].usage.inputTokens + agents[1].usage.inputTokens).toBe(expectedInput);
     expect((await loggedTypes(app, sessionId)).filter((t) => t === 'TURN_USAGE_UPDATED')).toHaveLength(800);
-  });
+    // 1,000 requests through one in-process PGlite connection on a shared 2-core machine.
+  }, 180_000);
 
   it('usage reports racing the completions and a cancel all count, and the turn ends once', async () => {
     const sessionId = await newSession();

@@ -121,7 +121,7 @@ const usageObject = (alias: string) =>
  * write to the session, as appendEvents does), the agent's and the turn's sums (an ACTIVE turn's
  * `lastActivityAt` moves to `now`), and the TURN_USAGE_UPDATED event with the totals after it.
  * Nothing is written, and null returned, unless the turn is in the workspace, the agent is one of
- * its agents, no report with the same callId exists, and no total would pass `maxTotal` (checked
+ * its agents, no report with the same callId exists, and the turn's totalTokens would not pass `maxTotal` (checked
  * against the totals the statement sees): the caller then reads the turn to tell which.
  */
 export async function recordUsage(
@@ -147,8 +147,7 @@ export async function recordUsage(
        FROM "Turn" t JOIN "Session" ws ON ws.id = t."sessionId" AND ws."workspaceId" = $12
        WHERE t.id = $2
          AND EXISTS (SELECT 1 FROM "TurnAgent" ag WHERE ag."turnId" = $2 AND ag."agentId" = $4)
-         AND t."inputTokens" + $6 <= $14 AND t."outputTokens" + $7 <= $14
-         AND t."cacheReadTokens" + $8 <= $14 AND t."cacheWriteTokens" + $9 <= $14
+         AND t."inputTokens" + t."outputTokens" + t."cacheReadTokens" + t."cacheWriteTokens" + $6 + $7 + $8 + $9 <= $14
        ON CONFLICT ("turnId", "callId") DO NOTHING
        RETURNING "turnId"
      ), s AS (
