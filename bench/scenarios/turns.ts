@@ -118,7 +118,12 @@ const turns: Scenario = {
     const statements = await ctx.countQueries(() =>
       ctx.gql(REPORT, { input: { turnId: warm, agentId: AGENTS[0], callId: 'counted', inputTokens: 1 } }),
     );
-    rows.push({ metric: 'report.statements', value: statements.count, unit: 'queries', note: 'statements one reportUsage sends, its response included (no transaction)' });
+    rows.push({
+      metric: 'report.statements',
+      value: statements.count,
+      unit: 'queries',
+      note: 'statements one reportUsage sends, its response included (no transaction)',
+    });
 
     const turnId = await startTurn(ctx);
     const reports = burst('c');
@@ -146,24 +151,42 @@ const turns: Scenario = {
     let id = 0;
     const raw = await concurrently(reports, CLIENTS, (r) => rawReport(query, rawTurnId, r, id++));
     await pool?.end();
-    const [rawTotals] = await ctx.app.services.db.sql.query<{ inputTokens: bigint }>('SELECT "inputTokens" FROM "Turn" WHERE id = $1', [rawTurnId]);
+    const [rawTotals] = await ctx.app.services.db.sql.query<{ inputTokens: bigint }>('SELECT "inputTokens" FROM "Turn" WHERE id = $1', [
+      rawTurnId,
+    ]);
     const rawExact = Number(rawTotals.inputTokens) === expected.input;
 
     const apiRate = REPORTS / (api.ms / 1000);
     const rawRate = REPORTS / (raw.ms / 1000);
     rows.push(
-      { metric: 'burst.reports_per_s', value: round(apiRate, 1), unit: 'reports/s', note: `${REPORTS} reportUsage (${expected.distinct} distinct callIds), ${CLIENTS} clients, GraphQL in process` },
+      {
+        metric: 'burst.reports_per_s',
+        value: round(apiRate, 1),
+        unit: 'reports/s',
+        note: `${REPORTS} reportUsage (${expected.distinct} distinct callIds), ${CLIENTS} clients, GraphQL in process`,
+      },
       { metric: 'burst.p50_ms', value: round(median(api.latencies), 2), unit: 'ms', note: 'per call, queueing included' },
       { metric: 'burst.p99_ms', value: round(quantile(api.latencies, 0.99), 2), unit: 'ms', note: 'per call, queueing included' },
       { metric: 'burst.errors', value: api.errors, unit: 'errors', target: { op: '<=', value: 0 }, note: 'conflicts or any other failure' },
-      { metric: 'burst.totals_exact', value: exact ? 1 : 0, unit: 'bool', target: { op: '>=', value: 1 }, note: 'turn totals = sum over distinct callIds' },
+      {
+        metric: 'burst.totals_exact',
+        value: exact ? 1 : 0,
+        unit: 'bool',
+        target: { op: '>=', value: 1 },
+        note: 'turn totals = sum over distinct callIds',
+      },
       {
         metric: 'baseline.raw_reports_per_s',
         value: round(rawRate, 1),
         unit: 'reports/s',
         note: `same rows, ${databaseUrl ? 'raw pg Pool (max 10)' : "PGlite's driver"}, one upsert statement each, ${raw.errors} errors, totals ${rawExact ? 'exact' : 'WRONG'}`,
       },
-      { metric: 'burst.vs_raw', value: round(rawRate / apiRate, 2), unit: 'ratio', note: 'raw rate / API rate: the cost of GraphQL, locking and the event log' },
+      {
+        metric: 'burst.vs_raw',
+        value: round(rawRate / apiRate, 2),
+        unit: 'ratio',
+        note: 'raw rate / API rate: the cost of GraphQL, locking and the event log',
+      },
     );
     return rows;
   },

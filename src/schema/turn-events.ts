@@ -82,7 +82,7 @@ builder.subscriptionField('turnEvents', (t) =>
   t.field({
     type: TurnEvent,
     description:
-      "The turn events of a session: its sessionEvents stream filtered to turns, with the same sequence numbers and the same replay after afterSequence. Ends when the session is deleted.",
+      'The turn events of a session: its sessionEvents stream filtered to turns, with the same sequence numbers and the same replay after afterSequence. Ends when the session is deleted.',
     args: {
       sessionId: t.arg.id({ required: true, description: 'The session.' }),
       afterSequence: t.arg.int({ required: false, description: 'Replay stored turn events with a greater sequence first (0 for all).' }),

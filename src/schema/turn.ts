@@ -28,7 +28,7 @@ export const Usage = builder.objectRef<UsageShape>('Usage').implement({
       description: 'inputTokens + outputTokens + cacheReadTokens + cacheWriteTokens.',
       resolve: (u) => Number(u.inputTokens) + Number(u.outputTokens) + Number(u.cacheReadTokens) + Number(u.cacheWriteTokens),
     }),
-    cost: t.float({ description: 'Cost as reported, in the reporter\'s currency unit.', resolve: (u) => u.cost }),
+    cost: t.float({ description: "Cost as reported, in the reporter's currency unit.", resolve: (u) => u.cost }),
   }),
 });
 
@@ -44,7 +44,11 @@ export const TurnStatusEnum = builder.enumType('TurnStatus', {
 
 export const InitiatorKindEnum = builder.enumType('InitiatorKind', {
   description: 'What started a turn.',
-  values: { USER: { description: 'A person.' }, EXTENSION: { description: 'An extension or plugin.' }, SYSTEM: { description: 'The system itself.' } } as const,
+  values: {
+    USER: { description: 'A person.' },
+    EXTENSION: { description: 'An extension or plugin.' },
+    SYSTEM: { description: 'The system itself.' },
+  } as const,
 });
 
 const Initiator = builder.objectRef<{ kind: 'USER' | 'EXTENSION' | 'SYSTEM'; id: string | null }>('TurnInitiator').implement({
@@ -150,7 +154,9 @@ const usageLoaders = createContextCache((ctx: RequestContext) => {
     return ids.map((id) => by.get(id) ?? []);
   };
   return {
-    turnByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) => grouped('turnId', await store.usageByModelForTurns(sql, ids), ids)),
+    turnByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) =>
+      grouped('turnId', await store.usageByModelForTurns(sql, ids), ids),
+    ),
     sessionByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) =>
       grouped('sessionId', await store.usageByModelForSessions(sql, ids), ids),
     ),
@@ -196,11 +202,15 @@ const StartTurnInput = builder.inputType('StartTurnInput', {
   description: 'A turn to start on a session.',
   fields: (t) => ({
     sessionId: t.id({ required: true, description: 'The session.' }),
-    agentIds: t.stringList({ required: true, description: 'The agents taking part (1 to 100, distinct); each completes with completeAgent.' }),
+    agentIds: t.stringList({
+      required: true,
+      description: 'The agents taking part (1 to 100, distinct); each completes with completeAgent.',
+    }),
     initiator: t.field({ type: InitiatorInput, required: false, description: 'What starts it (default kind USER, no id).' }),
     turnId: t.id({
       required: false,
-      description: 'A key you choose (up to 200 characters): starting again with the same key on the session returns the turn it started, so a retry is safe.',
+      description:
+        'A key you choose (up to 200 characters): starting again with the same key on the session returns the turn it started, so a retry is safe.',
     }),
   }),
 });
@@ -209,7 +219,7 @@ const ReportUsageInput = builder.inputType('ReportUsageInput', {
   description: "One model call's usage. Counts are whole numbers from 0 to 2^31 (missing counts are 0).",
   fields: (t) => ({
     turnId: t.id({ required: true, description: 'The turn.' }),
-    agentId: t.string({ required: true, description: 'The agent that made the call (one of the turn\'s agents).' }),
+    agentId: t.string({ required: true, description: "The agent that made the call (one of the turn's agents)." }),
     inputTokens: t.int({ required: false, description: 'Prompt tokens.' }),
     outputTokens: t.int({ required: false, description: 'Completion tokens.' }),
     cacheReadTokens: t.int({ required: false, description: 'Prompt tokens read from the provider cache.' }),
@@ -227,7 +237,7 @@ const CompleteAgentInput = builder.inputType('CompleteAgentInput', {
   description: "One agent's completion of its work on a turn.",
   fields: (t) => ({
     turnId: t.id({ required: true, description: 'The turn.' }),
-    agentId: t.string({ required: true, description: 'The agent (one of the turn\'s agents).' }),
+    agentId: t.string({ required: true, description: "The agent (one of the turn's agents)." }),
     success: t.boolean({ required: true, description: 'False when the agent failed; the turn then ends FAILED.' }),
     error: t.string({ required: false, description: 'Why it failed.' }),
   }),
@@ -297,4 +307,3 @@ builder.mutationFields((t) => ({
     resolve: (_, { input }, ctx) => ctx.runtime.turns.heartbeatTurn(ctx.workspaceId, turnIdOf(input.turnId), String(input.turnId)),
   }),
 }));
-

@@ -1,170 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { graphql } from '../generated/index.js';
-import { API_KEYS, backend, createTestApp, dropTestDatabases, globalIdOf, gql, gqlError, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
+import {
+  API_KEYS,
+  backend,
+  createTestApp,
+  dropTestDatabases,
+  globalIdOf,
+  gql,
+  gqlError,
+  gqlOk,
+  rawIdOf,
+  type TestApp,
+  useTestApp,
+} from '../helpers/app.js';
 import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
 import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscriptions.js';
-
-export const TurnFields = graphql(`
-  fragment TurnFields on Turn {
-    id
-    number
-    status
-    error
-    completedAt
-    initiator {
-      kind
-      id
-    }
-    usage {
-      inputTokens
-      outputTokens
-      cacheReadTokens
-      cacheWriteTokens
-      totalTokens
-      cost
-    }
-    agents {
-      agentId
-      status
-      error
-      usage {
-        inputTokens
-        outputTokens
-        totalTokens
-        cost
-      }
-    }
-  }
-`);
-
-const StartTurn = graphql(`
-  mutation StartTurn($input: StartTurnInput!) {
-    startTurn(input: $input) {
-      ...TurnFields
-    }
-  }
-`);
-
-const ReportUsage = graphql(`
-  mutation ReportUsage($input: ReportUsageInput!) {
-    reportUsage(input: $input) {
-      ...TurnFields
-    }
-  }
-`);
-
-const CompleteAgent = graphql(`
-  mutation CompleteAgent($input: CompleteAgentInput!) {
-    completeAgent(input: $input) {
-      ...TurnFields
-    }
-  }
-`);
-
-const CancelTurn = graphql(`
-  mutation CancelTurn($input: CancelTurnInput!) {
-    cancelTurn(input: $input) {
-      ...TurnFields
-    }
-  }
-`);
-
-const HeartbeatTurn = graphql(`
-  mutation HeartbeatTurn($input: HeartbeatTurnInput!) {
-    heartbeatTurn(input: $input) {
-      id
-      status
-    }
-  }
-`);
-
-const DeleteSession = graphql(`
-  mutation DeleteSessionForTurns($input: DeleteSessionInput!) {
-    deleteSession(input: $input) {
-      deletedSessionIds
-    }
-  }
-`);
-
-const ForkSession = graphql(`
-  mutation ForkSessionForTurns($input: ForkSessionInput!) {
-    forkSession(input: $input) {
-      session {
-        id
-      }
-    }
-  }
-`);
-
-const SessionUsage = graphql(`
-  query SessionUsage($id: ID!) {
-    session(id: $id) {
-      activeTurn {
-        id
-        number
-      }
-      turns(first: 10) {
-        totalCount
-        edges {
-          node {
-            number
-            status
-          }
-        }
-      }
-      usage {
-        inputTokens
-        outputTokens
-        totalTokens
-        cost
-      }
-      treeUsage {
-        inputTokens
-        totalTokens
-      }
-      usageByModel {
-        model
-        usage {
-          inputTokens
-          outputTokens
-          cost
-        }
-      }
-    }
-  }
-`);
-
-const TurnDetails = graphql(`
-  query TurnDetails($id: ID!) {
-    node(id: $id) {
-      ... on Turn {
-        ...TurnFields
-        usageByModel {
-          model
-          usage {
-            inputTokens
-            outputTokens
-            cacheReadTokens
-            cacheWriteTokens
-            cost
-          }
-        }
-        messages(first: 10) {
-          totalCount
-          edges {
-            node {
-              index
-              text
-              turn {
-                id
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-`);
+import {
+  CancelTurn,
+  CompleteAgent,
+  DeleteSession,
+  ForkSession,
+  HeartbeatTurn,
+  ReportUsage,
+  SessionUsage,
+  StartTurn,
+  TurnDetails,
+} from '../helpers/turn-documents.js';
 
 const TURN_EVENTS = `
   subscription TurnEvents($id: ID!, $after: Int) {
@@ -190,14 +50,26 @@ const SESSION_EVENTS = `
     }
   }`;
 
-type TurnEv = { __typename: string; sequence: number; turn: { id: string; status: string } | null; reason?: string; cause?: string; error?: string };
+type TurnEv = {
+  __typename: string;
+  sequence: number;
+  turn: { id: string; status: string } | null;
+  reason?: string;
+  cause?: string;
+  error?: string;
+};
 
 let app: TestApp;
 useTestApp(
   (built) => {
     app = built;
   },
-  { apiKeys: [{ workspace: 'alpha', key: API_KEYS.alpha }, { workspace: 'beta', key: API_KEYS.beta }] },
+  {
+    apiKeys: [
+      { workspace: 'alpha', key: API_KEYS.alpha },
+      { workspace: 'beta', key: API_KEYS.beta },
+    ],
+  },
 );
 const auth = { apiKey: API_KEYS.alpha };
 
@@ -225,7 +97,12 @@ describe(`turn lifecycle (${backend.label})`, () => {
   it('numbers turns 1, 2, 3 per session, keeps one active, and returns the same turn for a repeated turnId', async () => {
     const sessionId = await newSession();
     const first = await start(sessionId, ['a'], { turnId: 'client-1' });
-    expect(first).toMatchObject({ number: 1, status: 'ACTIVE', initiator: { kind: 'USER', id: 'u1' }, agents: [{ agentId: 'a', status: 'ACTIVE' }] });
+    expect(first).toMatchObject({
+      number: 1,
+      status: 'ACTIVE',
+      initiator: { kind: 'USER', id: 'u1' },
+      agents: [{ agentId: 'a', status: 'ACTIVE' }],
+    });
     expect(await start(sessionId, ['a'], { turnId: 'client-1' })).toMatchObject({ id: first.id, number: 1 });
 
     const busy = await gqlError(app, StartTurn, { input: { sessionId, agentIds: ['a'] } }, auth);
@@ -245,7 +122,13 @@ describe(`turn lifecycle (${backend.label})`, () => {
       { number: 1, status: 'COMPLETED' },
       { number: 2, status: 'ACTIVE' },
     ]);
-    expect(await loggedTypes(app, sessionId)).toEqual(['MESSAGE_ADDED', 'TURN_STARTED', 'TURN_AGENT_COMPLETED', 'TURN_COMPLETED', 'TURN_STARTED']);
+    expect(await loggedTypes(app, sessionId)).toEqual([
+      'MESSAGE_ADDED',
+      'TURN_STARTED',
+      'TURN_AGENT_COMPLETED',
+      'TURN_COMPLETED',
+      'TURN_STARTED',
+    ]);
   });
 
   it('refuses bad starts with the contract codes, writing nothing', async () => {
@@ -266,7 +149,14 @@ describe(`turn lifecycle (${backend.label})`, () => {
       gqlOk(app, ReportUsage, { input: { turnId: turn.id, agentId, inputTokens, outputTokens: 1, cost: 0.5, ...extra } }, auth);
     await report('a', 10, { callId: 'c1', model: 'gpt-x', cacheReadTokens: 3, cacheWriteTokens: 2 });
     const repeated = await report('a', 10, { callId: 'c1', model: 'gpt-x', cacheReadTokens: 3, cacheWriteTokens: 2 });
-    expect(repeated.reportUsage.usage).toEqual({ inputTokens: 10, outputTokens: 1, cacheReadTokens: 3, cacheWriteTokens: 2, totalTokens: 16, cost: 0.5 });
+    expect(repeated.reportUsage.usage).toEqual({
+      inputTokens: 10,
+      outputTokens: 1,
+      cacheReadTokens: 3,
+      cacheWriteTokens: 2,
+      totalTokens: 16,
+      cost: 0.5,
+    });
     await report('b', 100, { model: 'claude-y' });
     await report('b', 1000);
 
@@ -297,7 +187,10 @@ describe(`turn lifecycle (${backend.label})`, () => {
     const sessionId = await newSession();
     const turn = await start(sessionId, ['a']);
     // Not whole or past 2^31 - 1: refused by GraphQL's Int coercion before any resolver runs.
-    for (const input of [{ agentId: 'a', outputTokens: 1.5 }, { agentId: 'a', cacheReadTokens: 2 ** 31 + 1 }]) {
+    for (const input of [
+      { agentId: 'a', outputTokens: 1.5 },
+      { agentId: 'a', cacheReadTokens: 2 ** 31 + 1 },
+    ]) {
       const error = await gqlError(app, ReportUsage, { input: { turnId: turn.id, ...input } as never }, auth);
       expect(error.message, JSON.stringify(input)).toMatch(/Int cannot represent/);
     }
@@ -314,8 +207,12 @@ describe(`turn lifecycle (${backend.label})`, () => {
     }
     // Two reports of 2^31 - 1 would take the total past what an Int can show.
     await gqlOk(app, ReportUsage, { input: { turnId: turn.id, agentId: 'a', inputTokens: 2 ** 31 - 1 } }, auth);
-    expect((await gqlError(app, ReportUsage, { input: { turnId: turn.id, agentId: 'a', inputTokens: 1 } }, auth)).code).toBe('BAD_USER_INPUT');
-    expect((await gqlError(app, ReportUsage, { input: { turnId: turn.id, agentId: 'a' } }, { apiKey: API_KEYS.beta })).code).toBe('NOT_FOUND');
+    expect((await gqlError(app, ReportUsage, { input: { turnId: turn.id, agentId: 'a', inputTokens: 1 } }, auth)).code).toBe(
+      'BAD_USER_INPUT',
+    );
+    expect((await gqlError(app, ReportUsage, { input: { turnId: turn.id, agentId: 'a' } }, { apiKey: API_KEYS.beta })).code).toBe(
+      'NOT_FOUND',
+    );
     expect(await loggedTypes(app, sessionId)).toEqual(['MESSAGE_ADDED', 'TURN_STARTED', 'TURN_USAGE_UPDATED']);
   });
 
@@ -374,12 +271,24 @@ describe(`turn lifecycle (${backend.label})`, () => {
   it('ties messages to their turn, and refuses appending to an ended turn', async () => {
     const sessionId = await newSession();
     const turn = await start(sessionId, ['a']);
-    await gqlOk(app, AppendMessages, { input: { sessionId, turnId: turn.id, agentId: 'a', messages: [{ role: 'ASSISTANT', text: 'answer' }] } }, auth);
+    await gqlOk(
+      app,
+      AppendMessages,
+      { input: { sessionId, turnId: turn.id, agentId: 'a', messages: [{ role: 'ASSISTANT', text: 'answer' }] } },
+      auth,
+    );
     const details = await gqlOk(app, TurnDetails, { id: turn.id }, auth);
-    expect(details.node).toMatchObject({ messages: { totalCount: 1, edges: [{ node: { index: 1, text: 'answer', turn: { id: turn.id } } }] } });
+    expect(details.node).toMatchObject({
+      messages: { totalCount: 1, edges: [{ node: { index: 1, text: 'answer', turn: { id: turn.id } } }] },
+    });
 
     await gqlOk(app, CompleteAgent, { input: { turnId: turn.id, agentId: 'a', success: true } }, auth);
-    const refused = await gqlError(app, AppendMessages, { input: { sessionId, turnId: turn.id, messages: [{ role: 'ASSISTANT', text: 'late' }] } }, auth);
+    const refused = await gqlError(
+      app,
+      AppendMessages,
+      { input: { sessionId, turnId: turn.id, messages: [{ role: 'ASSISTANT', text: 'late' }] } },
+      auth,
+    );
     expect(refused.code).toBe('TURN_NOT_ACTIVE');
     expect(refused.message).toContain(turn.id);
   });
@@ -389,10 +298,17 @@ describe(`turn lifecycle (${backend.label})`, () => {
     const turn = await start(sessionId, ['a']);
     const longAgo = new Date('2020-01-01T00:00:00Z');
     const activity = async () => {
-      const row = await app.services.db.prisma.turn.findUniqueOrThrow({ where: { id: rawIdOf(turn.id) }, select: { lastActivityAt: true } });
+      const row = await app.services.db.prisma.turn.findUniqueOrThrow({
+        where: { id: rawIdOf(turn.id) },
+        select: { lastActivityAt: true },
+      });
       return row.lastActivityAt.getTime();
     };
-    const age = () => app.services.db.sql.query(`UPDATE "Turn" SET "lastActivityAt" = $2::timestamp(3) WHERE id = $1`, [rawIdOf(turn.id), longAgo.toISOString()]);
+    const age = () =>
+      app.services.db.sql.query(`UPDATE "Turn" SET "lastActivityAt" = $2::timestamp(3) WHERE id = $1`, [
+        rawIdOf(turn.id),
+        longAgo.toISOString(),
+      ]);
 
     await age();
     const appended = await gqlOk(
@@ -410,11 +326,34 @@ describe(`turn lifecycle (${backend.label})`, () => {
   it("sums a session's own turns in usage, the whole fork tree in treeUsage, and usage per model", async () => {
     const parent = await newSession();
     const t1 = await start(parent, ['a']);
-    await gqlOk(app, ReportUsage, { input: { turnId: t1.id, agentId: 'a', inputTokens: 100, outputTokens: 10, model: 'm1', cost: 1 } }, auth);
-    await gqlOk(app, AppendMessages, { input: { sessionId: parent, messages: [{ role: 'ASSISTANT', text: 'hi' }, { role: 'USER', text: 'again' }] } }, auth);
+    await gqlOk(
+      app,
+      ReportUsage,
+      { input: { turnId: t1.id, agentId: 'a', inputTokens: 100, outputTokens: 10, model: 'm1', cost: 1 } },
+      auth,
+    );
+    await gqlOk(
+      app,
+      AppendMessages,
+      {
+        input: {
+          sessionId: parent,
+          messages: [
+            { role: 'ASSISTANT', text: 'hi' },
+            { role: 'USER', text: 'again' },
+          ],
+        },
+      },
+      auth,
+    );
     const fork = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 2 } }, auth)).forkSession.session.id;
     const t2 = await start(fork, ['a']);
-    await gqlOk(app, ReportUsage, { input: { turnId: t2.id, agentId: 'a', inputTokens: 7, outputTokens: 3, model: 'm2', cost: 0.25 } }, auth);
+    await gqlOk(
+      app,
+      ReportUsage,
+      { input: { turnId: t2.id, agentId: 'a', inputTokens: 7, outputTokens: 3, model: 'm2', cost: 0.25 } },
+      auth,
+    );
 
     const forkRead = await gqlOk(app, SessionUsage, { id: fork }, auth);
     expect(forkRead.session?.usage).toEqual({ inputTokens: 7, outputTokens: 3, totalTokens: 10, cost: 0.25 });
@@ -432,7 +371,9 @@ describe(`turns under concurrency (${backend.label})`, () => {
     const agents = ['a1', 'a2', 'a3', 'a4', 'a5'];
     const turn = await start(sessionId, agents);
     const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => gql(app, CompleteAgent, { input: { turnId: turn.id, agentId: agents[i % 5], success: true } }, auth)),
+      Array.from({ length: 50 }, (_, i) =>
+        gql(app, CompleteAgent, { input: { turnId: turn.id, agentId: agents[i % 5], success: true } }, auth),
+      ),
     );
     // Calls that land after the turn ended are refused; none fails otherwise.
     for (const result of results) {
@@ -449,7 +390,8 @@ describe(`turns under concurrency (${backend.label})`, () => {
     const turn = await start(sessionId, ['a', 'b']);
     // 1,000 calls: 600 distinct callIds, 200 of them sent three times; 200 reports without a callId.
     const calls: Record<string, unknown>[] = [];
-    for (let i = 0; i < 600; i++) calls.push({ callId: `call-${i}`, agentId: i % 2 ? 'a' : 'b', inputTokens: i + 1, outputTokens: 2, cost: 0.25 });
+    for (let i = 0; i < 600; i++)
+      calls.push({ callId: `call-${i}`, agentId: i % 2 ? 'a' : 'b', inputTokens: i + 1, outputTokens: 2, cost: 0.25 });
     for (let i = 0; i < 200; i++) calls.push({ ...calls[i * 3] });
     for (let i = 0; i < 200; i++) calls.push({ agentId: 'a', inputTokens: 1, outputTokens: 1, cost: 0.5, model: 'm' });
     const results = await Promise.all(calls.map((input) => gql(app, ReportUsage, { input: { turnId: turn.id, ...input } as never }, auth)));
@@ -470,7 +412,9 @@ describe(`turns under concurrency (${backend.label})`, () => {
       ...Array.from({ length: 150 }, (_, i) =>
         gql(app, ReportUsage, { input: { turnId: turn.id, agentId: ['a', 'b', 'c'][i % 3], callId: `r${i % 100}`, inputTokens: 2 } }, auth),
       ),
-      ...['a', 'b', 'c', 'a', 'b', 'c'].map((agentId) => gql(app, CompleteAgent, { input: { turnId: turn.id, agentId, success: true } }, auth)),
+      ...['a', 'b', 'c', 'a', 'b', 'c'].map((agentId) =>
+        gql(app, CompleteAgent, { input: { turnId: turn.id, agentId, success: true } }, auth),
+      ),
       gql(app, CancelTurn, { input: { turnId: turn.id } }, auth),
     ];
     const results = await Promise.all(calls);
@@ -486,7 +430,9 @@ describe(`turns under concurrency (${backend.label})`, () => {
     const sessionId = await newSession();
     const numbers: number[] = [];
     for (let round = 0; round < 5; round++) {
-      const results = await Promise.all(Array.from({ length: 10 }, () => gql(app, StartTurn, { input: { sessionId, agentIds: ['a'] } }, auth)));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => gql(app, StartTurn, { input: { sessionId, agentIds: ['a'] } }, auth)),
+      );
       const started = results.filter((r) => !r.errors);
       expect(started).toHaveLength(1);
       for (const r of results.filter((r) => r.errors)) expect(r.errors![0].extensions?.code).toBe('TURN_ALREADY_ACTIVE');
@@ -533,7 +479,14 @@ describe(`turn events (${backend.label})`, () => {
     });
     const all = await replay.collector.until((e) => e.length >= 6, 10_000, 'replayed events');
     replay.unsubscribe();
-    expect(all.map((e) => e.__typename)).toEqual(['TurnStarted', 'TurnUsageUpdated', 'MessageAdded', 'TurnAgentCompleted', 'TurnAgentCompleted', 'TurnFailed']);
+    expect(all.map((e) => e.__typename)).toEqual([
+      'TurnStarted',
+      'TurnUsageUpdated',
+      'MessageAdded',
+      'TurnAgentCompleted',
+      'TurnAgentCompleted',
+      'TurnFailed',
+    ]);
     expect(all.map((e) => e.sequence)).toEqual([2, 3, 4, 5, 6, 7]);
   });
 
@@ -555,8 +508,20 @@ describe(`turn events (${backend.label})`, () => {
   it('ends sessionEvents and turnEvents streams of a deleted session with a final SessionDeleted', async () => {
     const sessionId = await newSession();
     const headers = { authorization: `Bearer ${API_KEYS.alpha}` };
-    const sessionStream = subscribeSse(app.yoga.fetch as never, SESSION_EVENTS, { id: sessionId, after: 0 }, (d) => d.sessionEvents as TurnEv, headers);
-    const turnStream = subscribeSse(app.yoga.fetch as never, TURN_EVENTS, { id: sessionId, after: 0 }, (d) => d.turnEvents as TurnEv, headers);
+    const sessionStream = subscribeSse(
+      app.yoga.fetch as never,
+      SESSION_EVENTS,
+      { id: sessionId, after: 0 },
+      (d) => d.sessionEvents as TurnEv,
+      headers,
+    );
+    const turnStream = subscribeSse(
+      app.yoga.fetch as never,
+      TURN_EVENTS,
+      { id: sessionId, after: 0 },
+      (d) => d.turnEvents as TurnEv,
+      headers,
+    );
     await start(sessionId);
     await sessionStream.collector.until((e) => e.length >= 2, 10_000, 'TurnStarted');
     await turnStream.collector.until((e) => e.length >= 1, 10_000, 'TurnStarted');
@@ -576,9 +541,11 @@ describe(`turn events (${backend.label})`, () => {
 /** Waits until a collector's stream completes (the server ended it). */
 async function waitCompleted(collector: { completed: boolean; until: (p: () => boolean, ms: number, what: string) => Promise<unknown> }) {
   if (collector.completed) return;
-  await collector.until(() => false, 10_000, 'completion').catch((error: Error) => {
-    if (!collector.completed) throw error;
-  });
+  await collector
+    .until(() => false, 10_000, 'completion')
+    .catch((error: Error) => {
+      if (!collector.completed) throw error;
+    });
   expect(collector.completed).toBe(true);
 }
 
@@ -621,7 +588,10 @@ describe.runIf(backend.postgresUrl)(`turns across two server instances (${backen
       const turn = await start(sessionId, ['a', 'b'], {}, two);
       const events = await live.collector.until((e) => e.some((x) => x.__typename === 'TurnFailed'), 20_000, 'TurnFailed');
       live.unsubscribe();
-      expect(events.find((e) => e.__typename === 'TurnFailed')).toMatchObject({ cause: 'TIMEOUT', turn: { id: turn.id, status: 'FAILED' } });
+      expect(events.find((e) => e.__typename === 'TurnFailed')).toMatchObject({
+        cause: 'TIMEOUT',
+        turn: { id: turn.id, status: 'FAILED' },
+      });
       // Both sweepers keep running; sweeping again on both at once changes nothing.
       await Promise.all([one.runtime.turns.sweep(), two.runtime.turns.sweep(), one.runtime.turns.sweep(), two.runtime.turns.sweep()]);
       expect((await loggedTypes(one, sessionId)).filter((t) => t === 'TURN_FAILED')).toHaveLength(1);
@@ -647,7 +617,13 @@ describe.runIf(backend.postgresUrl)(`turns across two server instances (${backen
       );
       const events = await collector.until((e) => e.some((x) => x.__typename === 'TurnCompleted'), 10_000, 'TurnCompleted');
       unsubscribe();
-      expect(events.map((e) => e.__typename)).toEqual(['TurnStarted', 'TurnUsageUpdated', 'TurnAgentCompleted', 'TurnAgentCompleted', 'TurnCompleted']);
+      expect(events.map((e) => e.__typename)).toEqual([
+        'TurnStarted',
+        'TurnUsageUpdated',
+        'TurnAgentCompleted',
+        'TurnAgentCompleted',
+        'TurnCompleted',
+      ]);
       const sequences = events.map((e) => e.sequence);
       expect(sequences).toEqual([...sequences].sort((x, y) => x - y));
     } finally {

@@ -20,7 +20,13 @@ const codeOf = (fn: () => unknown) => {
 
 describe('usage validation', () => {
   it('takes whole counts from 0 to 2^31 and a finite cost of 0 or more; missing counts are 0', () => {
-    expect(validateUsage({ inputTokens: 5, cost: 0.25 })).toEqual({ inputTokens: 5n, outputTokens: 0n, cacheReadTokens: 0n, cacheWriteTokens: 0n, cost: 0.25 });
+    expect(validateUsage({ inputTokens: 5, cost: 0.25 })).toEqual({
+      inputTokens: 5n,
+      outputTokens: 0n,
+      cacheReadTokens: 0n,
+      cacheWriteTokens: 0n,
+      cost: 0.25,
+    });
     expect(validateUsage({ outputTokens: MAX_REPORTED_TOKENS }).outputTokens).toBe(2n ** 31n);
   });
 
@@ -78,7 +84,9 @@ describe('completion decision', () => {
   });
 
   it('treats a repeated completion of an agent as a retry, and refuses ended turns and unknown agents', () => {
-    expect(decideCompletion(turn({ a: 'COMPLETED', b: 'ACTIVE' }), { agentId: 'a', success: false, error: null }, 'T')).toEqual({ kind: 'unchanged' });
+    expect(decideCompletion(turn({ a: 'COMPLETED', b: 'ACTIVE' }), { agentId: 'a', success: false, error: null }, 'T')).toEqual({
+      kind: 'unchanged',
+    });
     expect(codeOf(() => decideCompletion(turn({ a: 'COMPLETED' }, 'COMPLETED'), { agentId: 'a', success: true, error: null }, 'T'))).toBe(
       'TURN_NOT_ACTIVE',
     );

@@ -140,7 +140,9 @@ export async function recordUsage(
   },
 ): Promise<(RecordedUsage & { sessionId: string }) | null> {
   const u = report.usage;
-  const [row] = await sql.query<TurnRow & { agentTotal: Record<string, string | number>; event: RecordedUsage['event'] & { createdAt: string } }>(
+  const [row] = await sql.query<
+    TurnRow & { agentTotal: Record<string, string | number>; event: RecordedUsage['event'] & { createdAt: string } }
+  >(
     `WITH r AS (
        INSERT INTO "TurnUsageReport" (id, "turnId", "callId", "agentId", model, "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost, "createdAt")
        SELECT $1, t.id, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamp(3)
@@ -268,7 +270,15 @@ export async function endTurn(
        UPDATE "Session" SET "activeTurnId" = NULL WHERE "activeTurnId" = $1 AND EXISTS (SELECT 1 FROM t)
      )
      SELECT * FROM t`,
-    [end.turnId, end.status, end.error, end.agentStatus, ts(end.now), end.idleBefore ? ts(end.idleBefore) : null, end.agentStatus === 'FAILED'],
+    [
+      end.turnId,
+      end.status,
+      end.error,
+      end.agentStatus,
+      ts(end.now),
+      end.idleBefore ? ts(end.idleBefore) : null,
+      end.agentStatus === 'FAILED',
+    ],
   );
   return row ?? null;
 }
@@ -291,7 +301,10 @@ export async function lockSessionById(sql: SqlClient, sessionId: string): Promis
 
 /** The turn of a session with this id and its status (appendMessages checks it). */
 export async function turnStatusIn(sql: SqlClient, sessionId: string, turnId: string): Promise<TurnStatus | null> {
-  const [row] = await sql.query<{ status: TurnStatus }>('SELECT status FROM "Turn" WHERE id = $1 AND "sessionId" = $2', [turnId, sessionId]);
+  const [row] = await sql.query<{ status: TurnStatus }>('SELECT status FROM "Turn" WHERE id = $1 AND "sessionId" = $2', [
+    turnId,
+    sessionId,
+  ]);
   return row?.status ?? null;
 }
 
@@ -330,10 +343,9 @@ const TURN_SUMS = `coalesce(sum(t."inputTokens"), 0)::bigint AS "inputTokens", c
 
 /** Usage over each session's own turns. */
 export async function usageForSessions(sql: SqlClient, sessionIds: readonly string[]): Promise<(UsageCounts & { sessionId: string })[]> {
-  return sql.query(
-    `SELECT t."sessionId", ${TURN_SUMS} FROM "Turn" t WHERE t."sessionId" = ANY($1::text[]) GROUP BY t."sessionId"`,
-    [sessionIds],
-  );
+  return sql.query(`SELECT t."sessionId", ${TURN_SUMS} FROM "Turn" t WHERE t."sessionId" = ANY($1::text[]) GROUP BY t."sessionId"`, [
+    sessionIds,
+  ]);
 }
 
 /** Usage over every turn of each fork tree (by root id). */
