@@ -10,6 +10,12 @@ export const SESSION_ID = 'U2Vzc2lvbjowMTk2ZjVjMi03YTEwLTdjM2UtOWIxYS0yZjZkMWU0Y
 /** An ASSISTANT message still being generated (in a session of its own). */
 export const GENERATING_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTI=';
 
+/** The turn the startTurn example starts (the test takes the real ID from that example's response). */
+export const TURN_ID = 'VHVybjowMTk2ZjVjMi03YjAwLTdhYWEtOGJiYi0xYzJkM2U0ZjVhNmI=';
+
+/** Placeholders that stand for an ID a mutation example returns; later examples use it. */
+export const RETURNED_IDS = [TURN_ID];
+
 /** The conversation the examples' session holds (the test seeds it with createSession). */
 export const SEEDED_MESSAGES = [
   { role: 'USER', text: 'Plan a weekend in Lisbon.' },
@@ -32,7 +38,27 @@ export interface ApiExample {
   variables: Record<string, unknown>;
   /** The response (for a subscription: the first event); IDs, times and hashes stand for any. */
   response: Record<string, unknown>;
+  /** For a subscription: operations run on its session before subscribing, so it has an event to show. */
+  before?: { document: string; variables: Record<string, unknown> }[];
 }
+
+const TURN_FIELDS = `id
+    number
+    status
+    agents {
+      agentId
+      status
+      usage {
+        totalTokens
+        cost
+      }
+    }
+    usage {
+      inputTokens
+      outputTokens
+      totalTokens
+      cost
+    }`;
 
 export const EXAMPLES: ApiExample[] = [
   {
@@ -249,6 +275,142 @@ export const EXAMPLES: ApiExample[] = [
     },
   },
   {
+    field: 'startTurn',
+    kind: 'mutation',
+    summary:
+      'Starts the next turn of a session with the agents that will work on it. One turn is active per session at a time (`TURN_ALREADY_ACTIVE`); `turnId` is your key for the call: starting again with it returns the same turn, so a retry is safe.',
+    document: `mutation StartTurn($input: StartTurnInput!) {
+  startTurn(input: $input) {
+    ${TURN_FIELDS}
+    initiator {
+      kind
+      id
+    }
+  }
+}`,
+    variables: {
+      input: {
+        sessionId: SESSION_ID,
+        agentIds: ['planner', 'writer'],
+        initiator: { kind: 'USER', id: 'user-42' },
+        turnId: 'lisbon-turn-1',
+      },
+    },
+    response: {
+      startTurn: {
+        id: TURN_ID,
+        number: 1,
+        status: 'ACTIVE',
+        agents: [
+          { agentId: 'planner', status: 'ACTIVE', usage: { totalTokens: 0, cost: 0 } },
+          { agentId: 'writer', status: 'ACTIVE', usage: { totalTokens: 0, cost: 0 } },
+        ],
+        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0, cost: 0 },
+        initiator: { kind: 'USER', id: 'user-42' },
+      },
+    },
+  },
+  {
+    field: 'heartbeatTurn',
+    kind: 'mutation',
+    summary:
+      'Tells the server an active turn is still being worked on. A turn with no usage report, message or heartbeat for `TURN_TIMEOUT_MS` (10 minutes by default) is failed by the server.',
+    document: `mutation HeartbeatTurn($input: HeartbeatTurnInput!) {
+  heartbeatTurn(input: $input) {
+    id
+    status
+  }
+}`,
+    variables: { input: { turnId: TURN_ID } },
+    response: { heartbeatTurn: { id: TURN_ID, status: 'ACTIVE' } },
+  },
+  {
+    field: 'reportUsage',
+    kind: 'mutation',
+    summary:
+      "Adds one model call's usage to its agent and its turn. `callId` makes a retried report a no-op; `model` lets usage be read per model (`usageByModel`). Usage reported after the turn ended still counts.",
+    document: `mutation ReportUsage($input: ReportUsageInput!) {
+  reportUsage(input: $input) {
+    ${TURN_FIELDS}
+    usageByModel {
+      model
+      usage {
+        totalTokens
+      }
+    }
+  }
+}`,
+    variables: {
+      input: { turnId: TURN_ID, agentId: 'planner', callId: 'call-1', model: 'gpt-4o', inputTokens: 1200, outputTokens: 300, cost: 0.0045 },
+    },
+    response: {
+      reportUsage: {
+        id: TURN_ID,
+        number: 1,
+        status: 'ACTIVE',
+        agents: [
+          { agentId: 'planner', status: 'ACTIVE', usage: { totalTokens: 1500, cost: 0.0045 } },
+          { agentId: 'writer', status: 'ACTIVE', usage: { totalTokens: 0, cost: 0 } },
+        ],
+        usage: { inputTokens: 1200, outputTokens: 300, totalTokens: 1500, cost: 0.0045 },
+        usageByModel: [{ model: 'gpt-4o', usage: { totalTokens: 1500 } }],
+      },
+    },
+  },
+  {
+    field: 'completeAgent',
+    kind: 'mutation',
+    summary:
+      'One agent is done. When the last agent completes, the turn becomes `COMPLETED`, or `FAILED` if any agent failed (each agent keeps its error), exactly once whatever the concurrency. Here the writer is still working, so the turn stays active.',
+    document: `mutation CompleteAgent($input: CompleteAgentInput!) {
+  completeAgent(input: $input) {
+    ${TURN_FIELDS}
+  }
+}`,
+    variables: { input: { turnId: TURN_ID, agentId: 'planner', success: true } },
+    response: {
+      completeAgent: {
+        id: TURN_ID,
+        number: 1,
+        status: 'ACTIVE',
+        agents: [
+          { agentId: 'planner', status: 'COMPLETED', usage: { totalTokens: 1500, cost: 0.0045 } },
+          { agentId: 'writer', status: 'ACTIVE', usage: { totalTokens: 0, cost: 0 } },
+        ],
+        usage: { inputTokens: 1200, outputTokens: 300, totalTokens: 1500, cost: 0.0045 },
+      },
+    },
+  },
+  {
+    field: 'cancelTurn',
+    kind: 'mutation',
+    summary:
+      "Ends an active turn early; agents still working are marked `CANCELLED` and the reason is kept as the turn's `error`. An ended turn is refused with `TURN_NOT_ACTIVE`.",
+    document: `mutation CancelTurn($input: CancelTurnInput!) {
+  cancelTurn(input: $input) {
+    id
+    status
+    error
+    agents {
+      agentId
+      status
+    }
+  }
+}`,
+    variables: { input: { turnId: TURN_ID, reason: 'The user pressed stop.' } },
+    response: {
+      cancelTurn: {
+        id: TURN_ID,
+        status: 'CANCELLED',
+        error: 'The user pressed stop.',
+        agents: [
+          { agentId: 'planner', status: 'COMPLETED' },
+          { agentId: 'writer', status: 'CANCELLED' },
+        ],
+      },
+    },
+  },
+  {
     field: 'deleteSession',
     kind: 'mutation',
     summary: 'Deletes a session with its messages, turns and events. With `cascade: true` its forks go too; every deleted ID is returned.',
@@ -292,6 +454,43 @@ export const EXAMPLES: ApiExample[] = [
         index: 0,
         message: { role: 'USER', text: 'Plan a weekend in Lisbon.' },
       },
+    },
+  },
+  {
+    field: 'turnEvents',
+    kind: 'subscription',
+    summary:
+      "The turn events of a session: its `sessionEvents` filtered to turns, with the same sequence numbers and replay. `TurnUsageUpdated` carries each report's `delta` and the turn's `total` after it, for live spend. One event:",
+    document: `subscription TurnEvents($sessionId: ID!, $afterSequence: Int) {
+  turnEvents(sessionId: $sessionId, afterSequence: $afterSequence) {
+    __typename
+    sequence
+    at
+    ... on TurnStarted {
+      number
+      agentIds
+    }
+    ... on TurnUsageUpdated {
+      agentId
+      delta {
+        totalTokens
+      }
+      total {
+        totalTokens
+        cost
+      }
+    }
+  }
+}`,
+    variables: { sessionId: SESSION_ID, afterSequence: 0 },
+    before: [
+      {
+        document: 'mutation ($input: StartTurnInput!) { startTurn(input: $input) { id } }',
+        variables: { input: { sessionId: SESSION_ID, agentIds: ['planner'] } },
+      },
+    ],
+    response: {
+      turnEvents: { __typename: 'TurnStarted', sequence: 5, at: '2026-11-23T12:00:00.000Z', number: 1, agentIds: ['planner'] },
     },
   },
 ];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { EXAMPLES, GENERATING_MESSAGE_ID, SEEDED_MESSAGES, SESSION_ID } from '../../docs/examples.js';
+import { EXAMPLES, GENERATING_MESSAGE_ID, RETURNED_IDS, SEEDED_MESSAGES, SESSION_ID } from '../../docs/examples.js';
 import { DOCS_FILE, printDocs } from '../../scripts/print-docs.js';
 import { schema } from '../../src/schema/index.js';
 import { backend, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
@@ -26,6 +26,14 @@ function withIds(value: unknown, ids: Record<string, string>): unknown {
   if (Array.isArray(value)) return value.map((v) => withIds(v, ids));
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withIds(v, ids)]));
   return value;
+}
+
+/** Where `expected` holds a placeholder of an ID an example returns, the real one from `actual`. */
+function learnIds(expected: unknown, actual: unknown, ids: Record<string, string>) {
+  if (typeof expected === 'string' && RETURNED_IDS.includes(expected) && typeof actual === 'string') ids[expected] ??= actual;
+  else if (expected && typeof expected === 'object' && actual && typeof actual === 'object') {
+    for (const [key, value] of Object.entries(expected)) learnIds(value, (actual as Record<string, unknown>)[key], ids);
+  }
 }
 
 describe('docs/api.md', () => {
@@ -72,6 +80,7 @@ describe(`the worked examples of docs/api.md run as written (${backend.label})`,
     it(`${example.field}`, async () => {
       const data = await gqlOk(app, example.document, withIds(example.variables, ids));
       expect(normalized(data)).toEqual(normalized(example.response));
+      learnIds(example.response, data, ids);
     });
   }
 
@@ -79,7 +88,9 @@ describe(`the worked examples of docs/api.md run as written (${backend.label})`,
     it(`${example.field} (over SSE)`, async () => {
       const Create = 'mutation ($input: CreateSessionInput!) { createSession(input: $input) { id } }';
       const session = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, { input: { messages: SEEDED_MESSAGES } });
-      const variables = withIds(example.variables, { [SESSION_ID]: session.createSession.id }) as Record<string, unknown>;
+      const own = { [SESSION_ID]: session.createSession.id };
+      for (const step of example.before ?? []) await gqlOk(app, step.document, withIds(step.variables, own));
+      const variables = withIds(example.variables, own) as Record<string, unknown>;
       const sse = subscribeSse(app.yoga.fetch as never, example.document, variables, (data) => data);
       try {
         const [first] = await sse.collector.until((events) => events.length >= 1);
