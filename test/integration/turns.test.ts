@@ -611,9 +611,17 @@ describe.runIf(backend.postgresUrl)(`turns across two server instances (${backen
       const sessionId = await newSession(two);
       const { collector, unsubscribe } = subscribeWs(client, TURN_EVENTS, { id: sessionId, after: 0 }, (d) => d.turnEvents as TurnEv);
       const turn = await start(sessionId, ['a', 'b'], {}, two);
-      await gqlOk(two, ReportUsage, { input: { turnId: turn.id, agentId: 'a', inputTokens: 3, callId: 'x' } }, auth);
+      // The same report sent to both instances at once counts once.
       await Promise.all(
-        ['a', 'b', 'a', 'b'].map((agentId) => gql(two, CompleteAgent, { input: { turnId: turn.id, agentId, success: true } }, auth)),
+        [one, two].map((target) =>
+          gqlOk(target, ReportUsage, { input: { turnId: turn.id, agentId: 'a', inputTokens: 3, callId: 'x' } }, auth),
+        ),
+      );
+      // Completions spread over both instances: the turn completes once.
+      await Promise.all(
+        ['a', 'b', 'a', 'b', 'a', 'b'].map((agentId, i) =>
+          gql(i % 2 ? one : two, CompleteAgent, { input: { turnId: turn.id, agentId, success: true } }, auth),
+        ),
       );
       const events = await collector.until((e) => e.some((x) => x.__typename === 'TurnCompleted'), 10_000, 'TurnCompleted');
       unsubscribe();
@@ -626,6 +634,10 @@ describe.runIf(backend.postgresUrl)(`turns across two server instances (${backen
       ]);
       const sequences = events.map((e) => e.sequence);
       expect(sequences).toEqual([...sequences].sort((x, y) => x - y));
+      expect((await loggedTypes(one, sessionId)).filter((t) => t === 'TURN_COMPLETED' || t === 'TURN_USAGE_UPDATED')).toEqual([
+        'TURN_USAGE_UPDATED',
+        'TURN_COMPLETED',
+      ]);
     } finally {
       await client.dispose();
       await two.close();
