@@ -137,21 +137,21 @@ const turns: Scenario = {
 
     // The baseline: a turn of its own, the same rows, the same concurrency, the driver alone.
     const rawTurnId = parseGlobalId(await startTurn(ctx), 'Turn', 'turnId');
-    const databaseUrl = ctx.app.services.config.databaseUrl;
+    const databaseUrl = ctx.app.runtime.config.databaseUrl;
     let pool: pg.Pool | null = null;
     let query: (sql: string, values: unknown[]) => Promise<unknown>;
     if (databaseUrl) {
       pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
       query = (sql, values) => pool!.query(sql, values);
     } else {
-      const sql: SqlClient = ctx.app.services.db.sql;
+      const sql: SqlClient = ctx.app.runtime.db.sql;
       query = (text, values) => sql.query(text, values);
     }
     ctx.collectGarbage();
     let id = 0;
     const raw = await concurrently(reports, CLIENTS, (r) => rawReport(query, rawTurnId, r, id++));
     await pool?.end();
-    const [rawTotals] = await ctx.app.services.db.sql.query<{ inputTokens: bigint }>('SELECT "inputTokens" FROM "Turn" WHERE id = $1', [
+    const [rawTotals] = await ctx.app.runtime.db.sql.query<{ inputTokens: bigint }>('SELECT "inputTokens" FROM "Turn" WHERE id = $1', [
       rawTurnId,
     ]);
     const rawExact = Number(rawTotals.inputTokens) === expected.input;

@@ -298,14 +298,14 @@ describe(`turn lifecycle (${backend.label})`, () => {
     const turn = await start(sessionId, ['a']);
     const longAgo = new Date('2020-01-01T00:00:00Z');
     const activity = async () => {
-      const row = await app.services.db.prisma.turn.findUniqueOrThrow({
+      const row = await app.runtime.db.prisma.turn.findUniqueOrThrow({
         where: { id: rawIdOf(turn.id) },
         select: { lastActivityAt: true },
       });
       return row.lastActivityAt.getTime();
     };
     const age = () =>
-      app.services.db.sql.query(`UPDATE "Turn" SET "lastActivityAt" = $2::timestamp(3) WHERE id = $1`, [
+      app.runtime.db.sql.query(`UPDATE "Turn" SET "lastActivityAt" = $2::timestamp(3) WHERE id = $1`, [
         rawIdOf(turn.id),
         longAgo.toISOString(),
       ]);
