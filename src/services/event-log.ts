@@ -11,54 +11,193 @@ export function publishAll(bus: EventBus, events: SessionEventMessage[]) {
 
 const REPLAY_PAGE = 500;
 
+/** The stored type of the event that ends a session's streams (published live only, on delete). */
+export const SESSION_DELETED = 'SESSION_DELETED';
+
+/** Stored events of a session with `after < sequence <= upTo` (to the end when `upTo` is null), oldest first. */
+export async function readEventsAfter(
+  prisma: PrismaClient,
+  sessionId: string,
+  after: number,
+  upTo: number | null,
+  limit: number,
+): Promise<SessionEventMessage[]> {
+  const rows = await prisma.sessionEvent.findMany({
+    where: { sessionId, sequence: upTo === null ? { gt: after } : { gt: after, lte: upTo } },
+    orderBy: { sequence: 'asc' },
+    take: limit,
+  });
+  return rows.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() }));
+}
+
+/** The sequence of a session's latest event, or null when the session does not exist (any more). */
+export async function currentEventSequence(prisma: PrismaClient, sessionId: string): Promise<number | null> {
+  const session = await prisma.session.findUnique({ where: { id: sessionId }, select: { eventSequence: true } });
+  return session ? session.eventSequence : null;
+}
+
+/** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
+export interface SessionEventStream extends AsyncIterableIterator<SessionEventMessage> {
+  return(): Promise<IteratorResult<SessionEventMessage>>;
+}
+
 /**
  * One session's events as a stream: with `afterSequence`, every stored event after it first, then
- * live ones; without, live ones from now. Live events come from pub/sub; any gap (a publish lost or
- * raced by our SUBSCRIBE) is filled from the log, so a client sees each event once, in order.
+ * live ones; without, live ones from now. Redis is the doorbell, the log the truth: the stream
+ * remembers the last sequence it delivered, and when a live event arrives with a gap, or the bus
+ * says events may have been missed (its SUBSCRIBE was just confirmed, or the connection came back
+ * after a failure), it reads the log before going on. So each event arrives once, in order, across
+ * lost publishes and Redis restarts, and replay never waits for Redis. An event of type
+ * `SESSION_DELETED` is the last one; a sync that finds the session gone ends the stream the same
+ * way.
+ *
+ * Closing (`return()`, or `signal` aborting) releases the bus listener at once: a client that
+ * leaves does not hold memory or a Redis channel until the session's next event.
  */
-export async function* sessionEventStream(
+export function sessionEventStream(
   prisma: PrismaClient,
   bus: EventBus,
   sessionId: string,
   afterSequence: number | null,
   signal?: AbortSignal,
-): AsyncGenerator<SessionEventMessage> {
-  const live = bus.subscribe(sessionId);
-  const stop = () => live.close();
-  signal?.addEventListener('abort', stop);
-  try {
-    await live.ready;
-    let last: number;
-    if (afterSequence === null) {
-      const session = await prisma.session.findUnique({ where: { id: sessionId }, select: { eventSequence: true } });
-      last = session?.eventSequence ?? 0;
-    } else {
-      last = Math.max(0, afterSequence);
-    }
-    const readFromLog = async function* (upTo: number | null) {
-      for (;;) {
-        const rows = await prisma.sessionEvent.findMany({
-          where: { sessionId, sequence: upTo === null ? { gt: last } : { gt: last, lte: upTo } },
-          orderBy: { sequence: 'asc' },
-          take: REPLAY_PAGE,
-        });
-        for (const row of rows) {
-          last = row.sequence;
-          yield { ...row, createdAt: row.createdAt.toISOString() } as SessionEventMessage;
+): SessionEventStream {
+  /** The last sequence handed out (or known to be before the stream's start); null until read. */
+  let last: number | null = afterSequence === null ? null : Math.max(0, afterSequence);
+  /** Live events not yet looked at, in arrival order. */
+  const live: SessionEventMessage[] = [];
+  /** Events ready to hand out, in order. */
+  const ready: SessionEventMessage[] = [];
+  /** Read the log up to this sequence (null: to its end) before anything else; undefined: no read due. */
+  let logUpTo: number | null | undefined = afterSequence === null ? undefined : null;
+  /** The bus said events may have been missed: compare with the session's counter. */
+  let syncDue = false;
+  /** The live event whose gap was already filled from the log (so it is taken even if the log had less). */
+  let gapFilledFor: SessionEventMessage | null = null;
+  let ending = false;
+  let done = false;
+  let working = false;
+  let waiting: { resolve: (r: IteratorResult<SessionEventMessage>) => void; reject: (e: unknown) => void } | null = null;
+
+  const unsubscribe = bus.subscribe(sessionId, {
+    event(event) {
+      if (done) return;
+      live.push(event);
+      void work();
+    },
+    sync() {
+      if (done) return;
+      syncDue = true;
+      void work();
+    },
+  });
+
+  const finish = () => {
+    if (done) return;
+    done = true;
+    unsubscribe();
+    signal?.removeEventListener('abort', onAbort);
+    live.length = 0;
+    ready.length = 0;
+    waiting?.resolve({ value: undefined, done: true });
+    waiting = null;
+  };
+  const onAbort = () => finish();
+  signal?.addEventListener('abort', onAbort);
+  if (signal?.aborted) finish();
+
+  const accept = (event: SessionEventMessage) => {
+    last = Math.max(last ?? 0, event.sequence);
+    ready.push(event);
+    if (event.type === SESSION_DELETED) ending = true;
+  };
+
+  /** Advances the stream while a consumer waits; one run at a time. */
+  async function work() {
+    if (working) return;
+    working = true;
+    try {
+      while (waiting && !done) {
+        if (ready.length) {
+          const event = ready.shift()!;
+          const consumer = waiting;
+          waiting = null;
+          if (ending && ready.length === 0) {
+            // Hand out the final event, then close: later `next()` calls see the end.
+            consumer.resolve({ value: event, done: false });
+            finish();
+            return;
+          }
+          consumer.resolve({ value: event, done: false });
+          continue;
         }
-        if (rows.length < REPLAY_PAGE) return;
+        if (ending) return finish();
+        if (last === null) {
+          const current = await currentEventSequence(prisma, sessionId);
+          if (done) return;
+          last ??= current ?? 0;
+          continue;
+        }
+        if (syncDue) {
+          syncDue = false;
+          const current = await currentEventSequence(prisma, sessionId);
+          if (done) return;
+          if (current === null) {
+            accept({ id: `${sessionId}:deleted`, sessionId, sequence: last + 1, type: SESSION_DELETED, turnId: null, messageId: null, payload: {}, createdAt: new Date().toISOString() });
+          } else if (current > last) {
+            logUpTo = null;
+          }
+          continue;
+        }
+        if (logUpTo !== undefined) {
+          const upTo = logUpTo;
+          const rows = await readEventsAfter(prisma, sessionId, last, upTo, REPLAY_PAGE);
+          if (done) return;
+          for (const row of rows) if (row.sequence > last) accept(row);
+          // Another page is due only when this one was full; otherwise the read is done, unless a
+          // wider read was asked for while this one ran.
+          if (rows.length < REPLAY_PAGE && logUpTo === upTo) logUpTo = undefined;
+          continue;
+        }
+        const next = live[0];
+        if (!next) return;
+        if (next.type !== SESSION_DELETED && next.sequence <= last) {
+          live.shift();
+          continue;
+        }
+        if (next.type !== SESSION_DELETED && next.sequence > last + 1 && gapFilledFor !== next) {
+          gapFilledFor = next;
+          logUpTo = next.sequence - 1;
+          continue;
+        }
+        live.shift();
+        accept(next);
       }
-    };
-    yield* readFromLog(null);
-    for await (const event of live) {
-      if (event.sequence <= last) continue;
-      if (event.sequence > last + 1) yield* readFromLog(event.sequence - 1);
-      if (event.sequence <= last) continue;
-      last = event.sequence;
-      yield event;
+    } catch (error) {
+      const consumer = waiting;
+      waiting = null;
+      finish();
+      consumer?.reject(error);
+    } finally {
+      working = false;
     }
-  } finally {
-    signal?.removeEventListener('abort', stop);
-    live.close();
   }
+
+  const stream: SessionEventStream = {
+    [Symbol.asyncIterator]() {
+      return stream;
+    },
+    next() {
+      if (done) return Promise.resolve({ value: undefined, done: true });
+      if (waiting) return Promise.reject(new Error('sessionEventStream: next() called while another next() is pending'));
+      return new Promise((resolve, reject) => {
+        waiting = { resolve, reject };
+        void work();
+      });
+    },
+    return() {
+      finish();
+      return Promise.resolve({ value: undefined, done: true });
+    },
+  };
+  return stream;
 }
