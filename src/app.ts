@@ -9,7 +9,7 @@ import { WebSocketServer } from 'ws';
 import { WorkspaceAuth } from './auth.js';
 import { ApiKeyCache, AssemblyCaches } from './caches/index.js';
 import type { AppConfig } from './config.js';
-import { createRequestContext, type AppRuntime, type RequestContext } from './request.js';
+import { contextForEvent, createRequestContext, type AppRuntime, type RequestContext } from './request.js';
 import { createDatabase, type Database } from './db/database.js';
 import { DomainError, domainErrorOf, toGraphQLError } from './errors.js';
 import { Prisma } from './generated/prisma/client.js';
@@ -19,6 +19,7 @@ import { useQueryLimits } from './query-limits.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
+import { EventMemo, useSubscriptionSharing } from './subscription-sharing.js';
 import { SessionService } from './services/sessions.js';
 
 /** WebSocket close code 1001 (RFC 6455 "going away"): the server is shutting down. */
@@ -70,6 +71,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       sessions,
       caches,
       assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches),
+      eventEntities: new EventMemo(),
     };
     return serve(runtime);
   } catch (error) {
@@ -88,7 +90,10 @@ function serve(runtime: AppRuntime): App {
     graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
     renderGraphiQL,
     landingPage: false,
-    plugins: [useQueryLimits()],
+    plugins: [
+      useQueryLimits(),
+      useSubscriptionSharing<RequestContext>({ scopeOf: (ctx) => ctx.workspaceId, contextForEvent }),
+    ],
     maskedErrors: {
       maskError(error) {
         const refusal = domainErrorOf(error);

@@ -1,5 +1,5 @@
-import { resetRequestCaches } from '../request.js';
 import { notFound } from '../errors.js';
+import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub.js';
 import { sessionEventStream } from '../services/event-log.js';
 import { builder } from './builder.js';
@@ -16,7 +16,7 @@ const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').i
       type: Session,
       nullable: true,
       description: 'The session (null once deleted).',
-      resolve: (e, _, ctx) => ctx.loaders.sessionById.load(e.sessionId),
+      resolve: (e, _, ctx) => ctx.runtime.eventEntities.get(e.id, `session:${ctx.workspaceId}`, () => ctx.loaders.sessionById.load(e.sessionId)) as Promise<SessionRow | null>,
     }),
   }),
 });
@@ -40,7 +40,11 @@ const messageField = (t: EventFieldBuilder, description: string) =>
     type: Message,
     nullable: true,
     description,
-    resolve: (e, _, ctx) => (e.messageId ? ctx.prisma.message.findUnique({ where: { id: e.messageId } }) : null),
+    resolve: (e, _, ctx) => {
+      const messageId = e.messageId;
+      if (!messageId) return null;
+      return ctx.runtime.eventEntities.get(e.id, 'message', () => ctx.prisma.message.findUnique({ where: { id: messageId } })) as Promise<MessageRow | null>;
+    },
   });
 
 eventType('MessageAdded', 'MESSAGE_ADDED', 'A message was appended.', (t) => ({
@@ -66,7 +70,8 @@ eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.',
     type: Session,
     nullable: true,
     description: 'The new fork (null once deleted).',
-    resolve: (e, _, ctx) => ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
+    resolve: (e, _, ctx) =>
+      ctx.runtime.eventEntities.get(e.id, `fork:${ctx.workspaceId}`, () => ctx.loaders.sessionById.load(payloadOf(e).forkId as string)) as Promise<SessionRow | null>,
   }),
   messageIndex: t.int({ description: 'Where it was cut.', resolve: (e) => payloadOf(e).messageIndex as number }),
   excludedMessage: messageField(t, 'The USER message left out of the fork.'),
@@ -96,13 +101,8 @@ builder.subscriptionField('sessionEvents', (t) =>
       const sessionId = parseGlobalId(String(args.sessionId), 'Session', 'sessionId');
       const exists = await ctx.prisma.session.findFirst({ where: { id: sessionId, workspaceId: ctx.workspaceId }, select: { id: true } });
       if (!exists) throw notFound('Session', String(args.sessionId));
-      const events = sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, args.afterSequence ?? null);
-      return (async function* () {
-        for await (const event of events) {
-          resetRequestCaches(ctx);
-          yield event;
-        }
-      })();
+      // Each event runs with a fresh context (subscription-sharing.ts), so no per-event reset here.
+      return sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, args.afterSequence ?? null);
     },
     resolve: (event) => event,
   }),
