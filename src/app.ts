@@ -19,7 +19,7 @@ import { useQueryLimits } from './query-limits.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
-import { EventMemo, useSubscriptionSharing } from './subscription-sharing.js';
+import { EventMemo, useSubscriptionSharing, type SharingStats } from './subscription-sharing.js';
 import { SessionService } from './services/sessions.js';
 
 /** WebSocket close code 1001 (RFC 6455 "going away"): the server is shutting down. */
@@ -29,6 +29,8 @@ export interface App {
   yoga: YogaServerInstance<Record<string, unknown>, RequestContext>;
   server: Server;
   runtime: AppRuntime;
+  /** How many subscription events were executed, and how many shared another subscriber's execution. */
+  sharing: SharingStats;
   /** Starts listening; resolves with the URL of the GraphQL endpoint. */
   listen(port?: number, host?: string): Promise<string>;
   /** Closes WebSocket clients, drains HTTP, then closes pub/sub and the database. Idempotent. */
@@ -84,16 +86,14 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
 function serve(runtime: AppRuntime): App {
   const { config, logger, db, bus } = runtime;
 
+  const sharing = useSubscriptionSharing<RequestContext>({ scopeOf: (ctx) => ctx.workspaceId, contextForEvent });
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,
     logging: false,
     graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
     renderGraphiQL,
     landingPage: false,
-    plugins: [
-      useQueryLimits(),
-      useSubscriptionSharing<RequestContext>({ scopeOf: (ctx) => ctx.workspaceId, contextForEvent }),
-    ],
+    plugins: [useQueryLimits(), sharing],
     maskedErrors: {
       maskError(error) {
         const refusal = domainErrorOf(error);
@@ -173,6 +173,7 @@ function serve(runtime: AppRuntime): App {
     yoga,
     server,
     runtime,
+    sharing: sharing.stats,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);
