@@ -3,7 +3,7 @@ import { createEventBus, type SessionEventMessage } from '../../src/pubsub.js';
 import { appendEvents, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
-import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
+import { AppendMessages, CreateSession, DeleteSession, UpdateMessage } from '../helpers/documents.js';
 import { PrivateRedis } from '../helpers/private-redis.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
@@ -139,6 +139,20 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     } finally {
       inspect.disconnect();
     }
+  });
+
+  it('ends a stream with SESSION_DELETED when the session was deleted while Redis was down', async () => {
+    await eventually(async () => app.services.bus.ping().then(() => true, () => false), 'Redis to be ready');
+    const id = await newSession(app);
+    const stream = sessionEventStream(app.services.db.prisma, app.services.bus, rawIdOf(id), 0);
+    expect((await stream.next()).value).toMatchObject({ sequence: 1 });
+    const next = stream.next();
+    await redis.kill();
+    await gqlOk(app, DeleteSession, { input: { sessionId: id } }, auth);
+    await redis.restart();
+    expect((await next).value).toMatchObject({ type: SESSION_DELETED, sequence: 2 });
+    expect(await stream.next()).toEqual({ value: undefined, done: true });
+    expect(app.services.bus.stats().listeners).toBe(0);
   });
 
   describe.runIf(backend.postgresUrl)('two instances on the private Redis', () => {
