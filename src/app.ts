@@ -86,7 +86,11 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
 function serve(runtime: AppRuntime): App {
   const { config, logger, db, bus } = runtime;
 
-  const sharing = useSubscriptionSharing<RequestContext>({ scopeOf: (ctx) => ctx.workspaceId, contextForEvent });
+  const sharing = useSubscriptionSharing<RequestContext>({
+    scopeOf: (ctx) => ctx.workspaceId,
+    contextForEvent,
+    streamOnlyArguments: { sessionEvents: ['afterSequence'] },
+  });
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,
     logging: false,

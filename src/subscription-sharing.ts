@@ -1,4 +1,4 @@
-import { createSourceEventStream, execute, print, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
 /** Counts for tests and diagnostics. */
@@ -17,6 +17,12 @@ export interface SubscriptionSharingOptions<Context> {
   scopeOf(context: Context): string | null;
   /** A fresh context for one event's execution (Pothos's per-context caches are per event, hayes/pothos#1421). */
   contextForEvent(context: Context): Context;
+  /**
+   * Arguments of root subscription fields that only choose where the source stream starts and
+   * never change an event's payload (`sessionEvents.afterSequence`): subscribers that differ only
+   * in them share executions. An argument whose variable is used anywhere else still counts.
+   */
+  streamOnlyArguments?: Record<string, readonly string[]>;
   /** How many results to keep (distinct selection × event). */
   maxEntries?: number;
   /** How long a result may be reused, in ms: long enough for one event's fan-out, short enough that a later replay reads fresh data. */
@@ -41,14 +47,17 @@ export interface SubscriptionSharingOptions<Context> {
 export function useSubscriptionSharing<Context>(options: SubscriptionSharingOptions<Context>): Plugin & { stats: SharingStats } {
   const stats: SharingStats = { executions: 0, shared: 0 };
   const results = new EventMemo<ExecutionResult>(options.maxEntries, options.ttlMs);
-  const printed = new WeakMap<DocumentNode, string>();
+  const shapes = new WeakMap<DocumentNode, DocumentShape>();
+  const streamOnly = options.streamOnlyArguments ?? {};
 
   const selectionKey = (args: ExecutionArgs): string | null => {
     const scope = options.scopeOf(args.contextValue as Context);
     if (scope === null) return null;
-    let text = printed.get(args.document);
-    if (text === undefined) printed.set(args.document, (text = print(args.document)));
-    return JSON.stringify([text, args.operationName ?? null, canonical(args.variableValues ?? {}), scope]);
+    let shape = shapes.get(args.document);
+    if (!shape) shapes.set(args.document, (shape = documentShape(args.document, streamOnly)));
+    const variables = { ...(args.variableValues ?? {}) };
+    for (const name of shape.streamOnlyVariables) delete variables[name];
+    return JSON.stringify([shape.text, args.operationName ?? null, canonical(variables), scope]);
   };
 
   const run = (args: ExecutionArgs, event: unknown): Promise<ExecutionResult> => {
@@ -82,6 +91,54 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
       setSubscribeFn(subscribe as never);
     },
   };
+}
+
+/** A document as far as sharing is concerned: its text without stream-only arguments, and their variables. */
+interface DocumentShape {
+  text: string;
+  streamOnlyVariables: string[];
+}
+
+function documentShape(document: DocumentNode, streamOnly: Record<string, readonly string[]>): DocumentShape {
+  const uses = new Map<string, number>();
+  visit(document, {
+    Variable(node) {
+      uses.set(node.name.value, (uses.get(node.name.value) ?? 0) + 1);
+    },
+    VariableDefinition: () => false,
+  });
+  const dropped: string[] = [];
+  let depth = 0;
+  const stripped = visit(document, {
+    OperationDefinition: {
+      enter: () => void (depth = 0),
+    },
+    SelectionSet: {
+      enter: () => void depth++,
+      leave: () => void depth--,
+    },
+    Field(field) {
+      if (depth !== 1) return;
+      const names = streamOnly[field.name.value];
+      if (!names?.length) return;
+      const kept = (field.arguments ?? []).filter((arg) => {
+        if (!names.includes(arg.name.value)) return true;
+        if (arg.value.kind !== Kind.VARIABLE) return false;
+        const variable = arg.value.name.value;
+        if ((uses.get(variable) ?? 0) > 1) return true;
+        dropped.push(variable);
+        return false;
+      });
+      return { ...field, arguments: kept };
+    },
+  });
+  // The stripped variables' definitions go too, so `$after: Int` and `$after: Int = 0` share.
+  const text = print(
+    visit(stripped, {
+      VariableDefinition: (definition) => (dropped.includes(definition.variable.name.value) ? null : undefined),
+    }),
+  );
+  return { text, streamOnlyVariables: dropped };
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
