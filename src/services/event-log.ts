@@ -36,6 +36,31 @@ export async function currentEventSequence(prisma: PrismaClient, sessionId: stri
   return session ? session.eventSequence : null;
 }
 
+/**
+ * Reads shared by the streams of one instance: after a Redis reconnect (or a lost publish), every
+ * open stream of a session needs the same counter and the same log page at the same moment, and
+ * 1,000 watchers must not mean 1,000 identical queries. A stream may join a read in flight only if
+ * that read was started after the stream learned it needed it (its trigger): events committed
+ * before the trigger are then visible to the read. `readClock` orders triggers and read starts.
+ */
+let readClock = 0;
+const readsInFlight = new WeakMap<PrismaClient, Map<string, { started: number; result: Promise<unknown> }>>();
+
+function sharedRead<T>(prisma: PrismaClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
+  let reads = readsInFlight.get(prisma);
+  if (!reads) readsInFlight.set(prisma, (reads = new Map()));
+  const hit = reads.get(key);
+  if (hit && hit.started > trigger) return hit.result as Promise<T>;
+  const started = ++readClock;
+  const result = read();
+  reads.set(key, { started, result });
+  const forget = () => {
+    if (reads.get(key)?.result === result) reads.delete(key);
+  };
+  result.then(forget, forget);
+  return result;
+}
+
 /** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
 export interface SessionEventStream extends AsyncIterableIterator<SessionEventMessage> {
   return(): Promise<IteratorResult<SessionEventMessage>>;
@@ -63,14 +88,18 @@ export function sessionEventStream(
 ): SessionEventStream {
   /** The last sequence handed out (or known to be before the stream's start); null until read. */
   let last: number | null = afterSequence === null ? null : Math.max(0, afterSequence);
-  /** Live events not yet looked at, in arrival order. */
-  const live: SessionEventMessage[] = [];
+  /** Live events not yet looked at, in arrival order, with the read clock when each arrived. */
+  const live: { event: SessionEventMessage; at: number }[] = [];
   /** Events ready to hand out, in order. */
   const ready: SessionEventMessage[] = [];
   /** Read the log up to this sequence (null: to its end) before anything else; undefined: no read due. */
   let logUpTo: number | null | undefined = afterSequence === null ? undefined : null;
   /** The bus said events may have been missed: compare with the session's counter. */
   let syncDue = false;
+  /** When the stream learned it needs the pending counter read and log read (see `sharedRead`). */
+  let syncTrigger = readClock;
+  let logTrigger = readClock;
+  const startTrigger = readClock;
   /** The live event whose gap was already filled from the log (so it is taken even if the log had less). */
   let gapFilledFor: SessionEventMessage | null = null;
   let ending = false;
@@ -79,15 +108,18 @@ export function sessionEventStream(
   let waiting: { resolve: (r: IteratorResult<SessionEventMessage>) => void; reject: (e: unknown) => void } | null = null;
 
   const unsubscribe = bus.subscribe(sessionId, {
+    // The bus tells every local stream in one loop; working in a microtask lets them all note the
+    // same trigger before the first of them starts a read, so they can share it.
     event(event) {
       if (done) return;
-      live.push(event);
-      void work();
+      live.push({ event, at: readClock });
+      queueMicrotask(work);
     },
     sync() {
       if (done) return;
       syncDue = true;
-      void work();
+      syncTrigger = readClock;
+      queueMicrotask(work);
     },
   });
 
@@ -132,25 +164,30 @@ export function sessionEventStream(
         }
         if (ending) return finish();
         if (last === null) {
-          const current = await currentEventSequence(prisma, sessionId);
+          const current = await sharedRead(prisma, `sequence:${sessionId}`, startTrigger, () => currentEventSequence(prisma, sessionId));
           if (done) return;
           last ??= current ?? 0;
           continue;
         }
         if (syncDue) {
           syncDue = false;
-          const current = await currentEventSequence(prisma, sessionId);
+          const trigger = syncTrigger;
+          const current = await sharedRead(prisma, `sequence:${sessionId}`, trigger, () => currentEventSequence(prisma, sessionId));
           if (done) return;
           if (current === null) {
             accept({ id: `${sessionId}:deleted`, sessionId, sequence: last + 1, type: SESSION_DELETED, turnId: null, messageId: null, payload: {}, createdAt: new Date().toISOString() });
           } else if (current > last) {
             logUpTo = null;
+            logTrigger = Math.max(logTrigger, trigger);
           }
           continue;
         }
         if (logUpTo !== undefined) {
           const upTo = logUpTo;
-          const rows = await readEventsAfter(prisma, sessionId, last, upTo, REPLAY_PAGE);
+          const after = last;
+          const rows = await sharedRead(prisma, `log:${sessionId}:${after}:${upTo}`, logTrigger, () =>
+            readEventsAfter(prisma, sessionId, after, upTo, REPLAY_PAGE),
+          );
           if (done) return;
           for (const row of rows) if (row.sequence > last) accept(row);
           // Another page is due only when this one was full; otherwise the read is done, unless a
@@ -158,8 +195,9 @@ export function sessionEventStream(
           if (rows.length < REPLAY_PAGE && logUpTo === upTo) logUpTo = undefined;
           continue;
         }
-        const next = live[0];
-        if (!next) return;
+        const head = live[0];
+        if (!head) return;
+        const next = head.event;
         if (next.type !== SESSION_DELETED && next.sequence <= last) {
           live.shift();
           continue;
@@ -167,6 +205,7 @@ export function sessionEventStream(
         if (next.type !== SESSION_DELETED && next.sequence > last + 1 && gapFilledFor !== next) {
           gapFilledFor = next;
           logUpTo = next.sequence - 1;
+          logTrigger = Math.max(logTrigger, head.at);
           continue;
         }
         live.shift();

@@ -141,6 +141,26 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     }
   });
 
+  it('recovers many streams of one session after a Redis restart with one counter read and one log read, not one per stream', async () => {
+    await eventually(async () => app.services.bus.ping().then(() => true, () => false), 'Redis to be ready');
+    const id = await newSession(app);
+    const streams = Array.from({ length: 10 }, () => sessionEventStream(app.services.db.prisma, app.services.bus, rawIdOf(id), 0));
+    for (const stream of streams) expect((await stream.next()).value).toMatchObject({ sequence: 1 });
+    const pending = streams.map((stream) => stream.next());
+    await redis.kill();
+    await append(app, id, 'missed 1');
+    await append(app, id, 'missed 2');
+    app.services.db.queries.reset();
+    await redis.restart();
+    expect((await Promise.all(pending)).map((step) => step.value?.sequence)).toEqual(streams.map(() => 2));
+    expect((await Promise.all(streams.map((stream) => stream.next()))).map((step) => step.value?.sequence)).toEqual(streams.map(() => 3));
+    const statements = app.services.db.queries.statements;
+    const counterReads = statements.filter((sql) => /"eventSequence"/.test(sql) && /FROM "public"\."Session"/.test(sql));
+    const logReads = statements.filter((sql) => /FROM "public"\."SessionEvent"/.test(sql));
+    expect({ counterReads: counterReads.length, logReads: logReads.length }, statements.join('\n')).toEqual({ counterReads: 1, logReads: 1 });
+    for (const stream of streams) await stream.return();
+  });
+
   it('ends a stream with SESSION_DELETED when the session was deleted while Redis was down', async () => {
     await eventually(async () => app.runtime.bus.ping().then(() => true, () => false), 'Redis to be ready');
     const id = await newSession(app);
