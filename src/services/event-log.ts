@@ -10,6 +10,8 @@ export function publishAll(bus: EventBus, events: SessionEventMessage[]) {
 }
 
 const REPLAY_PAGE = 500;
+/** Live events a stream holds for a slow consumer before it falls back to reading the log. */
+const MAX_LIVE_BACKLOG = 1_000;
 
 /** The stored type of the event that ends a session's streams (published live only, on delete). */
 export const SESSION_DELETED = 'SESSION_DELETED';
@@ -112,7 +114,15 @@ export function sessionEventStream(
     // same trigger before the first of them starts a read, so they can share it.
     event(event) {
       if (done) return;
-      live.push({ event, at: readClock });
+      if (live.length >= MAX_LIVE_BACKLOG) {
+        // A consumer this far behind reads from the log instead: its backlog is dropped (and its
+        // memory with it) and the next sync reads what it missed, a page at a time as it pulls.
+        live.length = 0;
+        syncDue = true;
+        syncTrigger = readClock;
+      } else {
+        live.push({ event, at: readClock });
+      }
       queueMicrotask(work);
     },
     sync() {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, type SessionEventMessage } from '../../src/pubsub.js';
-import { appendEvents, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
+import { appendEvents, publishAll, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, DeleteSession, UpdateMessage } from '../helpers/documents.js';
@@ -292,6 +292,23 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     app.runtime.bus.publish({ ...seen[1], id: 'deleted', sequence: 5, type: SESSION_DELETED, messageId: null, payload: {} });
     expect((await next).value).toMatchObject({ type: SESSION_DELETED });
     expect(await stream.next()).toEqual({ value: undefined, done: true });
+  });
+
+  it('gives a consumer that falls far behind every event once, in order, from the log instead of an unbounded backlog', async () => {
+    const id = await newSession(app);
+    const sessionId = rawIdOf(id);
+    const stream = sessionEventStream(app.services.db.prisma, app.services.bus, sessionId, 0);
+    expect((await stream.next()).value).toMatchObject({ sequence: 1 });
+    const events = await appendEvents(
+      app.services.db.sql,
+      sessionId,
+      Array.from({ length: 1_500 }, (_, i) => ({ type: 'SESSION_UPDATED' as const, payload: { fields: [`f${i}`] } })),
+    );
+    publishAll(app.services.bus, events);
+    const seen: number[] = [];
+    while (seen.length < 1_500) seen.push(((await stream.next()).value as SessionEventMessage).sequence);
+    expect(seen).toEqual(range(2, 1_501));
+    await stream.return();
   });
 
   it('releases a stream that is waiting for an event at once when it is closed', async () => {

@@ -3,9 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { useSubscriptionSharing } from '../../src/subscription-sharing.js';
 import { subscribeSse } from '../helpers/subscriptions.js';
 
-interface Ctx {
-  scope: string;
-}
+type Ctx = { scope: string };
 interface Tick {
   id: string;
 }
@@ -60,7 +58,7 @@ function tickServer() {
     contextForEvent: (ctx) => ({ ...ctx }),
     streamOnlyArguments: { ticks: ['after'] },
   });
-  const yoga = createYoga<Record<string, unknown>, Ctx>({
+  const yoga = createYoga({
     schema,
     plugins: [sharing],
     context: ({ request }: { request: Request }) => ({ scope: request.headers.get('x-scope') ?? 'none' }),
