@@ -63,6 +63,11 @@ function sharedRead<T>(prisma: PrismaClient, key: string, trigger: number, read:
   return result;
 }
 
+/** The end of a stream whose session is found gone (its live SESSION_DELETED may have been lost). */
+function deletedEvent(sessionId: string, sequence: number): SessionEventMessage {
+  return { id: `${sessionId}:deleted`, sessionId, sequence, type: SESSION_DELETED, turnId: null, messageId: null, payload: {}, createdAt: new Date().toISOString() };
+}
+
 /** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
 export interface SessionEventStream extends AsyncIterableIterator<SessionEventMessage> {
   return(): Promise<IteratorResult<SessionEventMessage>>;
@@ -177,6 +182,7 @@ export function sessionEventStream(
           const current = await sharedRead(prisma, `sequence:${sessionId}`, startTrigger, () => currentEventSequence(prisma, sessionId));
           if (done) return;
           last ??= current ?? 0;
+          if (current === null) accept(deletedEvent(sessionId, last + 1));
           continue;
         }
         if (syncDue) {
@@ -185,7 +191,7 @@ export function sessionEventStream(
           const current = await sharedRead(prisma, `sequence:${sessionId}`, trigger, () => currentEventSequence(prisma, sessionId));
           if (done) return;
           if (current === null) {
-            accept({ id: `${sessionId}:deleted`, sessionId, sequence: last + 1, type: SESSION_DELETED, turnId: null, messageId: null, payload: {}, createdAt: new Date().toISOString() });
+            accept(deletedEvent(sessionId, last + 1));
           } else if (current > last) {
             logUpTo = null;
             logTrigger = Math.max(logTrigger, trigger);
