@@ -256,3 +256,22 @@ export function sessionEventStream(
   };
   return stream;
 }
+
+/**
+ * The events of `stream` that `keep` accepts (turnEvents takes a session's turn events this way).
+ * Unlike an `async function*` wrapper, `return()` reaches the stream at once, so a client that
+ * leaves is released without waiting for the session's next event.
+ */
+export function filterEvents(stream: SessionEventStream, keep: (event: SessionEventMessage) => boolean): SessionEventStream {
+  const filtered: SessionEventStream = {
+    [Symbol.asyncIterator]: () => filtered,
+    async next() {
+      for (;;) {
+        const step = await stream.next();
+        if (step.done || keep(step.value)) return step;
+      }
+    },
+    return: () => stream.return(),
+  };
+  return filtered;
+}

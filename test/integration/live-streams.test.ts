@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, type SessionEventMessage } from '../../src/pubsub.js';
-import { appendEvents, publishAll, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
+import { appendEvents, filterEvents, publishAll, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, DeleteSession, UpdateMessage } from '../helpers/documents.js';
@@ -318,6 +318,18 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const pending = stream.next();
     expect(bus.stats()).toEqual({ channels: 1, listeners: 1 });
+    await stream.return();
+    expect(await pending).toEqual({ value: undefined, done: true });
+    expect(bus.stats()).toEqual({ channels: 0, listeners: 0 });
+  });
+
+  it('releases a filtered stream at once too', async () => {
+    const bus = createEventBus({ redisUrl: null, prefix: 'x:', logger: createLogger('silent') });
+    const id = await newSession(app);
+    const stream = filterEvents(sessionEventStream(app.services.db.prisma, bus, rawIdOf(id), 0), (e) => e.type === 'SESSION_UPDATED');
+    const pending = stream.next();
+    // The stored MESSAGE_ADDED is read and skipped; the filter then waits for a live event.
+    await eventually(() => bus.stats().listeners === 1, 'the stream to listen');
     await stream.return();
     expect(await pending).toEqual({ value: undefined, done: true });
     expect(bus.stats()).toEqual({ channels: 0, listeners: 0 });
