@@ -90,9 +90,14 @@ async function openSubscribers(urls: string[], count: number, sessionId: string,
       socket.once('error', reject);
       socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
       socket.on('message', (raw) => {
-        const message = JSON.parse(String(raw)) as { type: string; payload?: { data?: { sessionEvents?: { sequence: number } }; errors?: unknown } };
+        const message = JSON.parse(String(raw)) as {
+          type: string;
+          payload?: { data?: { sessionEvents?: { sequence: number } }; errors?: unknown };
+        };
         if (message.type === 'connection_ack') {
-          socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { id: sessionId, after } } }));
+          socket.send(
+            JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { id: sessionId, after } } }),
+          );
           resolve();
         } else if (message.type === 'next') {
           const sequence = message.payload?.data?.sessionEvents?.sequence;
@@ -149,7 +154,12 @@ function figures(receipts: Receipts, sentAt: Map<number, number>, sockets: numbe
       delivered++;
     }
   }
-  return { median: median(latencies), p99: quantile(latencies, 0.99), lost: sentAt.size * sockets - delivered, duplicates: receipts.duplicates };
+  return {
+    median: median(latencies),
+    p99: quantile(latencies, 0.99),
+    lost: sentAt.size * sockets - delivered,
+    duplicates: receipts.duplicates,
+  };
 }
 
 async function paced(count: number, send: (i: number) => Promise<void>) {
@@ -226,7 +236,12 @@ async function throughRelay(ctx: BenchContext, relays: number, subscribers: numb
     );
     // The same payload size as the server's event, so the socket writes cost the same.
     const payload = (sequence: number) =>
-      JSON.stringify({ sequence, type: 'MESSAGE_ADDED', at: new Date().toISOString(), text: `event ${sequence} ${'lorem ipsum '.repeat(8)}` });
+      JSON.stringify({
+        sequence,
+        type: 'MESSAGE_ADDED',
+        at: new Date().toISOString(),
+        text: `event ${sequence} ${'lorem ipsum '.repeat(8)}`,
+      });
     await publisher.publish(channel, payload(1));
     await receipts.all([1], performance.now() + DEADLINE_MS);
     const sentAt = new Map<number, number>();
@@ -301,20 +316,24 @@ const fanout: Scenario = {
     try {
       const urls = await Promise.all(apps.map((a) => a.listen(0, '127.0.0.1')));
       if (cases.includes('two')) {
-      ctx.log('100 subscribers over two instances…');
-      // One unmeasured round first: the first events through a fresh process pay for JIT warm-up.
-      await throughServer(ctx, apps, urls, 100);
-      const two = await throughServer(ctx, apps, urls, 100);
-      const twoRelay = await throughRelay(ctx, 2, 100);
-      out.push(...rows('two.100', '100 subscribers, two instances over Redis, writer on the first', two, twoRelay));
-      ctx.log(`  server p50 ${two.median.toFixed(1)} ms p99 ${two.p99.toFixed(1)} ms lost ${two.lost}; relay p99 ${twoRelay.p99.toFixed(1)} ms`);
+        ctx.log('100 subscribers over two instances…');
+        // One unmeasured round first: the first events through a fresh process pay for JIT warm-up.
+        await throughServer(ctx, apps, urls, 100);
+        const two = await throughServer(ctx, apps, urls, 100);
+        const twoRelay = await throughRelay(ctx, 2, 100);
+        out.push(...rows('two.100', '100 subscribers, two instances over Redis, writer on the first', two, twoRelay));
+        ctx.log(
+          `  server p50 ${two.median.toFixed(1)} ms p99 ${two.p99.toFixed(1)} ms lost ${two.lost}; relay p99 ${twoRelay.p99.toFixed(1)} ms`,
+        );
       }
       if (cases.includes('one')) {
-      ctx.log('1,000 subscribers of one session on one instance…');
-      const one = await throughServer(ctx, apps, urls.slice(0, 1), 1_000);
-      const oneRelay = await throughRelay(ctx, 1, 1_000);
-      out.push(...rows('one.1000', '1,000 subscribers of one session, one instance over Redis', one, oneRelay));
-      ctx.log(`  server p50 ${one.median.toFixed(1)} ms p99 ${one.p99.toFixed(1)} ms lost ${one.lost}; relay p99 ${oneRelay.p99.toFixed(1)} ms`);
+        ctx.log('1,000 subscribers of one session on one instance…');
+        const one = await throughServer(ctx, apps, urls.slice(0, 1), 1_000);
+        const oneRelay = await throughRelay(ctx, 1, 1_000);
+        out.push(...rows('one.1000', '1,000 subscribers of one session, one instance over Redis', one, oneRelay));
+        ctx.log(
+          `  server p50 ${one.median.toFixed(1)} ms p99 ${one.p99.toFixed(1)} ms lost ${one.lost}; relay p99 ${oneRelay.p99.toFixed(1)} ms`,
+        );
       }
     } finally {
       for (const app of apps) await app.close();

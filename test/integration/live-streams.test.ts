@@ -78,7 +78,14 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     // Once the server's connection is back, the stream fills what it missed from the log.
     const afterRestart = await sub.collector.until((e) => e.length >= 5, 20_000, 'the events written during the outage');
     expect(afterRestart.map((e) => e.message?.text)).toEqual(['before 1', 'before 2', 'during 1', 'during 2', 'during 3']);
-    await eventually(async () => app.runtime.bus.ping().then(() => true, () => false), 'Redis to be ready again');
+    await eventually(
+      async () =>
+        app.runtime.bus.ping().then(
+          () => true,
+          () => false,
+        ),
+      'Redis to be ready again',
+    );
     await append(app, id, 'after 1');
     await append(app, id, 'after 2');
     const all = await sub.collector.until((e) => e.length >= 7, 10_000, 'the events after the restart');
@@ -102,7 +109,14 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     expect(replayed.map((e) => e.message?.text)).toEqual(['first', 'stored', 'written in the outage']);
 
     await redis.restart();
-    await eventually(async () => app.runtime.bus.ping().then(() => true, () => false), 'Redis to be ready again');
+    await eventually(
+      async () =>
+        app.runtime.bus.ping().then(
+          () => true,
+          () => false,
+        ),
+      'Redis to be ready again',
+    );
     await append(app, id, 'live again');
     const all = await sub.collector.until((e) => e.length >= 4, 10_000, 'the first live event after the outage');
     expect(all.map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
@@ -111,7 +125,14 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
   });
 
   it('holds one Redis channel per session however many local subscribers, and releases it when the last one leaves (20 cycles leave none)', async () => {
-    await eventually(async () => app.runtime.bus.ping().then(() => true, () => false), 'Redis to be ready');
+    await eventually(
+      async () =>
+        app.runtime.bus.ping().then(
+          () => true,
+          () => false,
+        ),
+      'Redis to be ready',
+    );
     const inspect = redis.client();
     const channels = () => inspect.pubsub('CHANNELS', `${app.redisPrefix}*`) as Promise<string[]>;
     try {
@@ -142,27 +163,44 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
   });
 
   it('recovers many streams of one session after a Redis restart with one counter read and one log read, not one per stream', async () => {
-    await eventually(async () => app.services.bus.ping().then(() => true, () => false), 'Redis to be ready');
+    await eventually(
+      async () =>
+        app.runtime.bus.ping().then(
+          () => true,
+          () => false,
+        ),
+      'Redis to be ready',
+    );
     const id = await newSession(app);
-    const streams = Array.from({ length: 10 }, () => sessionEventStream(app.services.db.prisma, app.services.bus, rawIdOf(id), 0));
+    const streams = Array.from({ length: 10 }, () => sessionEventStream(app.runtime.db.prisma, app.runtime.bus, rawIdOf(id), 0));
     for (const stream of streams) expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const pending = streams.map((stream) => stream.next());
     await redis.kill();
     await append(app, id, 'missed 1');
     await append(app, id, 'missed 2');
-    app.services.db.queries.reset();
+    app.runtime.db.queries.reset();
     await redis.restart();
     expect((await Promise.all(pending)).map((step) => step.value?.sequence)).toEqual(streams.map(() => 2));
     expect((await Promise.all(streams.map((stream) => stream.next()))).map((step) => step.value?.sequence)).toEqual(streams.map(() => 3));
-    const statements = app.services.db.queries.statements;
+    const statements = app.runtime.db.queries.statements;
     const counterReads = statements.filter((sql) => /"eventSequence"/.test(sql) && /FROM "public"\."Session"/.test(sql));
     const logReads = statements.filter((sql) => /FROM "public"\."SessionEvent"/.test(sql));
-    expect({ counterReads: counterReads.length, logReads: logReads.length }, statements.join('\n')).toEqual({ counterReads: 1, logReads: 1 });
+    expect({ counterReads: counterReads.length, logReads: logReads.length }, statements.join('\n')).toEqual({
+      counterReads: 1,
+      logReads: 1,
+    });
     for (const stream of streams) await stream.return();
   });
 
   it('ends a stream with SESSION_DELETED when the session was deleted while Redis was down', async () => {
-    await eventually(async () => app.runtime.bus.ping().then(() => true, () => false), 'Redis to be ready');
+    await eventually(
+      async () =>
+        app.runtime.bus.ping().then(
+          () => true,
+          () => false,
+        ),
+      'Redis to be ready',
+    );
     const id = await newSession(app);
     const stream = sessionEventStream(app.runtime.db.prisma, app.runtime.bus, rawIdOf(id), 0);
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
@@ -175,40 +213,51 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     expect(app.runtime.bus.stats().listeners).toBe(0);
   });
 
-  describe.runIf(backend.postgresUrl)('two instances on the private Redis', () => {
-    let second: TestApp;
-    let secondUrl: string;
-    beforeAll(async () => {
-      second = await createTestApp({ apiKeys: keys, shareWith: app, redisUrl: redis.url });
-      secondUrl = await second.listen(0, '127.0.0.1');
-    });
-    afterAll(async () => {
-      await second?.close();
-    });
-
-    it('delivers writes made on one instance to a graphql-ws subscriber on the other, in order, across a Redis restart', async () => {
-      await eventually(async () => app.runtime.bus.ping().then(() => true, () => false), 'Redis to be ready');
-      const id = await newSession(app);
-      const client = wsClient(secondUrl, wsAuth);
-      const sub = subscribeWs(client, EVENTS, { id, after: 1 }, pick);
-      await append(app, id, 'one');
-      await sub.collector.until((e) => e.length >= 1, 10_000, 'the first event from the other instance');
-      await redis.kill();
-      await append(app, id, 'two');
-      await redis.restart();
-      await sub.collector.until((e) => e.length >= 2, 20_000, 'the event written during the outage');
-      await eventually(async () => app.runtime.bus.ping().then(() => true, () => false), 'Redis to be ready again');
-      await append(app, id, 'three');
-      const all = await sub.collector.until((e) => e.length >= 3);
-      expect(all.map((e) => [e.sequence, e.message?.text])).toEqual([
-        [2, 'one'],
-        [3, 'two'],
-        [4, 'three'],
-      ]);
-      sub.unsubscribe();
-      await client.dispose();
-    });
-  });
+  it.runIf(backend.postgresUrl)(
+    'delivers writes made on one instance to a graphql-ws subscriber on another, in order, across a Redis restart',
+    async () => {
+      const second = await createTestApp({ apiKeys: keys, shareWith: app, redisUrl: redis.url });
+      try {
+        const secondUrl = await second.listen(0, '127.0.0.1');
+        await eventually(
+          async () =>
+            app.runtime.bus.ping().then(
+              () => true,
+              () => false,
+            ),
+          'Redis to be ready',
+        );
+        const id = await newSession(app);
+        const client = wsClient(secondUrl, wsAuth);
+        const sub = subscribeWs(client, EVENTS, { id, after: 1 }, pick);
+        await append(app, id, 'one');
+        await sub.collector.until((e) => e.length >= 1, 10_000, 'the first event from the other instance');
+        await redis.kill();
+        await append(app, id, 'two');
+        await redis.restart();
+        await sub.collector.until((e) => e.length >= 2, 20_000, 'the event written during the outage');
+        await eventually(
+          async () =>
+            app.runtime.bus.ping().then(
+              () => true,
+              () => false,
+            ),
+          'Redis to be ready again',
+        );
+        await append(app, id, 'three');
+        const all = await sub.collector.until((e) => e.length >= 3);
+        expect(all.map((e) => [e.sequence, e.message?.text])).toEqual([
+          [2, 'one'],
+          [3, 'two'],
+          [4, 'three'],
+        ]);
+        sub.unsubscribe();
+        await client.dispose();
+      } finally {
+        await second.close();
+      }
+    },
+  );
 });
 
 describe(`shared execution and token streaming (${backend.label})`, () => {
@@ -229,7 +278,12 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     // Where a subscriber starts (afterSequence) does not change what an event looks like: these share.
     const fromStart = Array.from({ length: 8 }, () => subscribeWs(client, EVENTS, { id, after: 0 }, pick));
     const fromSecond = Array.from({ length: 4 }, () => subscribeWs(client, EVENTS, { id, after: 1 }, pick));
-    const other = subscribeWs(client, `subscription ($id: ID!) { sessionEvents(sessionId: $id, afterSequence: 0) { sequence ... on MessageAdded { message { text role } } } }`, { id }, (d) => d.sessionEvents as Ev);
+    const other = subscribeWs(
+      client,
+      `subscription ($id: ID!) { sessionEvents(sessionId: $id, afterSequence: 0) { sequence ... on MessageAdded { message { text role } } } }`,
+      { id },
+      (d) => d.sessionEvents as Ev,
+    );
     for (const sub of [...fromStart, other]) await sub.collector.until((e) => e.length >= 2, 10_000, 'the replayed events');
     for (const sub of fromSecond) await sub.collector.until((e) => e.length >= 1, 10_000, 'the replayed second event');
     const same = [...fromStart, ...fromSecond];
@@ -238,7 +292,9 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     app.runtime.db.queries.reset();
     await append(app, id, 'shared');
     for (const sub of [...same, other]) await sub.collector.until((e) => e.some((ev) => ev.sequence === 3), 10_000, 'the live event');
-    const messageReads = app.runtime.db.queries.statements.filter((sql) => /^\s*SELECT/i.test(sql) && /FROM "public"\."Message"/.test(sql));
+    const messageReads = app.runtime.db.queries.statements.filter(
+      (sql) => /^\s*SELECT/i.test(sql) && /FROM "public"\."Message"/.test(sql),
+    );
 
     expect(app.sharing.executions - before.executions).toBe(2);
     expect(app.sharing.shared - before.shared).toBe(same.length + 1 - 2);
@@ -253,7 +309,12 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
 
   it('streams a reply as deltas: a subscriber concatenating appendText gets exactly the final text, multi-byte characters included', async () => {
     const id = await newSession(app);
-    const appended = await gqlOk(app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'ASSISTANT', text: '', generating: true }] } }, auth);
+    const appended = await gqlOk(
+      app,
+      AppendMessages,
+      { input: { sessionId: id, messages: [{ role: 'ASSISTANT', text: '', generating: true }] } },
+      auth,
+    );
     const messageId = appended.appendMessages.messages[0].id;
     const client = wsClient(url, wsAuth);
     const sub = subscribeWs(client, EVENTS, { id, after: 2 }, pick);
@@ -261,7 +322,12 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     const chunks = Array.from({ length: 60 }, (_, i) => pieces[i % pieces.length]);
     let final = '';
     for (const [i, chunk] of chunks.entries()) {
-      const updated = await gqlOk(app, UpdateMessage, { input: { messageId, appendText: chunk, generating: i === chunks.length - 1 ? false : undefined } }, auth);
+      const updated = await gqlOk(
+        app,
+        UpdateMessage,
+        { input: { messageId, appendText: chunk, generating: i === chunks.length - 1 ? false : undefined } },
+        auth,
+      );
       final = updated.updateMessage.text;
     }
     const events = await sub.collector.until((e) => e.length >= chunks.length, 20_000, 'every delta');
@@ -297,14 +363,14 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
   it('gives a consumer that falls far behind every event once, in order, from the log instead of an unbounded backlog', async () => {
     const id = await newSession(app);
     const sessionId = rawIdOf(id);
-    const stream = sessionEventStream(app.services.db.prisma, app.services.bus, sessionId, 0);
+    const stream = sessionEventStream(app.runtime.db.prisma, app.runtime.bus, sessionId, 0);
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const events = await appendEvents(
-      app.services.db.sql,
+      app.runtime.db.sql,
       sessionId,
       Array.from({ length: 1_500 }, (_, i) => ({ type: 'SESSION_UPDATED' as const, payload: { fields: [`f${i}`] } })),
     );
-    publishAll(app.services.bus, events);
+    publishAll(app.runtime.bus, events);
     const seen: number[] = [];
     while (seen.length < 1_500) seen.push(((await stream.next()).value as SessionEventMessage).sequence);
     expect(seen).toEqual(range(2, 1_501));
@@ -326,7 +392,7 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
   it('releases a filtered stream at once too', async () => {
     const bus = createEventBus({ redisUrl: null, prefix: 'x:', logger: createLogger('silent') });
     const id = await newSession(app);
-    const stream = filterEvents(sessionEventStream(app.services.db.prisma, bus, rawIdOf(id), 0), (e) => e.type === 'SESSION_UPDATED');
+    const stream = filterEvents(sessionEventStream(app.runtime.db.prisma, bus, rawIdOf(id), 0), (e) => e.type === 'SESSION_UPDATED');
     const pending = stream.next();
     // The stored MESSAGE_ADDED is read and skipped; the filter then waits for a live event.
     await eventually(() => bus.stats().listeners === 1, 'the stream to listen');
