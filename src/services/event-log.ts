@@ -1,7 +1,8 @@
-import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
+import type { EventBus, SessionEventMessage } from '../pubsub.js';
 
-// The log's writes and their SQL live in the events store.
+// The log's statements (the append, and the reads the streams below make) live in the events store.
 export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
 
 /** Publishes events of a committed transaction. */
@@ -15,28 +16,6 @@ const MAX_LIVE_BACKLOG = 1_000;
 
 /** The stored type of the event that ends a session's streams (published live only, on delete). */
 export const SESSION_DELETED = 'SESSION_DELETED';
-
-/** Stored events of a session with `after < sequence <= upTo` (to the end when `upTo` is null), oldest first. */
-export async function readEventsAfter(
-  prisma: PrismaClient,
-  sessionId: string,
-  after: number,
-  upTo: number | null,
-  limit: number,
-): Promise<SessionEventMessage[]> {
-  const rows = await prisma.sessionEvent.findMany({
-    where: { sessionId, sequence: upTo === null ? { gt: after } : { gt: after, lte: upTo } },
-    orderBy: { sequence: 'asc' },
-    take: limit,
-  });
-  return rows.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() }));
-}
-
-/** The sequence of a session's latest event, or null when the session does not exist (any more). */
-export async function currentEventSequence(prisma: PrismaClient, sessionId: string): Promise<number | null> {
-  const session = await prisma.session.findUnique({ where: { id: sessionId }, select: { eventSequence: true } });
-  return session ? session.eventSequence : null;
-}
 
 /**
  * Reads shared by the streams of one instance: after a Redis reconnect (or a lost publish), every

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, type SessionEventMessage } from '../../src/pubsub.js';
-import { appendEvents, filterEvents, publishAll, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
+import { appendEvents } from '../../src/db/stores/events.js';
+import { filterEvents, publishAll, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, DeleteSession, UpdateMessage } from '../helpers/documents.js';
