@@ -9,7 +9,7 @@ import { WebSocketServer } from 'ws';
 import { WorkspaceAuth } from './auth.js';
 import { ApiKeyCache, AssemblyCaches } from './caches/index.js';
 import type { AppConfig } from './config.js';
-import { createRequestContext, type AppRuntime, type RequestContext } from './request.js';
+import { contextForEvent, createRequestContext, type AppRuntime, type RequestContext } from './request.js';
 import { createDatabase, type Database } from './db/database.js';
 import { DomainError, domainErrorOf, toGraphQLError } from './errors.js';
 import { Prisma } from './generated/prisma/client.js';
@@ -19,6 +19,7 @@ import { useQueryLimits } from './query-limits.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
+import { EventMemo, useSubscriptionSharing, type SharingStats } from './subscription-sharing.js';
 import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 
@@ -29,6 +30,8 @@ export interface App {
   yoga: YogaServerInstance<Record<string, unknown>, RequestContext>;
   server: Server;
   runtime: AppRuntime;
+  /** How many subscription events were executed, and how many shared another subscriber's execution. */
+  sharing: SharingStats;
   /** Starts listening; resolves with the URL of the GraphQL endpoint. */
   listen(port?: number, host?: string): Promise<string>;
   /** Closes WebSocket clients, drains HTTP, then closes pub/sub and the database. Idempotent. */
@@ -75,6 +78,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
         turnTimeoutMs: config.turnTimeoutMs,
         sweepIntervalMs: config.turnSweepIntervalMs,
       }),
+      eventEntities: new EventMemo(),
     };
     runtime.turns.startSweeper();
     return serve(runtime);
@@ -88,13 +92,18 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
 function serve(runtime: AppRuntime): App {
   const { config, logger, db, bus } = runtime;
 
+  const sharing = useSubscriptionSharing<RequestContext>({
+    scopeOf: (ctx) => ctx.workspaceId,
+    contextForEvent,
+    streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
+  });
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,
     logging: false,
     graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
     renderGraphiQL,
     landingPage: false,
-    plugins: [useQueryLimits()],
+    plugins: [useQueryLimits(), sharing],
     maskedErrors: {
       maskError(error) {
         const refusal = domainErrorOf(error);
@@ -174,6 +183,7 @@ function serve(runtime: AppRuntime): App {
     yoga,
     server,
     runtime,
+    sharing: sharing.stats,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

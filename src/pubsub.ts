@@ -1,4 +1,3 @@
-import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
 import { Redis } from 'ioredis';
 import { redact } from './config.js';
 import type { Logger } from './logger.js';
@@ -15,123 +14,221 @@ export interface SessionEventMessage {
   createdAt: string;
 }
 
-/** A live subscription to one session's events. */
-export interface EventSubscription extends AsyncIterable<SessionEventMessage> {
-  /** Resolves once the subscription is registered with the broker: events published after that arrive. */
-  ready: Promise<void>;
-  close(): void;
+/**
+ * What a local subscriber of one session hears. `event` gets each published event (the same
+ * object for every local subscriber: never mutate it). `sync` says "events may have been missed
+ * until now": the channel's SUBSCRIBE was just confirmed, or the connection came back after a
+ * failure. The subscriber then reads the event log for anything after what it last saw.
+ */
+export interface BusListener {
+  event(event: SessionEventMessage): void;
+  sync(): void;
+}
+
+/** Counts for tests and diagnostics: channels this instance is subscribed to, and local listeners. */
+export interface BusStats {
+  channels: number;
+  listeners: number;
 }
 
 /**
- * The server's one channel family, `<prefix>session-events:<sessionId>`. Events are published after
- * the transaction that wrote them commits; they also live in the database, so a subscriber recovers
- * anything a lost publish dropped by replaying the log (see services/event-stream.ts).
+ * The server's one channel family, `<prefix>session-events:<sessionId>`. Redis is the doorbell,
+ * the database the truth: events are written to the session's log in the transaction that makes
+ * them and published after it commits, and a publish may be lost (Redis down, a SUBSCRIBE racing
+ * it), so subscribers fill gaps from the log (services/event-log.ts `sessionEventStream`).
+ *
+ * One channel subscription per session per instance, shared by every local listener of that
+ * session and released when the last one leaves. A published event is parsed once per instance.
  */
 export interface EventBus {
   description: string;
+  /** Never throws and never waits: a publish that fails is logged (the event stays in the log). */
   publish(event: SessionEventMessage): void;
-  subscribe(sessionId: string): EventSubscription;
+  /** Listens to one session's events until the returned function is called. */
+  subscribe(sessionId: string, listener: BusListener): () => void;
+  /** Resolves when pub/sub works; rejects at once when disconnected and within `PING_TIMEOUT_MS` otherwise. */
   ping(): Promise<void>;
+  stats(): BusStats;
   close(): Promise<void>;
 }
 
-interface BusTarget {
-  addEventListener(type: string, listener: (event: Event) => void): void;
-  removeEventListener(type: string, listener: (event: Event) => void): void;
-  dispatchEvent(event: Event): boolean;
-}
+/** How long a readiness ping waits for Redis before calling it degraded. */
+export const PING_TIMEOUT_MS = 500;
 
 export function createEventBus(options: { redisUrl: string | null; prefix: string; logger: Logger }): EventBus {
-  const channel = (sessionId: string) => `${options.prefix}session-events:${sessionId}`;
+  return options.redisUrl ? createRedisBus(options.redisUrl, options.prefix, options.logger) : createMemoryBus();
+}
 
-  if (!options.redisUrl) {
-    const target = new EventTarget();
-    return {
-      description: 'in-memory pub/sub',
-      publish: (event) => void target.dispatchEvent(new CustomEvent(channel(event.sessionId), { detail: event })),
-      subscribe: (sessionId) => listen(target, channel(sessionId)),
-      ping: async () => {},
-      close: async () => {},
-    };
+/** Local listeners per session; the one place both buses keep who hears what. */
+class ListenerTable {
+  private readonly bySession = new Map<string, Set<BusListener>>();
+
+  /** Adds a listener; true when it is the session's first (the channel must be subscribed). */
+  add(sessionId: string, listener: BusListener): boolean {
+    const set = this.bySession.get(sessionId);
+    if (set) {
+      set.add(listener);
+      return false;
+    }
+    this.bySession.set(sessionId, new Set([listener]));
+    return true;
   }
 
-  const redisOptions = { maxRetriesPerRequest: null, connectionName: 'session-graph' };
-  const publishClient = new Redis(options.redisUrl, redisOptions);
-  const subscribeClient = new Redis(options.redisUrl, redisOptions);
-  for (const client of [publishClient, subscribeClient]) {
-    client.on('error', (error) => options.logger.warn('redis connection error', { error: error.message }));
+  /** Removes a listener; true when it was the session's last (the channel can be released). */
+  remove(sessionId: string, listener: BusListener): boolean {
+    const set = this.bySession.get(sessionId);
+    if (!set?.delete(listener) || set.size > 0) return false;
+    this.bySession.delete(sessionId);
+    return true;
   }
-  // The Redis event target neither awaits nor catches `publish`: during an outage that would be an
-  // unhandled rejection. Catch and log instead; subscribers recover the event from the log.
-  const guardedPublisher = new Proxy(publishClient, {
-    get(target, prop, receiver) {
-      if (prop === 'publish') {
-        return (name: string, message: string) =>
-          target.publish(name, message).catch((error: Error) => {
-            options.logger.error('redis publish failed; the event stays in the log for replay', { error: error.message, channel: name });
-            return 0;
-          });
-      }
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  const target = createRedisEventTarget<CustomEvent>({ publishClient: guardedPublisher, subscribeClient }) as unknown as BusTarget;
+
+  has(sessionId: string): boolean {
+    return this.bySession.has(sessionId);
+  }
+
+  listeners(sessionId: string): Iterable<BusListener> {
+    return this.bySession.get(sessionId) ?? [];
+  }
+
+  sessions(): string[] {
+    return [...this.bySession.keys()];
+  }
+
+  stats(): BusStats {
+    let listeners = 0;
+    for (const set of this.bySession.values()) listeners += set.size;
+    return { channels: this.bySession.size, listeners };
+  }
+}
+
+function deliver(listeners: Iterable<BusListener>, event: SessionEventMessage) {
+  for (const listener of [...listeners]) listener.event(event);
+}
+
+function createMemoryBus(): EventBus {
+  const table = new ListenerTable();
   return {
-    description: `Redis pub/sub at ${redact(options.redisUrl)}`,
-    publish: (event) => void target.dispatchEvent(new CustomEvent(channel(event.sessionId), { detail: event })),
-    // Commands on one connection are answered in order: when this PING returns, the SUBSCRIBE the
-    // event target just sent has been processed, and later publishes will reach us.
-    subscribe: (sessionId) => {
-      const subscription = listen(target, channel(sessionId));
-      subscription.ready = subscribeClient.ping().then(
-        () => undefined,
-        () => undefined,
-      );
-      return subscription;
+    description: 'in-memory pub/sub',
+    publish: (event) => deliver(table.listeners(event.sessionId), event),
+    subscribe(sessionId, listener) {
+      table.add(sessionId, listener);
+      // Nothing can be in flight in process: the listener hears every publish from now on.
+      return () => void table.remove(sessionId, listener);
     },
-    async ping() {
-      await publishClient.ping();
-    },
-    async close() {
-      publishClient.disconnect();
-      subscribeClient.disconnect();
-    },
+    ping: async () => {},
+    stats: () => table.stats(),
+    close: async () => {},
   };
 }
 
-/** An unbounded queue of one channel's events as an async iterable, listening from the moment it is made. */
-function listen(target: BusTarget, name: string): EventSubscription {
-  const queue: SessionEventMessage[] = [];
-  let wake: (() => void) | null = null;
+function createRedisBus(redisUrl: string, prefix: string, logger: Logger): EventBus {
+  const channelPrefix = `${prefix}session-events:`;
+  const table = new ListenerTable();
+
+  const publisher = new Redis(redisUrl, { connectionName: 'session-graph-pub', maxRetriesPerRequest: 1 });
+  // Our own (re)subscription logic decides what the connection listens to: no offline queue (a
+  // command sent while down fails at once), no automatic resubscribe or resend behind our back.
+  const subscriber = new Redis(redisUrl, {
+    connectionName: 'session-graph-sub',
+    enableOfflineQueue: false,
+    autoResubscribe: false,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: null,
+  });
+  let publisherWasReady = false;
   let closed = false;
-  const listener = (event: Event) => {
-    queue.push((event as CustomEvent<SessionEventMessage>).detail);
-    wake?.();
+  const warned = new Map<string, number>();
+  /** One log line per kind of failure every 5 s: an outage must not flood the log. */
+  const warnOnce = (what: string, error: Error) => {
+    const now = Date.now();
+    if ((warned.get(what) ?? 0) > now - 5_000) return;
+    warned.set(what, now);
+    logger.warn(what, { error: error.message });
   };
-  target.addEventListener(name, listener);
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    target.removeEventListener(name, listener);
-    wake?.();
-  };
-  return {
-    ready: Promise.resolve(),
-    close,
-    async *[Symbol.asyncIterator]() {
-      try {
-        while (!closed) {
-          if (queue.length === 0) {
-            await new Promise<void>((resolve) => (wake = resolve));
-            wake = null;
-            continue;
-          }
-          yield queue.shift()!;
+  publisher.on('error', (error) => warnOnce('redis publish connection error', error));
+  subscriber.on('error', (error) => warnOnce('redis subscribe connection error', error));
+  publisher.on('ready', () => (publisherWasReady = true));
+
+  const subscribeChannels = (sessionIds: string[]) => {
+    if (subscriber.status !== 'ready' || sessionIds.length === 0) return;
+    subscriber.subscribe(...sessionIds.map((id) => channelPrefix + id)).then(
+      () => {
+        for (const id of sessionIds) {
+          // Released (or the connection lost) while the SUBSCRIBE was in flight: nothing to confirm.
+          if (!table.has(id) || subscriber.status !== 'ready') continue;
+          for (const listener of [...table.listeners(id)]) listener.sync();
         }
-      } finally {
-        close();
+      },
+      // The connection went down; the next 'ready' subscribes every current session again.
+      (error: Error) => warnOnce('redis SUBSCRIBE failed', error),
+    );
+  };
+
+  subscriber.on('ready', () => {
+    // A new connection listens to nothing: subscribe every session that has local listeners, and
+    // once confirmed, each listener reads the log for what was published while we were away.
+    subscribeChannels(table.sessions());
+  });
+
+  subscriber.on('message', (channel: string, text: string) => {
+    if (!channel.startsWith(channelPrefix)) return;
+    const sessionId = channel.slice(channelPrefix.length);
+    let event: SessionEventMessage;
+    try {
+      event = JSON.parse(text) as SessionEventMessage;
+    } catch (error) {
+      warnOnce('unreadable message on an event channel', error as Error);
+      return;
+    }
+    deliver(table.listeners(sessionId), event);
+  });
+
+  return {
+    description: `Redis pub/sub at ${redact(redisUrl)}`,
+    publish(event) {
+      // While Redis is down after having been up, drop the publish at once instead of queueing it
+      // without bound; subscribers get the event from the log when the connection comes back.
+      if (publisher.status !== 'ready' && publisherWasReady) {
+        warnOnce('redis is down; events are kept in the log for replay', new Error(publisher.status));
+        return;
       }
+      publisher.publish(channelPrefix + event.sessionId, JSON.stringify(event)).catch((error: Error) => {
+        warnOnce('redis publish failed; the event stays in the log for replay', error);
+      });
+    },
+    subscribe(sessionId, listener) {
+      // A listener joining a channel that is already subscribed hears every publish from now on;
+      // one joining a SUBSCRIBE in flight gets `sync` with the others when it is confirmed.
+      if (table.add(sessionId, listener)) subscribeChannels([sessionId]);
+      return () => {
+        if (!table.remove(sessionId, listener)) return;
+        if (subscriber.status === 'ready') {
+          subscriber.unsubscribe(channelPrefix + sessionId).catch((error: Error) => warnOnce('redis UNSUBSCRIBE failed', error));
+        }
+      };
+    },
+    async ping() {
+      if (publisher.status !== 'ready' || subscriber.status !== 'ready') {
+        throw new Error(`redis ${publisher.status !== 'ready' ? publisher.status : subscriber.status}`);
+      }
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          publisher.ping(),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`redis did not answer within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS);
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    stats: () => table.stats(),
+    async close() {
+      if (closed) return;
+      closed = true;
+      publisher.disconnect();
+      subscriber.disconnect();
     },
   };
 }

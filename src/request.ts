@@ -10,6 +10,7 @@ import { createMessageRangeLoader } from './db/stores/messages.js';
 import { findForksAt, findSessions } from './db/stores/sessions.js';
 import type { AssemblyCaches } from './caches/index.js';
 import type { AssemblyService } from './services/assembly.js';
+import type { EventMemo } from './subscription-sharing.js';
 import type { SessionService } from './services/sessions.js';
 import type { TurnService } from './services/turns.js';
 
@@ -28,6 +29,8 @@ export interface AppRuntime {
   /** The caches assembly reads through; `forget` is called by every path that can break their rules. */
   caches: AssemblyCaches;
   turns: TurnService;
+  /** What events point at (message, session), read once per instance per event by every subscriber. */
+  eventEntities: EventMemo<unknown>;
 }
 
 /** One request's (or one WebSocket operation's) GraphQL context: who is asking, and its loaders. */
@@ -77,6 +80,11 @@ export async function createRequestContext(
     workspaceId,
     loaders: createLoaders(prisma, workspaceId),
   };
+}
+
+/** A copy of a subscription's context with fresh loaders and Pothos caches, for one event (hayes/pothos#1421). */
+export function contextForEvent(ctx: RequestContext): RequestContext {
+  return { ...ctx, ...initContextCache(), loaders: createLoaders(ctx.prisma, ctx.workspaceId) };
 }
 
 /** Fresh loaders and Pothos caches for the next event of a long-lived subscription (hayes/pothos#1421). */

@@ -1,5 +1,6 @@
-import { resetRequestCaches, type RequestContext } from '../request.js';
+import type { RequestContext } from '../request.js';
 import { notFound } from '../errors.js';
+import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub.js';
 import { SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
 import { builder } from './builder.js';
@@ -16,7 +17,7 @@ export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEv
       type: Session,
       nullable: true,
       description: 'The session (null once deleted).',
-      resolve: (e, _, ctx) => ctx.loaders.sessionById.load(e.sessionId),
+      resolve: (e, _, ctx) => ctx.runtime.eventEntities.get(e.id, `session:${ctx.workspaceId}`, () => ctx.loaders.sessionById.load(e.sessionId)) as Promise<SessionRow | null>,
     }),
   }),
 });
@@ -40,7 +41,11 @@ const messageField = (t: EventFieldBuilder, description: string) =>
     type: Message,
     nullable: true,
     description,
-    resolve: (e, _, ctx) => (e.messageId ? ctx.prisma.message.findUnique({ where: { id: e.messageId } }) : null),
+    resolve: (e, _, ctx) => {
+      const messageId = e.messageId;
+      if (!messageId) return null;
+      return ctx.runtime.eventEntities.get(e.id, 'message', () => ctx.prisma.message.findUnique({ where: { id: messageId } })) as Promise<MessageRow | null>;
+    },
   });
 
 eventType('MessageAdded', 'MESSAGE_ADDED', 'A message was appended.', (t) => ({
@@ -66,7 +71,8 @@ eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.',
     type: Session,
     nullable: true,
     description: 'The new fork (null once deleted).',
-    resolve: (e, _, ctx) => ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
+    resolve: (e, _, ctx) =>
+      ctx.runtime.eventEntities.get(e.id, `fork:${ctx.workspaceId}`, () => ctx.loaders.sessionById.load(payloadOf(e).forkId as string)) as Promise<SessionRow | null>,
   }),
   messageIndex: t.int({ description: 'Where it was cut.', resolve: (e) => payloadOf(e).messageIndex as number }),
   excludedMessage: messageField(t, 'The USER message left out of the fork.'),
@@ -95,14 +101,8 @@ export async function workspaceSessionStream(ctx: RequestContext, rawSessionId: 
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
   const exists = await ctx.prisma.session.findFirst({ where: { id: sessionId, workspaceId: ctx.workspaceId }, select: { id: true } });
   if (!exists) throw notFound('Session', String(rawSessionId));
-  const events = sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, afterSequence ?? null);
-  return (async function* () {
-    for await (const event of events) {
-      resetRequestCaches(ctx);
-      yield event;
-      if (event.type === SESSION_DELETED) return;
-    }
-  })();
+  // Each event runs with a fresh request context (subscription-sharing.ts), so no per-event reset here.
+  return sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, afterSequence ?? null);
 }
 
 builder.subscriptionField('sessionEvents', (t) =>

@@ -1,6 +1,6 @@
 import { payloadOf, SessionEvent, workspaceSessionStream } from './events.js';
 import type { SessionEventMessage } from '../pubsub.js';
-import { SESSION_DELETED } from '../services/event-log.js';
+import { filterEvents } from '../services/event-log.js';
 import { builder } from './builder.js';
 import { Turn, TurnStatusEnum, Usage, type UsageShape } from './turn.js';
 
@@ -88,13 +88,9 @@ builder.subscriptionField('turnEvents', (t) =>
       afterSequence: t.arg.int({ required: false, description: 'Replay stored turn events with a greater sequence first (0 for all).' }),
     },
     subscribe: async (_, args, ctx) => {
+      // The stream itself ends after SessionDeleted; filterEvents keeps its immediate release.
       const events = await workspaceSessionStream(ctx, args.sessionId, args.afterSequence);
-      return (async function* () {
-        for await (const event of events) {
-          if (event.type === SESSION_DELETED) return;
-          if (event.type.startsWith('TURN_')) yield event;
-        }
-      })();
+      return filterEvents(events, (event) => event.type.startsWith('TURN_'));
     },
     resolve: (event) => event,
   }),

@@ -1,8 +1,9 @@
 import { uuidv7 } from '../db/ids.js';
-import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
+import type { EventBus, SessionEventMessage } from '../pubsub.js';
 
-// The log's writes and their SQL live in the events store.
+// The log's statements (the append, and the reads the streams below make) live in the events store.
 export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
 
 /** The type of the live-only event that ends a deleted session's streams. */
@@ -32,56 +33,243 @@ export function publishAll(bus: EventBus, events: SessionEventMessage[]) {
 }
 
 const REPLAY_PAGE = 500;
+/** Live events a stream holds for a slow consumer before it falls back to reading the log. */
+const MAX_LIVE_BACKLOG = 1_000;
+
+/**
+ * Reads shared by the streams of one instance: after a Redis reconnect (or a lost publish), every
+ * open stream of a session needs the same counter and the same log page at the same moment, and
+ * 1,000 watchers must not mean 1,000 identical queries. A stream may join a read in flight only if
+ * that read was started after the stream learned it needed it (its trigger): events committed
+ * before the trigger are then visible to the read. `readClock` orders triggers and read starts.
+ */
+let readClock = 0;
+const readsInFlight = new WeakMap<PrismaClient, Map<string, { started: number; result: Promise<unknown> }>>();
+
+function sharedRead<T>(prisma: PrismaClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
+  let reads = readsInFlight.get(prisma);
+  if (!reads) readsInFlight.set(prisma, (reads = new Map()));
+  const hit = reads.get(key);
+  if (hit && hit.started > trigger) return hit.result as Promise<T>;
+  const started = ++readClock;
+  const result = read();
+  reads.set(key, { started, result });
+  const forget = () => {
+    if (reads.get(key)?.result === result) reads.delete(key);
+  };
+  result.then(forget, forget);
+  return result;
+}
+
+/** The end of a stream whose session is found gone (its live SESSION_DELETED may have been lost). */
+function deletedEvent(sessionId: string, sequence: number): SessionEventMessage {
+  return { id: `${sessionId}:deleted`, sessionId, sequence, type: SESSION_DELETED, turnId: null, messageId: null, payload: {}, createdAt: new Date().toISOString() };
+}
+
+/** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
+export interface SessionEventStream extends AsyncIterableIterator<SessionEventMessage> {
+  return(): Promise<IteratorResult<SessionEventMessage>>;
+}
 
 /**
  * One session's events as a stream: with `afterSequence`, every stored event after it first, then
- * live ones; without, live ones from now. Live events come from pub/sub; any gap (a publish lost or
- * raced by our SUBSCRIBE) is filled from the log, so a client sees each event once, in order.
+ * live ones; without, live ones from now. Redis is the doorbell, the log the truth: the stream
+ * remembers the last sequence it delivered, and when a live event arrives with a gap, or the bus
+ * says events may have been missed (its SUBSCRIBE was just confirmed, or the connection came back
+ * after a failure), it reads the log before going on. So each event arrives once, in order, across
+ * lost publishes and Redis restarts, and replay never waits for Redis. An event of type
+ * `SESSION_DELETED` is the last one; a sync that finds the session gone ends the stream the same
+ * way.
+ *
+ * Closing (`return()`, or `signal` aborting) releases the bus listener at once: a client that
+ * leaves does not hold memory or a Redis channel until the session's next event.
  */
-export async function* sessionEventStream(
+export function sessionEventStream(
   prisma: PrismaClient,
   bus: EventBus,
   sessionId: string,
   afterSequence: number | null,
   signal?: AbortSignal,
-): AsyncGenerator<SessionEventMessage> {
-  const live = bus.subscribe(sessionId);
-  const stop = () => live.close();
-  signal?.addEventListener('abort', stop);
-  try {
-    await live.ready;
-    let last: number;
-    if (afterSequence === null) {
-      const session = await prisma.session.findUnique({ where: { id: sessionId }, select: { eventSequence: true } });
-      last = session?.eventSequence ?? 0;
-    } else {
-      last = Math.max(0, afterSequence);
-    }
-    const readFromLog = async function* (upTo: number | null) {
-      for (;;) {
-        const rows = await prisma.sessionEvent.findMany({
-          where: { sessionId, sequence: upTo === null ? { gt: last } : { gt: last, lte: upTo } },
-          orderBy: { sequence: 'asc' },
-          take: REPLAY_PAGE,
-        });
-        for (const row of rows) {
-          last = row.sequence;
-          yield { ...row, createdAt: row.createdAt.toISOString() } as SessionEventMessage;
-        }
-        if (rows.length < REPLAY_PAGE) return;
+): SessionEventStream {
+  /** The last sequence handed out (or known to be before the stream's start); null until read. */
+  let last: number | null = afterSequence === null ? null : Math.max(0, afterSequence);
+  /** Live events not yet looked at, in arrival order, with the read clock when each arrived. */
+  const live: { event: SessionEventMessage; at: number }[] = [];
+  /** Events ready to hand out, in order. */
+  const ready: SessionEventMessage[] = [];
+  /** Read the log up to this sequence (null: to its end) before anything else; undefined: no read due. */
+  let logUpTo: number | null | undefined = afterSequence === null ? undefined : null;
+  /** The bus said events may have been missed: compare with the session's counter. */
+  let syncDue = false;
+  /** When the stream learned it needs the pending counter read and log read (see `sharedRead`). */
+  let syncTrigger = readClock;
+  let logTrigger = readClock;
+  const startTrigger = readClock;
+  /** The live event whose gap was already filled from the log (so it is taken even if the log had less). */
+  let gapFilledFor: SessionEventMessage | null = null;
+  let ending = false;
+  let done = false;
+  let working = false;
+  let waiting: { resolve: (r: IteratorResult<SessionEventMessage>) => void; reject: (e: unknown) => void } | null = null;
+
+  const unsubscribe = bus.subscribe(sessionId, {
+    // The bus tells every local stream in one loop; working in a microtask lets them all note the
+    // same trigger before the first of them starts a read, so they can share it.
+    event(event) {
+      if (done) return;
+      if (live.length >= MAX_LIVE_BACKLOG) {
+        // A consumer this far behind reads from the log instead: its backlog is dropped (and its
+        // memory with it) and the next sync reads what it missed, a page at a time as it pulls.
+        live.length = 0;
+        syncDue = true;
+        syncTrigger = readClock;
+      } else {
+        live.push({ event, at: readClock });
       }
-    };
-    yield* readFromLog(null);
-    for await (const event of live) {
-      if (event.sequence <= last) continue;
-      if (event.sequence > last + 1) yield* readFromLog(event.sequence - 1);
-      if (event.sequence <= last) continue;
-      last = event.sequence;
-      yield event;
-      if (event.type === SESSION_DELETED) return;
+      queueMicrotask(work);
+    },
+    sync() {
+      if (done) return;
+      syncDue = true;
+      syncTrigger = readClock;
+      queueMicrotask(work);
+    },
+  });
+
+  const finish = () => {
+    if (done) return;
+    done = true;
+    unsubscribe();
+    signal?.removeEventListener('abort', onAbort);
+    live.length = 0;
+    ready.length = 0;
+    waiting?.resolve({ value: undefined, done: true });
+    waiting = null;
+  };
+  const onAbort = () => finish();
+  signal?.addEventListener('abort', onAbort);
+  if (signal?.aborted) finish();
+
+  const accept = (event: SessionEventMessage) => {
+    last = Math.max(last ?? 0, event.sequence);
+    ready.push(event);
+    if (event.type === SESSION_DELETED) ending = true;
+  };
+
+  /** Advances the stream while a consumer waits; one run at a time. */
+  async function work() {
+    if (working) return;
+    working = true;
+    try {
+      while (waiting && !done) {
+        if (ready.length) {
+          const event = ready.shift()!;
+          const consumer = waiting;
+          waiting = null;
+          if (ending && ready.length === 0) {
+            // Hand out the final event, then close: later `next()` calls see the end.
+            consumer.resolve({ value: event, done: false });
+            finish();
+            return;
+          }
+          consumer.resolve({ value: event, done: false });
+          continue;
+        }
+        if (ending) return finish();
+        if (last === null) {
+          const current = await sharedRead(prisma, `sequence:${sessionId}`, startTrigger, () => currentEventSequence(prisma, sessionId));
+          if (done) return;
+          last ??= current ?? 0;
+          if (current === null) accept(deletedEvent(sessionId, last + 1));
+          continue;
+        }
+        if (syncDue) {
+          syncDue = false;
+          const trigger = syncTrigger;
+          const current = await sharedRead(prisma, `sequence:${sessionId}`, trigger, () => currentEventSequence(prisma, sessionId));
+          if (done) return;
+          if (current === null) {
+            accept(deletedEvent(sessionId, last + 1));
+          } else if (current > last) {
+            logUpTo = null;
+            logTrigger = Math.max(logTrigger, trigger);
+          }
+          continue;
+        }
+        if (logUpTo !== undefined) {
+          const upTo = logUpTo;
+          const after = last;
+          const rows = await sharedRead(prisma, `log:${sessionId}:${after}:${upTo}`, logTrigger, () =>
+            readEventsAfter(prisma, sessionId, after, upTo, REPLAY_PAGE),
+          );
+          if (done) return;
+          for (const row of rows) if (row.sequence > last) accept(row);
+          // Another page is due only when this one was full; otherwise the read is done, unless a
+          // wider read was asked for while this one ran.
+          if (rows.length < REPLAY_PAGE && logUpTo === upTo) logUpTo = undefined;
+          continue;
+        }
+        const head = live[0];
+        if (!head) return;
+        const next = head.event;
+        if (next.type !== SESSION_DELETED && next.sequence <= last) {
+          live.shift();
+          continue;
+        }
+        if (next.type !== SESSION_DELETED && next.sequence > last + 1 && gapFilledFor !== next) {
+          gapFilledFor = next;
+          logUpTo = next.sequence - 1;
+          logTrigger = Math.max(logTrigger, head.at);
+          continue;
+        }
+        live.shift();
+        accept(next);
+      }
+    } catch (error) {
+      const consumer = waiting;
+      waiting = null;
+      finish();
+      consumer?.reject(error);
+    } finally {
+      working = false;
     }
-  } finally {
-    signal?.removeEventListener('abort', stop);
-    live.close();
   }
+
+  const stream: SessionEventStream = {
+    [Symbol.asyncIterator]() {
+      return stream;
+    },
+    next() {
+      if (done) return Promise.resolve({ value: undefined, done: true });
+      if (waiting) return Promise.reject(new Error('sessionEventStream: next() called while another next() is pending'));
+      return new Promise((resolve, reject) => {
+        waiting = { resolve, reject };
+        void work();
+      });
+    },
+    return() {
+      finish();
+      return Promise.resolve({ value: undefined, done: true });
+    },
+  };
+  return stream;
+}
+
+/**
+ * The events of `stream` that `keep` accepts (turnEvents takes a session's turn events this way).
+ * Unlike an `async function*` wrapper, `return()` reaches the stream at once, so a client that
+ * leaves is released without waiting for the session's next event.
+ */
+export function filterEvents(stream: SessionEventStream, keep: (event: SessionEventMessage) => boolean): SessionEventStream {
+  const filtered: SessionEventStream = {
+    [Symbol.asyncIterator]: () => filtered,
+    async next() {
+      for (;;) {
+        const step = await stream.next();
+        if (step.done || keep(step.value)) return step;
+      }
+    },
+    return: () => stream.return(),
+  };
+  return filtered;
 }

@@ -76,16 +76,23 @@ export async function dropTestDatabases() {
 
 /**
  * Builds an app on the test backend. Pass `shareWith` to build a second server instance on the
- * same database and Redis channels (multi-instance tests).
+ * same database and Redis channels (multi-instance tests), `redisUrl` to use another Redis (a
+ * private one for fault tests) or none (null).
  */
 export async function createTestApp(
-  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp; config?: Partial<AppConfig> } = {},
+  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp; config?: Partial<AppConfig>; redisUrl?: string | null } = {},
 ): Promise<TestApp> {
   const redisPrefix = options.shareWith?.redisPrefix ?? testConfig().redisPrefix;
   let databaseUrl = options.shareWith?.databaseUrl ?? null;
   if (!databaseUrl && backend.postgresUrl) databaseUrl = await freshPostgresDatabase();
   if (options.shareWith && !databaseUrl) throw new Error('a shared instance needs PostgreSQL (TEST_DATABASE_URL)');
-  const config = testConfig({ ...options.config, databaseUrl, redisPrefix, apiKeys: options.apiKeys ?? [] });
+  const config = testConfig({
+    ...options.config,
+    databaseUrl,
+    redisPrefix,
+    apiKeys: options.apiKeys ?? [],
+    ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}),
+  });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const app = await buildApp(config, { database });
   return Object.assign(app, { databaseUrl, redisPrefix });

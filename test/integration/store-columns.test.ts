@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SqlParams, type SqlClient } from '../../src/db/sql.js';
-import { EVENT_INSERT_COLUMNS } from '../../src/db/stores/events.js';
+import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS } from '../../src/db/stores/events.js';
 import { MESSAGE_COLUMNS, newMessageRow } from '../../src/db/stores/messages.js';
 import { forkInsert, SESSION_COLUMNS, type NewFork } from '../../src/db/stores/sessions.js';
 import { backend, type TestApp, useTestApp } from '../helpers/app.js';
@@ -50,6 +50,7 @@ const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'appendMessages row', table: 'Message', columns: Object.keys(message) },
   { name: 'Message row decoder', table: 'Message', columns: Object.keys(MESSAGE_COLUMNS) },
   { name: 'event log INSERT', table: 'SessionEvent', columns: EVENT_INSERT_COLUMNS },
+  { name: 'event log reads', table: 'SessionEvent', columns: Object.keys(EVENT_COLUMNS) },
 ];
 
 async function tableColumns(sql: SqlClient, table: string): Promise<string[]> {

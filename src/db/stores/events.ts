@@ -1,12 +1,13 @@
 /**
- * Every write to the `SessionEvent` log. The sequence counter lives on the session row, so numbers
- * are gapless per session even across server instances.
+ * Every statement on the `SessionEvent` log: the append, and the reads that replay and gap-fill
+ * live streams. The sequence counter lives on the session row, so numbers are gapless per session
+ * even across server instances.
  */
-import type { SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
+import type { PrismaClient, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
 import type { SessionEventMessage } from '../../pubsub.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlTarget } from '../sql.js';
-import { DEFAULT, type InsertValues } from './columns.js';
+import { DEFAULT, type ColumnSet, type InsertValues } from './columns.js';
 
 export interface NewSessionEvent {
   type: SessionEventType;
@@ -74,3 +75,52 @@ export async function appendEvents(db: SqlTarget, sessionId: string, events: New
 
 /** For the store-columns test: which columns this INSERT writes or leaves to their default. */
 export const EVENT_INSERT_COLUMNS = Object.keys(EVENT_INSERT);
+
+/** Every column of an event row, for the log reads: a column added to `SessionEvent` is a type error here. */
+export const EVENT_COLUMNS: ColumnSet<SessionEvent> = {
+  id: true,
+  sessionId: true,
+  sequence: true,
+  type: true,
+  turnId: true,
+  messageId: true,
+  payload: true,
+  createdAt: true,
+};
+
+/** A stored event as streams hand it out (the shape it is published in). */
+function toMessage(row: SessionEvent): SessionEventMessage {
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    sequence: row.sequence,
+    type: row.type,
+    turnId: row.turnId,
+    messageId: row.messageId,
+    payload: row.payload,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+/** Stored events of a session with `after < sequence <= upTo` (to the end when `upTo` is null), oldest first, at most `limit`. */
+export async function readEventsAfter(
+  prisma: PrismaClient,
+  sessionId: string,
+  after: number,
+  upTo: number | null,
+  limit: number,
+): Promise<SessionEventMessage[]> {
+  const rows = await prisma.sessionEvent.findMany({
+    where: { sessionId, sequence: upTo === null ? { gt: after } : { gt: after, lte: upTo } },
+    orderBy: { sequence: 'asc' },
+    take: limit,
+    select: EVENT_COLUMNS,
+  });
+  return rows.map(toMessage);
+}
+
+/** The sequence of a session's latest event (its counter), or null when the session does not exist (any more). */
+export async function currentEventSequence(prisma: PrismaClient, sessionId: string): Promise<number | null> {
+  const session = await prisma.session.findUnique({ where: { id: sessionId }, select: { eventSequence: true } });
+  return session ? session.eventSequence : null;
+}

@@ -1,0 +1,220 @@
+import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+
+/** Counts for tests and diagnostics. */
+export interface SharingStats {
+  /** Events executed (once per distinct selection and event). */
+  executions: number;
+  /** Events answered from an execution another subscriber's event already ran. */
+  shared: number;
+}
+
+export interface SubscriptionSharingOptions<Context> {
+  /**
+   * Who is asking, as far as results can differ: subscribers with different scopes never share
+   * (the workspace today). Return null to opt a context out of sharing.
+   */
+  scopeOf(context: Context): string | null;
+  /** A fresh context for one event's execution (Pothos's per-context caches are per event, hayes/pothos#1421). */
+  contextForEvent(context: Context): Context;
+  /**
+   * Arguments of root subscription fields that only choose where the source stream starts and
+   * never change an event's payload (`sessionEvents.afterSequence`): subscribers that differ only
+   * in them share executions. An argument whose variable is used anywhere else still counts.
+   */
+  streamOnlyArguments?: Record<string, readonly string[]>;
+  /** How many results to keep (distinct selection × event). */
+  maxEntries?: number;
+  /** How long a result may be reused, in ms: long enough for one event's fan-out, short enough that a later replay reads fresh data. */
+  ttlMs?: number;
+}
+
+/**
+ * Executes a subscription event once per distinct selection per instance, not once per subscriber.
+ * Each subscriber keeps its own source stream (its replay and live events, cheap plain objects);
+ * what a payload costs (the GraphQL execution with its database reads) is shared by every
+ * subscriber of the same event with the same document, operation, variables and scope, the way
+ * Hasura multiplexes live queries (graphql/graphql-spec#304: the same root field and variables
+ * map to the same event stream; apollographql/graphql-subscriptions#6: authorization is part of
+ * what makes two subscriptions the same).
+ *
+ * The cache holds promises of results keyed by (selection, event id); it can never serve a
+ * result of another scope (the scope is in the key), and it forgets entries after `ttlMs` or when
+ * `maxEntries` is exceeded, oldest first. Events without a string `id` are executed per subscriber.
+ * It is installed as an envelop plugin, so every other plugin (masking, limits) still sees each
+ * subscriber's operation and results.
+ */
+export function useSubscriptionSharing<Context>(options: SubscriptionSharingOptions<Context>): Plugin & { stats: SharingStats } {
+  const stats: SharingStats = { executions: 0, shared: 0 };
+  const results = new EventMemo<ExecutionResult>(options.maxEntries, options.ttlMs);
+  const shapes = new WeakMap<DocumentNode, DocumentShape>();
+  const streamOnly = options.streamOnlyArguments ?? {};
+
+  const selectionKey = (args: ExecutionArgs): string | null => {
+    const scope = options.scopeOf(args.contextValue as Context);
+    if (scope === null) return null;
+    let shape = shapes.get(args.document);
+    if (!shape) shapes.set(args.document, (shape = documentShape(args.document, streamOnly)));
+    const variables = { ...(args.variableValues ?? {}) };
+    for (const name of shape.streamOnlyVariables) delete variables[name];
+    return JSON.stringify([shape.text, args.operationName ?? null, canonical(variables), scope]);
+  };
+
+  const run = (args: ExecutionArgs, event: unknown): Promise<ExecutionResult> => {
+    stats.executions++;
+    const contextValue = options.contextForEvent(args.contextValue as Context);
+    return Promise.resolve(execute({ ...args, rootValue: event, contextValue }) as ExecutionResult | Promise<ExecutionResult>);
+  };
+
+  const executeOnce = (key: string | null, args: ExecutionArgs, event: unknown): Promise<ExecutionResult> => {
+    const id = (event as { id?: unknown } | null)?.id;
+    if (key === null || typeof id !== 'string') return run(args, event);
+    let ran = false;
+    const result = results.get(id, key, () => {
+      ran = true;
+      return run(args, event);
+    });
+    if (!ran) stats.shared++;
+    return result;
+  };
+
+  const subscribe = async (args: ExecutionArgs) => {
+    const source = await createSourceEventStream(args);
+    if (!isAsyncIterable(source)) return source;
+    const key = selectionKey(args);
+    return mapStream(source, (event) => executeOnce(key, args, event));
+  };
+
+  return {
+    stats,
+    onSubscribe({ setSubscribeFn }) {
+      setSubscribeFn(subscribe as never);
+    },
+  };
+}
+
+/** A document as far as sharing is concerned: its text without stream-only arguments, and their variables. */
+interface DocumentShape {
+  text: string;
+  streamOnlyVariables: string[];
+}
+
+function documentShape(document: DocumentNode, streamOnly: Record<string, readonly string[]>): DocumentShape {
+  const uses = new Map<string, number>();
+  visit(document, {
+    Variable(node) {
+      uses.set(node.name.value, (uses.get(node.name.value) ?? 0) + 1);
+    },
+    VariableDefinition: () => false,
+  });
+  const dropped: string[] = [];
+  let depth = 0;
+  const stripped = visit(document, {
+    OperationDefinition: {
+      enter: () => void (depth = 0),
+    },
+    SelectionSet: {
+      enter: () => void depth++,
+      leave: () => void depth--,
+    },
+    Field(field) {
+      if (depth !== 1) return;
+      const names = streamOnly[field.name.value];
+      if (!names?.length) return;
+      const kept = (field.arguments ?? []).filter((arg) => {
+        if (!names.includes(arg.name.value)) return true;
+        if (arg.value.kind !== Kind.VARIABLE) return false;
+        const variable = arg.value.name.value;
+        if ((uses.get(variable) ?? 0) > 1) return true;
+        dropped.push(variable);
+        return false;
+      });
+      return { ...field, arguments: kept };
+    },
+  });
+  // The stripped variables' definitions go too, so `$after: Int` and `$after: Int = 0` share.
+  const text = print(
+    visit(stripped, {
+      VariableDefinition: (definition) => (dropped.includes(definition.variable.name.value) ? null : undefined),
+    }),
+  );
+  return { text, streamOnlyVariables: dropped };
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function';
+}
+
+/** JSON with object keys sorted, so `{a, b}` and `{b, a}` give the same key. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+/**
+ * `source` mapped through `map`, one value at a time. `return()` goes straight to the source (which
+ * ends a pending `next()` at once), so a subscriber that leaves is released without waiting for
+ * another event.
+ */
+function mapStream<T, R>(source: AsyncIterable<T>, map: (value: T) => Promise<R>): AsyncIterableIterator<R> {
+  const iterator = source[Symbol.asyncIterator]();
+  const stream: AsyncIterableIterator<R> = {
+    [Symbol.asyncIterator]: () => stream,
+    async next() {
+      const step = await iterator.next();
+      if (step.done) return { value: undefined, done: true };
+      return { value: await map(step.value), done: false };
+    },
+    async return() {
+      await iterator.return?.();
+      return { value: undefined, done: true };
+    },
+    async throw(error: unknown) {
+      if (iterator.throw) await iterator.throw(error);
+      else await iterator.return?.();
+      return { value: undefined, done: true };
+    },
+  };
+  return stream;
+}
+
+/**
+ * Promises of values computed for one event, keyed by (event id, what): the first caller computes,
+ * the others of the same event share the promise. Bounded twice: entries older than `ttlMs` are
+ * recomputed (long enough for one event's fan-out, short enough that a later replay reads the data
+ * as it is then), and beyond `maxEntries` the oldest go first. A rejected computation is
+ * forgotten, so the next caller tries again.
+ */
+export class EventMemo<V> {
+  private readonly entries = new Map<string, { at: number; value: Promise<V> }>();
+
+  constructor(
+    private readonly maxEntries = 5_000,
+    private readonly ttlMs = 5_000,
+  ) {}
+
+  get(eventId: string, what: string, compute: () => Promise<V>): Promise<V> {
+    const key = `${eventId}\u0000${what}`;
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && now - hit.at <= this.ttlMs) return hit.value;
+    const value = compute();
+    this.entries.delete(key);
+    this.entries.set(key, { at: now, value });
+    value.catch(() => {
+      if (this.entries.get(key)?.value === value) this.entries.delete(key);
+    });
+    for (const [oldKey, entry] of this.entries) {
+      if (this.entries.size <= this.maxEntries && now - entry.at <= this.ttlMs) break;
+      this.entries.delete(oldKey);
+    }
+    return value;
+  }
+
+  get size() {
+    return this.entries.size;
+  }
+}
