@@ -1,0 +1,92 @@
+import {
+  getNamedType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  isScalarType,
+  type GraphQLArgument,
+  type GraphQLFieldResolver,
+  type GraphQLInputType,
+  type GraphQLSchema,
+} from 'graphql';
+import { checkJson, checkName, checkString, checkTitle } from '../domain/input.js';
+import { MAX_PAGE } from '../domain/pagination.js';
+import { LIMITS } from '../domain/parts.js';
+import { badInput } from '../errors.js';
+
+/** Input fields and arguments that name something (ids, tool and file names): short and not blank. */
+const NAME_FIELDS = new Set(['agentId', 'agentIds', 'callId', 'name', 'mimeType', 'model', 'id', 'after', 'before']);
+
+function checkValue(value: unknown, type: GraphQLInputType, where: string, field: string) {
+  if (value === null || value === undefined) return;
+  if (isNonNullType(type)) return checkValue(value, type.ofType, where, field);
+  if (isListType(type)) {
+    if (!Array.isArray(value)) return checkValue(value, type.ofType, where, field);
+    for (let i = 0; i < value.length; i++) checkValue(value[i], type.ofType, `${where}[${i}]`, field);
+    return;
+  }
+  if (isInputObjectType(type)) {
+    const fields = type.getFields();
+    for (const [name, inputField] of Object.entries(fields)) {
+      checkValue((value as Record<string, unknown>)[name], inputField.type, `${where}.${name}`, name);
+    }
+    return;
+  }
+  if (!isScalarType(type)) return;
+  if (type.name === 'JSON') return checkJson(value, where);
+  if (typeof value !== 'string') return;
+  if (type.name === 'ID') return checkString(value, where, LIMITS.idLength);
+  if (field === 'title') return checkTitle(value, where);
+  if (NAME_FIELDS.has(field)) return checkName(value, where);
+  checkString(value, where);
+}
+
+/** Connection page sizes: the same bounds on every connection, refused rather than clamped. */
+const PAGE_ARGS = new Set(['first', 'last']);
+
+function checkArguments(args: readonly GraphQLArgument[], values: Record<string, unknown>) {
+  for (const arg of args) {
+    const value = values[arg.name];
+    if (PAGE_ARGS.has(arg.name) && typeof value === 'number' && (value < 0 || value > MAX_PAGE)) {
+      throw badInput(`${arg.name} must be from 0 to ${MAX_PAGE}.`);
+    }
+    checkValue(value, arg.type, arg.name, arg.name);
+  }
+}
+
+/**
+ * Applies the input rules of `domain/input.ts` to every argument of every field, in this one
+ * place: each field's `resolve` (and a subscription's `subscribe`) is wrapped once so its
+ * arguments, as coerced by graphql-js, are checked before the field's own code runs. A refused
+ * argument answers BAD_USER_INPUT naming its path (`input.messages[0].text`).
+ */
+export function validateArguments(schema: GraphQLSchema): GraphQLSchema {
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    for (const field of Object.values(type.getFields())) {
+      if (!field.args.some((a) => PAGE_ARGS.has(a.name) || needsCheck(a.type))) continue;
+      const args = field.args;
+      const wrap = (inner: GraphQLFieldResolver<unknown, unknown> | undefined): GraphQLFieldResolver<unknown, unknown> | undefined => {
+        if (!inner) return inner;
+        return (source, values, context, info) => {
+          checkArguments(args, values);
+          return inner(source, values, context, info);
+        };
+      };
+      field.resolve = wrap(field.resolve);
+      field.subscribe = wrap(field.subscribe);
+    }
+  }
+  return schema;
+}
+
+/** Whether any string or JSON can reach this argument (Int and Boolean arguments need no check). */
+function needsCheck(type: GraphQLInputType, seen = new Set<string>()): boolean {
+  const named = getNamedType(type);
+  if (isScalarType(named)) return ['String', 'ID', 'JSON'].includes(named.name) || !['Int', 'Float', 'Boolean'].includes(named.name);
+  if (!isInputObjectType(named)) return false;
+  if (seen.has(named.name)) return false;
+  seen.add(named.name);
+  return Object.values(named.getFields()).some((f) => needsCheck(f.type, seen));
+}
