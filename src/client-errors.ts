@@ -17,13 +17,31 @@ export function asClientError(error: unknown): GraphQLError | null {
   const original = error.originalError;
   if (original && !(original instanceof GraphQLError)) return null;
   const code = (original instanceof GraphQLError ? original.extensions.code : undefined) ?? error.extensions.code;
-  if (typeof code === 'string' && !YOGA_CLIENT_CODES.has(code)) return error;
-  return new GraphQLError(error.message, {
+  const message = withClientIds(error.message);
+  if (typeof code === 'string' && !YOGA_CLIENT_CODES.has(code)) {
+    if (message === error.message) return error;
+    return new GraphQLError(message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: error.extensions });
+  }
+  return new GraphQLError(message, {
     nodes: error.nodes,
     source: error.source,
     positions: error.positions,
     path: error.path,
     extensions: { ...error.extensions, code: 'BAD_USER_INPUT' },
+  });
+}
+
+const NODE_UUID = /\b(Session|Message|Turn|Attachment)\b([^.:"]{0,40}?)\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/gi;
+
+/**
+ * A message as the client may see it: a database id after the name of its type ("Turn 01a2…
+ * was not found") becomes the global ID the client knows that object by. Applied to every error
+ * that reaches a client, so no code path can leak an internal id into a message.
+ */
+export function withClientIds(message: string): string {
+  return message.replace(NODE_UUID, (_m, type: string, between: string, uuid: string) => {
+    const typename = type[0].toUpperCase() + type.slice(1).toLowerCase();
+    return `${type}${between}${Buffer.from(`${typename}:${uuid.toLowerCase()}`).toString('base64')}`;
   });
 }
 

@@ -177,7 +177,8 @@ export function limitedParse(limits: QueryLimits) {
       return parse(source, { ...options, maxTokens: limits.maxTokens });
     } catch (error) {
       if (error instanceof GraphQLError && !error.extensions.code) {
-        if (/more than \d+ tokens/.test(error.message)) throw tooComplex(`has more than ${limits.maxTokens} tokens`);
+        // graphql 16 spells it "more that N tokens".
+        if (/more tha[nt] \d+ tokens/.test(error.message)) throw tooComplex(`has more than ${limits.maxTokens} tokens`);
         throw new GraphQLError(error.message, {
           source: error.source,
           positions: error.positions,

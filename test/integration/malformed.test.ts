@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { withClientIds } from '../../src/client-errors.js';
+import { backend, globalIdOf, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 
 /**
  * A corpus of malformed requests, one per class of issue 11 section 2: each must answer a GraphQL
@@ -67,6 +69,13 @@ beforeAll(async () => {
 });
 
 type Case = [name: string, query: string, variables: () => Record<string, unknown>, code?: string];
+
+/** `F_i { ...F_{i-1} ...F_{i-1} }`: expands to 2^n fields, under a kilobyte of text. */
+function fragmentBomb(n: number) {
+  const fragments = [`fragment F0 on Session { id title }`];
+  for (let i = 1; i <= n; i++) fragments.push(`fragment F${i} on Session { ...F${i - 1} ...F${i - 1} }`);
+  return `{ sessions(first: 1) { edges { node { ...F${n} } } } } ${fragments.join(' ')}`;
+}
 
 const text = (t: string) => ({ role: 'USER', text: t });
 const STRINGS: Record<string, string> = { NUL: 'a\u0000b', 'a lone high surrogate': 'a\uD800b', 'a lone low surrogate': 'a\uDC00b' };
@@ -141,6 +150,18 @@ const cases: Case[] = [
     () => ({ id: sessionId }),
   ],
   ['a syntax error', 'query { sessions(first: 1) { totalCount }', () => ({})],
+  ['a fragment bomb (2^22 fields in 1 kB)', fragmentBomb(22), () => ({}), 'QUERY_TOO_COMPLEX'],
+  ['500 aliased __schema', `{ ${Array.from({ length: 500 }, (_, i) => `s${i}: __schema { types { name } }`).join(' ')} }`, () => ({}), 'QUERY_TOO_COMPLEX'],
+  ['introspection nested 30 deep', `{ __schema { types { ${'ofType { '.repeat(30)}name${' }'.repeat(30)} } } }`, () => ({}), 'QUERY_TOO_COMPLEX'],
+  ['10,000 nested selections', `{ ${'sessions { '.repeat(10_000)}${'}'.repeat(10_000)} }`, () => ({}), 'QUERY_TOO_COMPLEX'],
+  [
+    '10,000 nested list literals',
+    `mutation { createSession(input: { settings: ${'['.repeat(10_000)}${']'.repeat(10_000)} }) { id } }`,
+    () => ({}),
+    'QUERY_TOO_COMPLEX',
+  ],
+  ['100,000 tokens', `{ sessions(first: 1) { ${'totalCount '.repeat(100_000)} } }`, () => ({}), 'QUERY_TOO_COMPLEX'],
+  ['brackets in strings and comments do not count', `{ sessions(after: "${'{'.repeat(500)}") { totalCount } } # ${'['.repeat(500)}`, () => ({})],
   ['an unknown field', 'query { sessionz { id } }', () => ({})],
 ];
 
@@ -151,6 +172,16 @@ describe(`malformed requests (${backend.label})`, () => {
     expect(result.errors?.length, JSON.stringify(result)).toBeGreaterThan(0);
     expect(result.errors!.map((e) => e.extensions?.code)).toEqual(result.errors!.map(() => code));
     expect(await rowCounts()).toEqual(before);
+  });
+
+  it('names the client\'s opaque IDs in messages, never database ids', async () => {
+    const turnId = globalIdOf('Turn', randomUUID());
+    const result = await gql(app, ASSEMBLE, { input: { sessionId, turnId } });
+    expect(result.errors?.[0].extensions?.code).toBe('NOT_FOUND');
+    expect(result.errors?.[0].message).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/);
+    expect(withClientIds('Turn 01a20000-0000-4000-8000-000000000000 was not found.')).toBe(
+      `Turn ${globalIdOf('Turn', '01a20000-0000-4000-8000-000000000000')} was not found.`,
+    );
   });
 
   it('names the argument path of a refused string', async () => {
