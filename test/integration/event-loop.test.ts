@@ -1,0 +1,44 @@
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { describe, expect, it } from 'vitest';
+import { backend, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { pathologicalInputs, sendWhileSampling } from '../helpers/pathological.js';
+
+/**
+ * Each input that once froze the server, sent over real HTTP to a listening app: it must be
+ * answered (refused with its code, or accepted with exact token counts), not hang the process.
+ * The stall each causes is measured by `npm run bench -- pathological` (a timed assertion would
+ * be flaky on a shared machine); this test checks the answers.
+ */
+let app: TestApp;
+let url: string;
+let sessionId: string;
+
+useTestApp(async (built) => {
+  app = built;
+  url = await app.listen(0, '127.0.0.1');
+  const data = await gqlOk<{ createSession: { id: string } }, unknown>(
+    app,
+    'mutation { createSession(input: { title: "event loop" }) { id } }',
+  );
+  sessionId = data.createSession.id;
+});
+
+const TEXT = 1024 * 1024;
+// 'x' repeated merges into tokens of a fixed length; the reference finishes on a short run.
+const X_TOKENS = TEXT / (4096 / encode('x'.repeat(4096)).length);
+
+describe(`pathological inputs over HTTP (${backend.label})`, () => {
+  it.each(pathologicalInputs(TEXT).map((input) => [input.name, input] as const))('%s is answered', async (_name, input) => {
+    const messagesBefore = await app.services.db.prisma.message.count();
+    const { body } = await sendWhileSampling(url, input, sessionId);
+    if (input.code) {
+      expect(body.errors?.map((e) => e.extensions?.code)).toEqual([input.code]);
+      expect(await app.services.db.prisma.message.count()).toBe(messagesBefore);
+    } else {
+      expect(body.errors).toBeUndefined();
+      const [message] = body.data.appendMessages.messages;
+      if (input.name.startsWith("text: 'x'")) expect(message.tokenCount).toBe(X_TOKENS);
+      else expect(message.tokenCount).toBeGreaterThan(0);
+    }
+  });
+});
