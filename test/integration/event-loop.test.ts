@@ -2,6 +2,7 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { backend, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 import { pathologicalInputs, sendWhileSampling } from '../helpers/pathological.js';
+import { wsClient } from '../helpers/subscriptions.js';
 
 /**
  * Each input that once froze the server, sent over real HTTP to a listening app: it must be
@@ -39,6 +40,24 @@ describe(`pathological inputs over HTTP (${backend.label})`, () => {
       const [message] = body.data.appendMessages.messages;
       if (input.name.startsWith("text: 'x'")) expect(message.tokenCount).toBe(X_TOKENS);
       else expect(message.tokenCount).toBeGreaterThan(0);
+    }
+  });
+
+  it('refuses a too deep document over WebSocket with its code, keeping the connection', async () => {
+    const client = wsClient(url);
+    try {
+      const run = (query: string) =>
+        new Promise<unknown>((resolve) => {
+          client.subscribe({ query }, { next: (value) => resolve(value), error: (error) => resolve(error), complete: () => resolve(null) });
+        });
+      const refused = (await run(`subscription { ${'sessionEvents { '.repeat(10_000)}${'}'.repeat(10_000)} }`)) as { extensions?: { code?: string } }[];
+      expect(refused.map((e) => e.extensions?.code)).toEqual(['QUERY_TOO_COMPLEX']);
+      const syntax = (await run('subscription {')) as { extensions?: { code?: string } }[];
+      expect(syntax.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+      const invalid = (await run('subscription { nothing }')) as { extensions?: { code?: string } }[];
+      expect(invalid.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+    } finally {
+      await client.dispose();
     }
   });
 });
