@@ -40,7 +40,7 @@ const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
  * LIMITS.jsonLength long once serialized, every key and string checked like a string argument.
  * Iterative, so a value nested 100,000 levels is refused without touching the stack.
  */
-export function checkJson(value: unknown, where: string) {
+export function checkJson(value: unknown, where: string): number {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value, path: where, depth: 0 }];
   let length = 0;
   while (stack.length > 0) {
@@ -76,4 +76,5 @@ export function checkJson(value: unknown, where: string) {
     }
     if (length > LIMITS.jsonLength) throw badInput(`${where} is larger than ${LIMITS.jsonLength} characters as JSON.`);
   }
+  return length;
 }

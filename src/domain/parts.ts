@@ -47,6 +47,12 @@ export const LIMITS = {
   jsonDepth: 64,
   /** A JSON argument's size as serialized, in UTF-16 units. */
   jsonLength: 1024 * 1024,
+  /**
+   * All strings and JSON of one field's arguments together, in UTF-16 units: bounds what one
+   * request can make the server count and store (1,000 messages of 1,000 parts each would
+   * otherwise pass every per-string cap).
+   */
+  argumentsLength: 8 * 1024 * 1024,
 };
 
 /** Validates one message input and turns it into parts; `where` names it in errors. */

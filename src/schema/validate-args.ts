@@ -18,40 +18,47 @@ import { badInput } from '../errors.js';
 /** Input fields and arguments that name something (ids, tool and file names): short and not blank. */
 const NAME_FIELDS = new Set(['agentId', 'agentIds', 'callId', 'name', 'mimeType', 'model', 'id', 'after', 'before']);
 
-function checkValue(value: unknown, type: GraphQLInputType, where: string, field: string) {
-  if (value === null || value === undefined) return;
+/** Checks one argument value against its type; returns the characters of string and JSON it holds. */
+function checkValue(value: unknown, type: GraphQLInputType, where: string, field: string): number {
+  if (value === null || value === undefined) return 0;
   if (isNonNullType(type)) return checkValue(value, type.ofType, where, field);
   if (isListType(type)) {
     if (!Array.isArray(value)) return checkValue(value, type.ofType, where, field);
-    for (let i = 0; i < value.length; i++) checkValue(value[i], type.ofType, `${where}[${i}]`, field);
-    return;
+    let length = 0;
+    for (let i = 0; i < value.length; i++) length += checkValue(value[i], type.ofType, `${where}[${i}]`, field);
+    return length;
   }
   if (isInputObjectType(type)) {
-    const fields = type.getFields();
-    for (const [name, inputField] of Object.entries(fields)) {
-      checkValue((value as Record<string, unknown>)[name], inputField.type, `${where}.${name}`, name);
+    let length = 0;
+    for (const [name, inputField] of Object.entries(type.getFields())) {
+      length += checkValue((value as Record<string, unknown>)[name], inputField.type, `${where}.${name}`, name);
     }
-    return;
+    return length;
   }
-  if (!isScalarType(type)) return;
+  if (!isScalarType(type)) return 0;
   if (type.name === 'JSON') return checkJson(value, where);
-  if (typeof value !== 'string') return;
-  if (type.name === 'ID') return checkString(value, where, LIMITS.idLength);
-  if (field === 'title') return checkTitle(value, where);
-  if (NAME_FIELDS.has(field)) return checkName(value, where);
-  checkString(value, where);
+  if (typeof value !== 'string') return 0;
+  if (type.name === 'ID') checkString(value, where, LIMITS.idLength);
+  else if (field === 'title') checkTitle(value, where);
+  else if (NAME_FIELDS.has(field)) checkName(value, where);
+  else checkString(value, where);
+  return value.length;
 }
 
 /** Connection page sizes: the same bounds on every connection, refused rather than clamped. */
 const PAGE_ARGS = new Set(['first', 'last']);
 
 function checkArguments(args: readonly GraphQLArgument[], values: Record<string, unknown>) {
+  let length = 0;
   for (const arg of args) {
     const value = values[arg.name];
     if (PAGE_ARGS.has(arg.name) && typeof value === 'number' && (value < 0 || value > MAX_PAGE)) {
       throw badInput(`${arg.name} must be from 0 to ${MAX_PAGE}.`);
     }
-    checkValue(value, arg.type, arg.name, arg.name);
+    length += checkValue(value, arg.type, arg.name, arg.name);
+  }
+  if (length > LIMITS.argumentsLength) {
+    throw badInput(`The arguments hold ${length} characters of text and JSON (at most ${LIMITS.argumentsLength} per operation field); send them in several calls.`);
   }
 }
 

@@ -128,6 +128,8 @@ const cases: Case[] = [
     APPEND,
     () => ({ input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 'n'.repeat(1024 * 1024) } }] }] } }),
   ],
+  ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(5 * 1024 * 1024 + 1))] } })],
+  ['texts adding up past the per-call cap', CREATE, () => ({ input: { messages: Array.from({ length: 3 }, () => text('x'.repeat(3 * 1024 * 1024))) } })],
   ['a wrong enum value', APPEND, () => ({ input: { sessionId, messages: [{ role: 'ROBOT', text: 'x' }] } })],
   ['a missing required variable', APPEND, () => ({})],
   ['a missing required input field', APPEND, () => ({ input: { messages: [text('x')] } })],
