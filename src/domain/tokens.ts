@@ -1,6 +1,7 @@
 import cl100k from 'gpt-tokenizer/encoding/cl100k_base';
 import o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { ByteMerger } from './byte-pair-merge.js';
+import { precounted } from './token-precount.js';
 import type { StoredPart, TokenCounts, TokenEncoding } from './types.js';
 
 /**
@@ -88,7 +89,7 @@ export function countTokens(text: string, encoding: TokenEncoding): number {
   switch (encoding) {
     case 'O200K_BASE':
     case 'CL100K_BASE':
-      return bpe[encoding].count(text);
+      return precounted(text)?.[encoding] ?? bpe[encoding].count(text);
     case 'CHARS_DIV_4':
       return Math.ceil(countCodePoints(text) / 4);
   }
