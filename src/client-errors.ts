@@ -20,7 +20,13 @@ export function asClientError(error: unknown): GraphQLError | null {
   const message = withClientIds(error.message);
   if (typeof code === 'string' && !YOGA_CLIENT_CODES.has(code)) {
     if (message === error.message) return error;
-    return new GraphQLError(message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: error.extensions });
+    return new GraphQLError(message, {
+      nodes: error.nodes,
+      source: error.source,
+      positions: error.positions,
+      path: error.path,
+      extensions: error.extensions,
+    });
   }
   return new GraphQLError(message, {
     nodes: error.nodes,
@@ -31,7 +37,8 @@ export function asClientError(error: unknown): GraphQLError | null {
   });
 }
 
-const NODE_UUID = /\b(Session|Message|Turn|Attachment)\b([^.:"]{0,40}?)\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/gi;
+const NODE_UUID =
+  /\b(Session|Message|Turn|Attachment)\b([^.:"]{0,40}?)\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/gi;
 
 /**
  * A message as the client may see it: a database id after the name of its type ("Turn 01a2…

@@ -32,20 +32,41 @@ const pathological: Scenario = {
       const text = 'x'.repeat(n);
       const before = timed(() => encodeO200k(text, { disallowedSpecial: new Set() }));
       const after = timed(() => counter.count(text));
-      rows.push({ metric: `tokens.x${n / 1000}k.gpt-tokenizer`, value: round(before.cpu, 1), unit: 'ms cpu', note: `one piece, gpt-tokenizer's merge; ${round(before.wall, 0)} ms wall` });
-      rows.push({ metric: `tokens.x${n / 1000}k.heap`, value: round(after.cpu, 1), unit: 'ms cpu', note: `same piece, heap merge; ${round(after.wall, 0)} ms wall` });
+      rows.push({
+        metric: `tokens.x${n / 1000}k.gpt-tokenizer`,
+        value: round(before.cpu, 1),
+        unit: 'ms cpu',
+        note: `one piece, gpt-tokenizer's merge; ${round(before.wall, 0)} ms wall`,
+      });
+      rows.push({
+        metric: `tokens.x${n / 1000}k.heap`,
+        value: round(after.cpu, 1),
+        unit: 'ms cpu',
+        note: `same piece, heap merge; ${round(after.wall, 0)} ms wall`,
+      });
     }
     const big = 'x'.repeat(TEXT_BYTES);
     const huge = timed(() => counter.count(big));
     rows.push({ metric: 'tokens.x5MiB.heap', value: round(huge.cpu, 1), unit: 'ms cpu', note: `${round(huge.wall, 0)} ms wall` });
 
     const url = await ctx.app.listen(0, '127.0.0.1');
-    const { createSession } = await ctx.gql<{ createSession: { id: string } }>('mutation { createSession(input: { title: "stall" }) { id } }');
+    const { createSession } = await ctx.gql<{ createSession: { id: string } }>(
+      'mutation { createSession(input: { title: "stall" }) { id } }',
+    );
     for (const input of pathologicalInputs(TEXT_BYTES)) {
       const { maxStallMs, totalMs, body } = await sendWhileSampling(url, input, createSession.id);
       const answer = body.errors?.[0]?.extensions?.code ?? 'ok';
-      const slug = input.name.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase();
-      rows.push({ metric: `stall.${slug}`, value: round(maxStallMs, 1), unit: 'ms', target: { op: '<=', value: 50 }, note: `${answer}; answered in ${round(totalMs, 0)} ms` });
+      const slug = input.name
+        .replace(/[^a-z0-9]+/gi, '-')
+        .replace(/^-|-$/g, '')
+        .toLowerCase();
+      rows.push({
+        metric: `stall.${slug}`,
+        value: round(maxStallMs, 1),
+        unit: 'ms',
+        target: { op: '<=', value: 50 },
+        note: `${answer}; answered in ${round(totalMs, 0)} ms`,
+      });
     }
     return rows;
   },

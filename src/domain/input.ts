@@ -7,16 +7,15 @@ import { LIMITS } from './parts.js';
  * the argument's path, before anything is written. `where` is that path (`input.messages[0].text`).
  */
 
-// A NUL, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
-const UNSAFE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// A high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
+const UNPAIRED = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export function checkString(value: string, where: string, maxLength: number = LIMITS.stringLength) {
   if (value.length > maxLength) throw badInput(`${where} is longer than ${maxLength} characters.`);
-  const bad = UNSAFE.exec(value);
-  if (bad) {
-    const what = bad[0] === '\u0000' ? 'a NUL character (\\u0000)' : 'an unpaired UTF-16 surrogate';
-    throw badInput(`${where} contains ${what} at position ${bad.index}.`);
-  }
+  const nul = value.indexOf('\u0000');
+  if (nul >= 0) throw badInput(`${where} contains a NUL character (\\u0000) at position ${nul}.`);
+  const unpaired = UNPAIRED.exec(value);
+  if (unpaired) throw badInput(`${where} contains an unpaired UTF-16 surrogate at position ${unpaired.index}.`);
 }
 
 /** A string that names something (an id, a tool name): not blank, at most LIMITS.idLength. */

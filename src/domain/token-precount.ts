@@ -40,7 +40,11 @@ const waiting = new Map<number, { resolve: (counts: TokenCounts) => void; reject
 
 /** tsx's ESM API module: its `import` export, next to the `require` one this resolves to. */
 function tsxEsmApi(): string {
-  return pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  return pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
 }
 
 function startWorker(): Worker {
@@ -49,10 +53,9 @@ function startWorker(): Worker {
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(fromSource ? './token-worker.ts' : './token-worker.js', import.meta.url).href;
   const started = fromSource
-    ? new Worker(
-        `import(${JSON.stringify(tsxEsmApi())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`,
-        { eval: true },
-      )
+    ? new Worker(`import(${JSON.stringify(tsxEsmApi())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`, {
+        eval: true,
+      })
     : new Worker(new URL(entry));
   started.unref();
   started.on('message', ({ id, counts }: { id: number; counts: TokenCounts }) => {

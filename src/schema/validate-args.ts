@@ -65,7 +65,9 @@ function checkArguments(args: readonly GraphQLArgument[], values: Record<string,
     length += checkValue(value, arg.type, arg.name, arg.name, long);
   }
   if (length > LIMITS.argumentsLength) {
-    throw badInput(`The arguments hold ${length} characters of text and JSON (at most ${LIMITS.argumentsLength} per operation field); send them in several calls.`);
+    throw badInput(
+      `The arguments hold ${length} characters of text and JSON (at most ${LIMITS.argumentsLength} per operation field); send them in several calls.`,
+    );
   }
   return long;
 }

@@ -16,8 +16,7 @@ export interface PathologicalInput {
 
 const APPEND = 'mutation($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { tokenCount } } }';
 
-const appendText = (sessionId: string, text: string) =>
-  JSON.stringify({ input: { sessionId, messages: [{ role: 'USER', text }] } });
+const appendText = (sessionId: string, text: string) => JSON.stringify({ input: { sessionId, messages: [{ role: 'USER', text }] } });
 
 function fragmentBomb(n: number) {
   const fragments = ['fragment F0 on Session { id title }'];
@@ -31,7 +30,12 @@ const base64 = (bytes: number) => Buffer.from(Array.from({ length: bytes }, (_, 
 export function pathologicalInputs(textBytes: number): PathologicalInput[] {
   return [
     { name: `text: 'x' x ${textBytes}`, query: APPEND, variables: (id) => appendText(id, 'x'.repeat(textBytes)), code: null },
-    { name: `text: base64 of ${textBytes} chars`, query: APPEND, variables: (id) => appendText(id, base64((textBytes * 3) / 4)), code: null },
+    {
+      name: `text: base64 of ${textBytes} chars`,
+      query: APPEND,
+      variables: (id) => appendText(id, base64((textBytes * 3) / 4)),
+      code: null,
+    },
     { name: 'fragment bomb, n = 22', query: fragmentBomb(22), variables: () => '{}', code: 'QUERY_TOO_COMPLEX' },
     {
       name: '500 aliased __schema',
@@ -39,7 +43,12 @@ export function pathologicalInputs(textBytes: number): PathologicalInput[] {
       variables: () => '{}',
       code: 'QUERY_TOO_COMPLEX',
     },
-    { name: '10,000 nested selections', query: `{ ${'sessions { '.repeat(10_000)}${'}'.repeat(10_000)} }`, variables: () => '{}', code: 'QUERY_TOO_COMPLEX' },
+    {
+      name: '10,000 nested selections',
+      query: `{ ${'sessions { '.repeat(10_000)}${'}'.repeat(10_000)} }`,
+      variables: () => '{}',
+      code: 'QUERY_TOO_COMPLEX',
+    },
     {
       name: 'settings nested 5,000 levels',
       query: 'mutation($input: CreateSessionInput!) { createSession(input: $input) { id } }',
@@ -62,7 +71,10 @@ export async function sendWhileSampling(url: string, input: PathologicalInput, s
     headers: { 'content-type': 'application/json' },
     body: `{"query":${JSON.stringify(input.query)},"variables":${input.variables(sessionId)}}`,
   });
-  const body = (await response.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+  const body = (await response.json()) as {
+    data?: { appendMessages: { messages: { tokenCount: number }[] } };
+    errors?: { message: string; extensions?: { code?: string } }[];
+  };
   const totalMs = performance.now() - started;
   histogram.disable();
   return { status: response.status, body, maxStallMs: histogram.max / 1e6, totalMs };

@@ -37,7 +37,7 @@ describe(`pathological inputs over HTTP (${backend.label})`, () => {
       expect(await app.services.db.prisma.message.count()).toBe(messagesBefore);
     } else {
       expect(body.errors).toBeUndefined();
-      const [message] = body.data.appendMessages.messages;
+      const [message] = body.data!.appendMessages.messages;
       if (input.name.startsWith("text: 'x'")) expect(message.tokenCount).toBe(X_TOKENS);
       else expect(message.tokenCount).toBeGreaterThan(0);
     }
@@ -50,7 +50,9 @@ describe(`pathological inputs over HTTP (${backend.label})`, () => {
         new Promise<unknown>((resolve) => {
           client.subscribe({ query }, { next: (value) => resolve(value), error: (error) => resolve(error), complete: () => resolve(null) });
         });
-      const refused = (await run(`subscription { ${'sessionEvents { '.repeat(10_000)}${'}'.repeat(10_000)} }`)) as { extensions?: { code?: string } }[];
+      const refused = (await run(`subscription { ${'sessionEvents { '.repeat(10_000)}${'}'.repeat(10_000)} }`)) as {
+        extensions?: { code?: string };
+      }[];
       expect(refused.map((e) => e.extensions?.code)).toEqual(['QUERY_TOO_COMPLEX']);
       const syntax = (await run('subscription {')) as { extensions?: { code?: string } }[];
       expect(syntax.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);

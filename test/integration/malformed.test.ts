@@ -63,7 +63,13 @@ beforeAll(async () => {
   const created = await gqlOk<{ createSession: { id: string } }, unknown>(app, CREATE, { input: { title: 'Corpus' } });
   sessionId = created.createSession.id;
   const appended = await gqlOk<{ appendMessages: { messages: { id: string }[] } }, unknown>(app, APPEND, {
-    input: { sessionId, messages: [{ role: 'USER', text: 'hi' }, { role: 'ASSISTANT', text: 'typing', generating: true }] },
+    input: {
+      sessionId,
+      messages: [
+        { role: 'USER', text: 'hi' },
+        { role: 'ASSISTANT', text: 'typing', generating: true },
+      ],
+    },
   });
   messageId = appended.appendMessages.messages[1].id;
 });
@@ -89,7 +95,9 @@ const stringCases: Case[] = Object.entries(STRINGS).flatMap(([what, bad]): Case[
   [
     `${what} in tool call arguments`,
     APPEND,
-    () => ({ input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 't', arguments: { q: bad } } }] }] } }),
+    () => ({
+      input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 't', arguments: { q: bad } } }] }] },
+    }),
   ],
   [
     `${what} in a call id`,
@@ -100,7 +108,9 @@ const stringCases: Case[] = Object.entries(STRINGS).flatMap(([what, bad]): Case[
   [
     `${what} in an attachment`,
     APPEND,
-    () => ({ input: { sessionId, messages: [{ role: 'USER', parts: [{ attachment: { name: 'a.txt', mimeType: 'text/plain', content: bad } }] }] } }),
+    () => ({
+      input: { sessionId, messages: [{ role: 'USER', parts: [{ attachment: { name: 'a.txt', mimeType: 'text/plain', content: bad } }] }] },
+    }),
   ],
   [`${what} in a summary`, COMPACT, () => ({ input: { sessionId, uptoIndex: 1, summary: bad } })],
   [`${what} in appendText`, UPDATE_MESSAGE, () => ({ input: { messageId, appendText: bad } })],
@@ -113,7 +123,9 @@ const cases: Case[] = [
   [
     'tool arguments nested 5,000 levels',
     APPEND,
-    () => ({ input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 't', arguments: nested(5000) } }] }] } }),
+    () => ({
+      input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 't', arguments: nested(5000) } }] }] },
+    }),
   ],
   ['turnContext nested 5,000 levels', ASSEMBLE, () => ({ input: { sessionId, turnContext: nested(5000) } })],
   ['settings of 2 MB', CREATE, () => ({ input: { settings: { big: 'x'.repeat(2 * 1024 * 1024) } } })],
@@ -126,10 +138,16 @@ const cases: Case[] = [
   [
     'a 1 MB tool name',
     APPEND,
-    () => ({ input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 'n'.repeat(1024 * 1024) } }] }] } }),
+    () => ({
+      input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 'n'.repeat(1024 * 1024) } }] }] },
+    }),
   ],
   ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(5 * 1024 * 1024 + 1))] } })],
-  ['texts adding up past the per-call cap', CREATE, () => ({ input: { messages: Array.from({ length: 3 }, () => text('x'.repeat(3 * 1024 * 1024))) } })],
+  [
+    'texts adding up past the per-call cap',
+    CREATE,
+    () => ({ input: { messages: Array.from({ length: 3 }, () => text('x'.repeat(3 * 1024 * 1024))) } }),
+  ],
   ['a wrong enum value', APPEND, () => ({ input: { sessionId, messages: [{ role: 'ROBOT', text: 'x' }] } })],
   ['a missing required variable', APPEND, () => ({})],
   ['a missing required input field', APPEND, () => ({ input: { messages: [text('x')] } })],
@@ -153,8 +171,18 @@ const cases: Case[] = [
   ],
   ['a syntax error', 'query { sessions(first: 1) { totalCount }', () => ({})],
   ['a fragment bomb (2^22 fields in 1 kB)', fragmentBomb(22), () => ({}), 'QUERY_TOO_COMPLEX'],
-  ['500 aliased __schema', `{ ${Array.from({ length: 500 }, (_, i) => `s${i}: __schema { types { name } }`).join(' ')} }`, () => ({}), 'QUERY_TOO_COMPLEX'],
-  ['introspection nested 30 deep', `{ __schema { types { ${'ofType { '.repeat(30)}name${' }'.repeat(30)} } } }`, () => ({}), 'QUERY_TOO_COMPLEX'],
+  [
+    '500 aliased __schema',
+    `{ ${Array.from({ length: 500 }, (_, i) => `s${i}: __schema { types { name } }`).join(' ')} }`,
+    () => ({}),
+    'QUERY_TOO_COMPLEX',
+  ],
+  [
+    'introspection nested 30 deep',
+    `{ __schema { types { ${'ofType { '.repeat(30)}name${' }'.repeat(30)} } } }`,
+    () => ({}),
+    'QUERY_TOO_COMPLEX',
+  ],
   ['10,000 nested selections', `{ ${'sessions { '.repeat(10_000)}${'}'.repeat(10_000)} }`, () => ({}), 'QUERY_TOO_COMPLEX'],
   [
     '10,000 nested list literals',
@@ -163,7 +191,11 @@ const cases: Case[] = [
     'QUERY_TOO_COMPLEX',
   ],
   ['100,000 tokens', `{ sessions(first: 1) { ${'totalCount '.repeat(100_000)} } }`, () => ({}), 'QUERY_TOO_COMPLEX'],
-  ['brackets in strings and comments do not count', `{ sessions(after: "${'{'.repeat(500)}") { totalCount } } # ${'['.repeat(500)}`, () => ({})],
+  [
+    'brackets in strings and comments do not count',
+    `{ sessions(after: "${'{'.repeat(500)}") { totalCount } } # ${'['.repeat(500)}`,
+    () => ({}),
+  ],
   ['an unknown field', 'query { sessionz { id } }', () => ({})],
 ];
 
@@ -176,7 +208,7 @@ describe(`malformed requests (${backend.label})`, () => {
     expect(await rowCounts()).toEqual(before);
   });
 
-  it('names the client\'s opaque IDs in messages, never database ids', async () => {
+  it("names the client's opaque IDs in messages, never database ids", async () => {
     const turnId = globalIdOf('Turn', randomUUID());
     const result = await gql(app, ASSEMBLE, { input: { sessionId, turnId } });
     expect(result.errors?.[0].extensions?.code).toBe('NOT_FOUND');
@@ -202,9 +234,12 @@ describe(`malformed requests (${backend.label})`, () => {
 
   it('answers a GET with variables that are not JSON with BAD_USER_INPUT', async () => {
     const before = await rowCounts();
-    const response = await app.yoga.fetch(`http://localhost/graphql?query=${encodeURIComponent('{ sessions(first: 1) { totalCount } }')}&variables=%7Bbad`, {
-      headers: { accept: 'application/json' },
-    });
+    const response = await app.yoga.fetch(
+      `http://localhost/graphql?query=${encodeURIComponent('{ sessions(first: 1) { totalCount } }')}&variables=%7Bbad`,
+      {
+        headers: { accept: 'application/json' },
+      },
+    );
     const body = (await response.json()) as { errors?: { extensions?: { code?: string } }[] };
     expect(response.status).toBe(400);
     expect(body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');

@@ -25,7 +25,9 @@ describe('input rules', () => {
     for (let i = 0; i < LIMITS.jsonDepth; i++) ok = { a: ok };
     expect(() => checkJson(ok, 'x')).not.toThrow();
     expect(() => checkJson({ a: [1, { 'b\u0000': 2 }] }, 'input.metadata')).toThrow('input.metadata.a[1] (a key) contains a NUL');
-    expect(() => checkJson(JSON.parse('{"x": {"__proto__": 1}}'), 'input.settings')).toThrow('input.settings.x.__proto__: the key "__proto__" is not allowed.');
+    expect(() => checkJson(JSON.parse('{"x": {"__proto__": 1}}'), 'input.settings')).toThrow(
+      'input.settings.x.__proto__: the key "__proto__" is not allowed.',
+    );
     expect(() => checkJson({ f: new Blob(['x']) }, 'input.settings')).toThrow('input.settings.f is not a JSON value.');
     expect(() => checkJson({ s: 'x'.repeat(LIMITS.jsonLength) }, 'input.settings')).toThrow(/larger than/);
     expect(checkJson({ model: 'gpt', n: [1, 2.5, null, true] }, 'x')).toBeGreaterThan(0);
