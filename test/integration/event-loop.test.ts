@@ -30,11 +30,11 @@ const X_TOKENS = TEXT / (4096 / encode('x'.repeat(4096)).length);
 
 describe(`pathological inputs over HTTP (${backend.label})`, () => {
   it.each(pathologicalInputs(TEXT).map((input) => [input.name, input] as const))('%s is answered', async (_name, input) => {
-    const messagesBefore = await app.services.db.prisma.message.count();
+    const messagesBefore = await app.runtime.db.prisma.message.count();
     const { body } = await sendWhileSampling(url, input, sessionId);
     if (input.code) {
       expect(body.errors?.map((e) => e.extensions?.code)).toEqual([input.code]);
-      expect(await app.services.db.prisma.message.count()).toBe(messagesBefore);
+      expect(await app.runtime.db.prisma.message.count()).toBe(messagesBefore);
     } else {
       expect(body.errors).toBeUndefined();
       const [message] = body.data!.appendMessages.messages;

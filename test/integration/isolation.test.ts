@@ -84,7 +84,7 @@ beforeAll(async () => {
   );
   ids.fork = forked.forkSession.session.id;
   // A turn of alpha's session, made directly: the turn API is not what this sweep is about.
-  const turn = await app.services.db.prisma.turn.create({
+  const turn = await app.runtime.db.prisma.turn.create({
     data: { sessionId: rawIdOf(ids.session), number: 1, initiatorKind: 'USER' },
   });
   ids.turn = Buffer.from(`Turn:${turn.id}`).toString('base64');
