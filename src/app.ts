@@ -15,6 +15,7 @@ import { DomainError, domainErrorOf, toGraphQLError } from './errors.js';
 import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
+import { asClientError, useRequestParseErrors } from './client-errors.js';
 import { useQueryLimits } from './query-limits.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { schema } from './schema/index.js';
@@ -103,13 +104,19 @@ function serve(runtime: AppRuntime): App {
     graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
     renderGraphiQL,
     landingPage: false,
-    plugins: [useQueryLimits(), sharing],
+    // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
+    multipart: false,
+    plugins: [useRequestParseErrors(), useQueryLimits(), sharing],
     maskedErrors: {
       maskError(error) {
         const refusal = domainErrorOf(error);
-        if (refusal) return toGraphQLError(refusal, error instanceof GraphQLError ? error : undefined);
+        if (refusal) {
+          const refused = toGraphQLError(refusal, error instanceof GraphQLError ? error : undefined);
+          return asClientError(refused) ?? refused;
+        }
         const original = error instanceof GraphQLError ? error.originalError : error;
-        if (error instanceof GraphQLError && (!original || original instanceof GraphQLError)) return error;
+        const clientError = asClientError(error);
+        if (clientError) return clientError;
         // A row read after the write that made it, deleted in between by another request.
         if (original instanceof Prisma.PrismaClientKnownRequestError && original.code === 'P2025') {
           return new GraphQLError('The object was not found; it may just have been deleted.', {
@@ -162,9 +169,16 @@ function serve(runtime: AppRuntime): App {
           if (error instanceof DomainError) return [toGraphQLError(error)];
           throw error;
         }
-        const document = parse(params.query);
+        let document: ReturnType<typeof parse>;
+        try {
+          document = parse(params.query);
+        } catch (error) {
+          const clientError = asClientError(error);
+          if (clientError) return [clientError];
+          throw error;
+        }
         const errors = validate(envelopedSchema, document);
-        if (errors.length) return errors;
+        if (errors.length) return errors.map((e: GraphQLError) => asClientError(e) ?? e);
         return {
           schema: envelopedSchema,
           operationName: params.operationName,

@@ -1,28 +1,68 @@
 import {
+  GraphQLError,
   Kind,
+  parse,
+  validate,
   type ASTVisitor,
   type FragmentDefinitionNode,
+  type ParseOptions,
   type SelectionSetNode,
+  type Source,
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { asClientError } from './client-errors.js';
 import { DomainError, toGraphQLError } from './errors.js';
 
 export interface QueryLimits {
-  /** Deepest nesting of fields, fragments expanded (introspection fields not counted). */
+  /** Deepest nesting of fields, fragments expanded, outside introspection. */
   maxDepth: number;
-  /** Aliased fields in one document. */
+  /** Deepest nesting through an introspection field (`__schema`, `__type`): GraphiQL's query is 15 deep. */
+  maxIntrospectionDepth: number;
+  /** Aliased fields in one operation, fragments expanded, introspection included. */
   maxAliases: number;
-  /** Fields selected in one document, fragments expanded once per use. */
+  /** Fields selected in one operation, fragments expanded once per use, introspection included. */
   maxFields: number;
+  /** Lexical tokens in one document (graphql-js stops parsing past it). */
+  maxTokens: number;
+  /** Nesting of `{`, `[` and `(` in the document text, checked before the (recursive) parser runs. */
+  maxNesting: number;
 }
 
-export const DEFAULT_QUERY_LIMITS: QueryLimits = { maxDepth: 14, maxAliases: 30, maxFields: 2_000 };
+export const DEFAULT_QUERY_LIMITS: QueryLimits = {
+  maxDepth: 14,
+  maxIntrospectionDepth: 20,
+  maxAliases: 30,
+  maxFields: 2_000,
+  maxTokens: 20_000,
+  maxNesting: 128,
+};
+
+const tooComplex = (problem: string) =>
+  toGraphQLError(new DomainError('QUERY_TOO_COMPLEX', `This operation ${problem}; split it into smaller ones.`));
+
+/** What a selection set costs, its fragments expanded. */
+interface Measure {
+  /** Field levels, introspection subtrees counted as one level. */
+  depth: number;
+  /** Field levels, everything counted. */
+  fullDepth: number;
+  /** Field levels down to the deepest point inside an introspection subtree (0 if none). */
+  introspectionDepth: number;
+  fields: number;
+  aliases: number;
+}
+
+const EMPTY: Measure = { depth: 0, fullDepth: 0, introspectionDepth: 0, fields: 0, aliases: 0 };
 
 /**
  * Refuses documents that are too deep, too wide or too aliased before they execute, with
  * QUERY_TOO_COMPLEX: a nested session graph is cheap per level, but unbounded nesting is not.
+ * Each fragment is measured once and its measure reused at every spread, so the cost of this rule
+ * is linear in the document even when fragments double at each level (`F_i { ...F_{i-1}
+ * ...F_{i-1} }` expands to 2^n fields and is refused by its count, not by expanding it). A spread
+ * that closes a cycle counts as empty: graphql-js's NoFragmentCycles refuses the document anyway.
  */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   return (context: ValidationContext): ASTVisitor => {
@@ -30,51 +70,147 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
     for (const def of context.getDocument().definitions) {
       if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
     }
-    let fields = 0;
-    let aliases = 0;
-    const measure = (set: SelectionSetNode, depth: number, seen: Set<string>): number => {
-      let deepest = depth;
+    const measured = new Map<string, Measure>();
+    const inProgress = new Set<string>();
+
+    const fragmentMeasure = (name: string): Measure => {
+      const known = measured.get(name);
+      if (known) return known;
+      const fragment = fragments.get(name);
+      if (!fragment || inProgress.has(name)) return EMPTY;
+      inProgress.add(name);
+      const result = measure(fragment.selectionSet);
+      inProgress.delete(name);
+      measured.set(name, result);
+      return result;
+    };
+
+    const measure = (set: SelectionSetNode): Measure => {
+      const total = { ...EMPTY };
+      const add = (m: Measure, levels: number, introspection: boolean) => {
+        total.fields += m.fields;
+        total.aliases += m.aliases;
+        total.fullDepth = Math.max(total.fullDepth, levels + m.fullDepth);
+        if (introspection) {
+          total.depth = Math.max(total.depth, levels);
+          total.introspectionDepth = Math.max(total.introspectionDepth, levels + m.fullDepth);
+        } else {
+          total.depth = Math.max(total.depth, levels + m.depth);
+          if (m.introspectionDepth > 0) total.introspectionDepth = Math.max(total.introspectionDepth, levels + m.introspectionDepth);
+        }
+      };
       for (const selection of set.selections) {
         if (selection.kind === Kind.FIELD) {
-          // Introspection is bounded by the schema itself (GraphiQL's query nests type refs 8 deep).
-          if (selection.name.value.startsWith('__')) continue;
-          fields++;
-          if (selection.alias) aliases++;
-          if (selection.selectionSet) deepest = Math.max(deepest, measure(selection.selectionSet, depth + 1, seen));
+          total.fields++;
+          if (selection.alias) total.aliases++;
+          const child = selection.selectionSet ? measure(selection.selectionSet) : EMPTY;
+          add(child, 1, selection.name.value.startsWith('__'));
         } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-          deepest = Math.max(deepest, measure(selection.selectionSet, depth, seen));
+          add(measure(selection.selectionSet), 0, false);
         } else {
-          const fragment = fragments.get(selection.name.value);
-          if (!fragment || seen.has(fragment.name.value)) continue;
-          deepest = Math.max(deepest, measure(fragment.selectionSet, depth, new Set(seen).add(fragment.name.value)));
+          add(fragmentMeasure(selection.name.value), 0, false);
         }
       }
-      return deepest;
+      return total;
     };
+
     return {
       OperationDefinition(node) {
-        const depth = measure(node.selectionSet, 1, new Set());
+        const m = measure(node.selectionSet);
         const problem =
-          depth > limits.maxDepth
-            ? `is ${depth} levels deep (at most ${limits.maxDepth})`
-            : aliases > limits.maxAliases
-              ? `has ${aliases} aliases (at most ${limits.maxAliases})`
-              : fields > limits.maxFields
-                ? `selects ${fields} fields (at most ${limits.maxFields})`
-                : null;
-        if (problem) {
-          context.reportError(toGraphQLError(new DomainError('QUERY_TOO_COMPLEX', `This operation ${problem}; split it into smaller ones.`)));
-        }
+          m.depth > limits.maxDepth
+            ? `is ${m.depth} levels deep (at most ${limits.maxDepth})`
+            : m.introspectionDepth > limits.maxIntrospectionDepth
+              ? `is ${m.introspectionDepth} levels deep in introspection (at most ${limits.maxIntrospectionDepth})`
+              : m.aliases > limits.maxAliases
+                ? `has ${m.aliases} aliases (at most ${limits.maxAliases})`
+                : m.fields > limits.maxFields
+                  ? `selects ${m.fields} fields (at most ${limits.maxFields})`
+                  : null;
+        if (problem) context.reportError(tooComplex(problem));
       },
     };
   };
 }
 
+/**
+ * The deepest nesting of `{`, `[` and `(` in a GraphQL document, strings, block strings and
+ * comments skipped. graphql-js parses recursively: 10,000 nested selections or list literals
+ * overflow its stack. This linear scan runs first, so such a document is refused, not crashed on.
+ */
+export function documentNesting(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b || c === 0x5b || c === 0x28) {
+      if (++depth > deepest) deepest = depth;
+    } else if (c === 0x7d || c === 0x5d || c === 0x29) {
+      if (depth > 0) depth--;
+    } else if (c === 0x23) {
+      // # comment to the end of the line
+      while (i + 1 < n && text.charCodeAt(i + 1) !== 0x0a && text.charCodeAt(i + 1) !== 0x0d) i++;
+    } else if (c === 0x22) {
+      if (text.startsWith('"""', i)) {
+        i += 3;
+        while (i < n && !text.startsWith('"""', i)) i += text.startsWith('\\"""', i) ? 4 : 1;
+        i += 2;
+      } else {
+        i++;
+        while (i < n && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a) i += text.charCodeAt(i) === 0x5c ? 2 : 1;
+      }
+    }
+  }
+  return deepest;
+}
+
+/**
+ * Parsing with limits: the nesting scan, then graphql-js's parser with `maxTokens`. A syntax error
+ * is the client's: it answers BAD_USER_INPUT (graphql-js gives it no code).
+ */
+export function limitedParse(limits: QueryLimits) {
+  return (source: string | Source, options?: ParseOptions) => {
+    const text = typeof source === 'string' ? source : source.body;
+    const nesting = documentNesting(text);
+    if (nesting > limits.maxNesting) throw tooComplex(`nests brackets ${nesting} deep (at most ${limits.maxNesting})`);
+    try {
+      return parse(source, { ...options, maxTokens: limits.maxTokens });
+    } catch (error) {
+      if (error instanceof GraphQLError && !error.extensions.code) {
+        // graphql 16 spells it "more that N tokens".
+        if (/more tha[nt] \d+ tokens/.test(error.message)) throw tooComplex(`has more than ${limits.maxTokens} tokens`);
+        throw new GraphQLError(error.message, {
+          source: error.source,
+          positions: error.positions,
+          extensions: { code: 'BAD_USER_INPUT' },
+        });
+      }
+      throw error;
+    }
+  };
+}
+
 export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plugin {
   const rule = queryLimitsRule(limits);
+  const parseWithLimits = limitedParse(limits);
   return {
-    onValidate({ addValidationRule }) {
-      addValidationRule(rule);
+    onParse({ setParseFn }) {
+      setParseFn(parseWithLimits);
+    },
+    onValidate({ params, setResult }) {
+      // The limits first, alone: graphql-js's own rules are superlinear on some documents a limit
+      // refuses (OverlappingFieldsCanBeMerged on 500 aliased __schema took 300 ms), so such a
+      // document is refused without running them.
+      const refused = validate(params.schema, params.documentAST, [rule]);
+      if (refused.length) {
+        setResult(refused);
+        return;
+      }
+      // Validation errors skip the masking step (graphql-yoga only masks execution results).
+      return ({ result, setResult: replace }) => {
+        if (result.length) replace(result.map((error) => asClientError(error) ?? error));
+      };
     },
   };
 }

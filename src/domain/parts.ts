@@ -37,9 +37,22 @@ export interface DraftMessage {
 export const LIMITS = {
   messagesPerCall: 1000,
   partsPerMessage: 1000,
+  /** Client-chosen identifiers: agent ids, tool call ids, tool names, global IDs. */
   idLength: 256,
   attachmentBytes: 5 * 1024 * 1024,
   titleChars: 10_000,
+  /** Any other string argument (text, tool results, summaries, system prompts), in UTF-16 units. */
+  stringLength: 5 * 1024 * 1024,
+  /** Nesting of a JSON argument (settings, metadata, tool arguments, turn context). */
+  jsonDepth: 64,
+  /** A JSON argument's size as serialized, in UTF-16 units. */
+  jsonLength: 1024 * 1024,
+  /**
+   * All strings and JSON of one field's arguments together, in UTF-16 units: bounds what one
+   * request can make the server count and store (1,000 messages of 1,000 parts each would
+   * otherwise pass every per-string cap).
+   */
+  argumentsLength: 8 * 1024 * 1024,
 };
 
 /** Validates one message input and turns it into parts; `where` names it in errors. */

@@ -1,6 +1,83 @@
-import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import cl100k from 'gpt-tokenizer/encoding/cl100k_base';
+import o200k from 'gpt-tokenizer/encoding/o200k_base';
+import { ByteMerger } from './byte-pair-merge.js';
+import { precounted } from './token-precount.js';
 import type { StoredPart, TokenCounts, TokenEncoding } from './types.js';
+
+/**
+ * The parts of gpt-tokenizer's encoder this module uses. They are not in its typings (the
+ * processor is private), so `bpeCounter` checks they exist and fails at import if an upgrade
+ * moved them, rather than miscounting.
+ */
+interface BpeCore {
+  tokenSplitRegex: RegExp;
+  getBpeRankFromString(piece: string): number | undefined;
+  getBpeRankFromBytes(bytes: Uint8Array): number | undefined;
+  bytePairEncode(piece: string): number[];
+}
+
+/**
+ * Pieces up to this many UTF-16 units go through gpt-tokenizer's own merge (fast and cached for
+ * the short pieces ordinary text is made of); longer ones, where its merge turns quadratic
+ * (base64, minified code, hashes, CJK runs), through the heap merge, which gives the same tokens.
+ */
+export const LONG_PIECE = 256;
+
+export interface BpeCounter {
+  count(text: string): number;
+  /** The tokens of `text`, with long pieces merged by the heap merge (for tests). */
+  encode(text: string): number[];
+}
+
+function bpeCounter(api: object, name: string, longPiece: number): BpeCounter {
+  const core = (api as { bytePairEncodingCoreProcessor?: BpeCore }).bytePairEncodingCoreProcessor;
+  if (
+    !core ||
+    !(core.tokenSplitRegex instanceof RegExp) ||
+    typeof core.getBpeRankFromString !== 'function' ||
+    typeof core.getBpeRankFromBytes !== 'function' ||
+    typeof core.bytePairEncode !== 'function'
+  ) {
+    throw new Error(`gpt-tokenizer's ${name} encoder no longer has the shape domain/tokens.ts relies on.`);
+  }
+  const merger = new ByteMerger((bytes) => core.getBpeRankFromBytes(bytes));
+  const utf8 = new TextEncoder();
+  const split = new RegExp(core.tokenSplitRegex.source, core.tokenSplitRegex.flags);
+  // The same pieces as gpt-tokenizer's countNative with no special token allowed: special-token
+  // text in user content is ordinary text.
+  const pieces = function* (text: string) {
+    for (const [piece] of text.matchAll(split)) yield piece;
+  };
+  return {
+    count(text) {
+      let total = 0;
+      for (const piece of pieces(text)) {
+        if (core.getBpeRankFromString(piece) !== undefined) total++;
+        else if (piece.length <= longPiece) total += core.bytePairEncode(piece).length;
+        else total += merger.count(utf8.encode(piece));
+      }
+      return total;
+    },
+    encode(text) {
+      const out: number[] = [];
+      for (const piece of pieces(text)) {
+        const rank = core.getBpeRankFromString(piece);
+        if (rank !== undefined) out.push(rank);
+        else if (piece.length <= longPiece) out.push(...core.bytePairEncode(piece));
+        else for (const t of merger.merge(utf8.encode(piece))) out.push(t);
+      }
+      return out;
+    },
+  };
+}
+
+const encoders = { O200K_BASE: [o200k, 'o200k_base'], CL100K_BASE: [cl100k, 'cl100k_base'] } as const;
+
+/** A counter that sends pieces longer than `longPiece` through the heap merge (tests pass 0). */
+export const createBpeCounter = (encoding: keyof typeof encoders, longPiece = LONG_PIECE) =>
+  bpeCounter(encoders[encoding][0], encoders[encoding][1], longPiece);
+
+const bpe = { O200K_BASE: createBpeCounter('O200K_BASE'), CL100K_BASE: createBpeCounter('CL100K_BASE') };
 
 /**
  * Token counting. Real BPE counts for the two OpenAI encodings (gpt-tokenizer), and characters/4
@@ -11,9 +88,8 @@ export function countTokens(text: string, encoding: TokenEncoding): number {
   if (text.length === 0) return 0;
   switch (encoding) {
     case 'O200K_BASE':
-      return encodeO200k(text, { disallowedSpecial: new Set() }).length;
     case 'CL100K_BASE':
-      return encodeCl100k(text, { disallowedSpecial: new Set() }).length;
+      return precounted(text)?.[encoding] ?? bpe[encoding].count(text);
     case 'CHARS_DIV_4':
       return Math.ceil(countCodePoints(text) / 4);
   }

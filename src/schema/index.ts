@@ -1,5 +1,6 @@
 import { lexicographicSortSchema } from 'graphql';
 import { builder } from './builder.js';
+import { validateArguments } from './validate-args.js';
 import './scalars.js';
 import './turn.js';
 import './message.js';
@@ -8,5 +9,8 @@ import './assembly.js';
 import './events.js';
 import './turn-events.js';
 
-/** The whole GraphQL schema, with types sorted so the printed SDL is stable. */
-export const schema = lexicographicSortSchema(builder.toSchema());
+/**
+ * The whole GraphQL schema, with types sorted so the printed SDL is stable, and every field's
+ * arguments checked by the one input validator before its resolver runs.
+ */
+export const schema = validateArguments(lexicographicSortSchema(builder.toSchema()));

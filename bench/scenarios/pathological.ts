@@ -1,0 +1,75 @@
+/**
+ * Scenario `pathological`: the longest event-loop stall each input of issue 11 section 1 causes,
+ * sent over real HTTP to a listening app (the rule: nothing blocks the loop for more than 50 ms),
+ * and the token counter on long pieces against gpt-tokenizer's own (quadratic) merge.
+ */
+import { clearMergeCache, encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { createBpeCounter } from '../../src/domain/tokens.js';
+import { pathologicalInputs, sendWhileSampling } from '../../test/helpers/pathological.js';
+import { round, type Row, type Scenario } from '../lib.js';
+
+const TEXT_BYTES = 5 * 1024 * 1024;
+
+/** Wall time, and CPU time (the honest figure when the machine is shared and the wall clock is not). */
+function timed(fn: () => unknown) {
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  fn();
+  const used = process.cpuUsage(cpu);
+  return { wall: performance.now() - started, cpu: (used.user + used.system) / 1000 };
+}
+
+const pathological: Scenario = {
+  name: 'pathological',
+  description: 'event-loop stall per pathological request (5 MiB texts, fragment bomb, deep nesting); token counting on long pieces',
+  async run(ctx) {
+    const rows: Row[] = [];
+    // A fresh counter and an empty gpt-tokenizer cache: both cache by text, and the scenario runs
+    // once per backend in the same process.
+    const counter = createBpeCounter('O200K_BASE');
+    clearMergeCache();
+    for (const n of [10_000, 40_000]) {
+      const text = 'x'.repeat(n);
+      const before = timed(() => encodeO200k(text, { disallowedSpecial: new Set() }));
+      const after = timed(() => counter.count(text));
+      rows.push({
+        metric: `tokens.x${n / 1000}k.gpt-tokenizer`,
+        value: round(before.cpu, 1),
+        unit: 'ms cpu',
+        note: `one piece, gpt-tokenizer's merge; ${round(before.wall, 0)} ms wall`,
+      });
+      rows.push({
+        metric: `tokens.x${n / 1000}k.heap`,
+        value: round(after.cpu, 1),
+        unit: 'ms cpu',
+        note: `same piece, heap merge; ${round(after.wall, 0)} ms wall`,
+      });
+    }
+    const big = 'x'.repeat(TEXT_BYTES);
+    const huge = timed(() => counter.count(big));
+    rows.push({ metric: 'tokens.x5MiB.heap', value: round(huge.cpu, 1), unit: 'ms cpu', note: `${round(huge.wall, 0)} ms wall` });
+
+    const url = await ctx.app.listen(0, '127.0.0.1');
+    const { createSession } = await ctx.gql<{ createSession: { id: string } }>(
+      'mutation { createSession(input: { title: "stall" }) { id } }',
+    );
+    for (const input of pathologicalInputs(TEXT_BYTES)) {
+      const { maxStallMs, totalMs, body } = await sendWhileSampling(url, input, createSession.id);
+      const answer = body.errors?.[0]?.extensions?.code ?? 'ok';
+      const slug = input.name
+        .replace(/[^a-z0-9]+/gi, '-')
+        .replace(/^-|-$/g, '')
+        .toLowerCase();
+      rows.push({
+        metric: `stall.${slug}`,
+        value: round(maxStallMs, 1),
+        unit: 'ms',
+        target: { op: '<=', value: 50 },
+        note: `${answer}; answered in ${round(totalMs, 0)} ms`,
+      });
+    }
+    return rows;
+  },
+};
+
+export default pathological;

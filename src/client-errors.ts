@@ -1,0 +1,84 @@
+import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+
+/** Codes graphql-yoga gives a refused request, which the contract spells BAD_USER_INPUT. */
+const YOGA_CLIENT_CODES = new Set(['BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
+
+/**
+ * The contract's form of an error the client caused, or null for one that must be masked.
+ * graphql-js reports syntax, validation and coercion failures (a wrong enum, a missing required
+ * variable, 2^31 for an Int, "Invalid global ID" from an argument's decoding) as GraphQL errors
+ * without a code, created by graphql-js itself (no original error, or a GraphQL error as the
+ * original): they are the client's and answer BAD_USER_INPUT. A GraphQL error wrapping anything
+ * else (a failed invariant, a database error) is not.
+ */
+export function asClientError(error: unknown): GraphQLError | null {
+  if (!(error instanceof GraphQLError)) return null;
+  const original = error.originalError;
+  if (original && !(original instanceof GraphQLError)) return null;
+  const code = (original instanceof GraphQLError ? original.extensions.code : undefined) ?? error.extensions.code;
+  const message = withClientIds(error.message);
+  if (typeof code === 'string' && !YOGA_CLIENT_CODES.has(code)) {
+    if (message === error.message) return error;
+    return new GraphQLError(message, {
+      nodes: error.nodes,
+      source: error.source,
+      positions: error.positions,
+      path: error.path,
+      extensions: error.extensions,
+    });
+  }
+  return new GraphQLError(message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    extensions: { ...error.extensions, code: 'BAD_USER_INPUT' },
+  });
+}
+
+const NODE_UUID =
+  /\b(Session|Message|Turn|Attachment)\b([^.:"]{0,40}?)\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/gi;
+
+/**
+ * A message as the client may see it: a database id after the name of its type ("Turn 01a2…
+ * was not found") becomes the global ID the client knows that object by. Applied to every error
+ * that reaches a client, so no code path can leak an internal id into a message.
+ */
+export function withClientIds(message: string): string {
+  return message.replace(NODE_UUID, (_m, type: string, between: string, uuid: string) => {
+    const typename = type[0].toUpperCase() + type.slice(1).toLowerCase();
+    return `${type}${between}${Buffer.from(`${typename}:${uuid.toLowerCase()}`).toString('base64')}`;
+  });
+}
+
+/**
+ * Refuses multipart requests with a code, and turns a request graphql-yoga cannot read (`variables=%7Bbad` on a GET, whose JSON.parse throws
+ * a plain SyntaxError) into a 400 with BAD_USER_INPUT instead of a masked internal error.
+ */
+export function useRequestParseErrors(): Plugin {
+  return {
+    onRequestParse({ request, requestParser, setRequestParser }) {
+      if (request.headers.get('content-type')?.toLowerCase().startsWith('multipart/')) {
+        // Uploads are off (`multipart: false`); say so with a code rather than an empty 415.
+        setRequestParser(() => {
+          throw new GraphQLError('File uploads (multipart requests) are not accepted; send JSON.', {
+            extensions: { code: 'BAD_USER_INPUT', http: { status: 415 } },
+          });
+        });
+        return;
+      }
+      if (!requestParser) return;
+      setRequestParser(async (request) => {
+        try {
+          return await requestParser(request);
+        } catch (error) {
+          if (error instanceof GraphQLError) throw error;
+          throw new GraphQLError(`The request could not be read: ${(error as Error)?.message ?? String(error)}`, {
+            extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+          });
+        }
+      });
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { describe, expect, it } from 'vitest';
+import { backend, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { pathologicalInputs, sendWhileSampling } from '../helpers/pathological.js';
+import { wsClient } from '../helpers/subscriptions.js';
+
+/**
+ * Each input that once froze the server, sent over real HTTP to a listening app: it must be
+ * answered (refused with its code, or accepted with exact token counts), not hang the process.
+ * The stall each causes is measured by `npm run bench -- pathological` (a timed assertion would
+ * be flaky on a shared machine); this test checks the answers.
+ */
+let app: TestApp;
+let url: string;
+let sessionId: string;
+
+useTestApp(async (built) => {
+  app = built;
+  url = await app.listen(0, '127.0.0.1');
+  const data = await gqlOk<{ createSession: { id: string } }, unknown>(
+    app,
+    'mutation { createSession(input: { title: "event loop" }) { id } }',
+  );
+  sessionId = data.createSession.id;
+});
+
+const TEXT = 1024 * 1024;
+// 'x' repeated merges into tokens of a fixed length; the reference finishes on a short run.
+const X_TOKENS = TEXT / (4096 / encode('x'.repeat(4096)).length);
+
+describe(`pathological inputs over HTTP (${backend.label})`, () => {
+  it.each(pathologicalInputs(TEXT).map((input) => [input.name, input] as const))('%s is answered', async (_name, input) => {
+    const messagesBefore = await app.runtime.db.prisma.message.count();
+    const { body } = await sendWhileSampling(url, input, sessionId);
+    if (input.code) {
+      expect(body.errors?.map((e) => e.extensions?.code)).toEqual([input.code]);
+      expect(await app.runtime.db.prisma.message.count()).toBe(messagesBefore);
+    } else {
+      expect(body.errors).toBeUndefined();
+      const [message] = body.data!.appendMessages.messages;
+      if (input.name.startsWith("text: 'x'")) expect(message.tokenCount).toBe(X_TOKENS);
+      else expect(message.tokenCount).toBeGreaterThan(0);
+    }
+  });
+
+  it('refuses a too deep document over WebSocket with its code, keeping the connection', async () => {
+    const client = wsClient(url);
+    try {
+      const run = (query: string) =>
+        new Promise<unknown>((resolve) => {
+          client.subscribe({ query }, { next: (value) => resolve(value), error: (error) => resolve(error), complete: () => resolve(null) });
+        });
+      const refused = (await run(`subscription { ${'sessionEvents { '.repeat(10_000)}${'}'.repeat(10_000)} }`)) as {
+        extensions?: { code?: string };
+      }[];
+      expect(refused.map((e) => e.extensions?.code)).toEqual(['QUERY_TOO_COMPLEX']);
+      const syntax = (await run('subscription {')) as { extensions?: { code?: string } }[];
+      expect(syntax.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+      const invalid = (await run('subscription { nothing }')) as { extensions?: { code?: string } }[];
+      expect(invalid.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+    } finally {
+      await client.dispose();
+    }
+  });
+});
