@@ -4,7 +4,7 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
-import { DEFAULT_CACHE_CONFIG, type AppConfig } from '../../src/config.js';
+import { loadConfig, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 
 /**
@@ -33,6 +33,8 @@ export interface TestApp extends App {
 
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   return {
+    // The server's defaults outside production, without rate limiting (tests send bursts on purpose).
+    ...loadConfig({ RATE_LIMIT: '0' }),
     port: 0,
     host: '127.0.0.1',
     dataDir: 'memory://',
@@ -41,8 +43,6 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     redisPrefix: `sgtest:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
-    production: false,
-    caches: DEFAULT_CACHE_CONFIG,
     ...overrides,
   };
 }
@@ -77,13 +77,13 @@ export async function dropTestDatabases() {
  * same database and Redis channels (multi-instance tests).
  */
 export async function createTestApp(
-  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp } = {},
+  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp; config?: Partial<AppConfig> } = {},
 ): Promise<TestApp> {
   const redisPrefix = options.shareWith?.redisPrefix ?? testConfig().redisPrefix;
   let databaseUrl = options.shareWith?.databaseUrl ?? null;
   if (!databaseUrl && backend.postgresUrl) databaseUrl = await freshPostgresDatabase();
   if (options.shareWith && !databaseUrl) throw new Error('a shared instance needs PostgreSQL (TEST_DATABASE_URL)');
-  const config = testConfig({ databaseUrl, redisPrefix, apiKeys: options.apiKeys ?? [] });
+  const config = testConfig({ databaseUrl, redisPrefix, apiKeys: options.apiKeys ?? [], ...options.config });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const app = await buildApp(config, { database });
   return Object.assign(app, { databaseUrl, redisPrefix });

@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import { hashApiKey } from './auth.js';
+import type { PrismaClient } from './generated/prisma/client.js';
+
+/** What `list` shows of a key: never the key, which only its creator ever sees. */
+export interface ApiKeyInfo {
+  id: string;
+  workspace: string;
+  name: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+/** A new key (`sg_` + 32 random bytes, base64url); only its SHA-256 is stored. Creates the workspace if needed. */
+export async function createApiKey(
+  prisma: PrismaClient,
+  input: { workspace: string; name?: string },
+): Promise<ApiKeyInfo & { key: string }> {
+  const key = `sg_${randomBytes(32).toString('base64url')}`;
+  const workspace = await prisma.workspace.upsert({ where: { name: input.workspace }, create: { name: input.workspace }, update: {} });
+  const row = await prisma.apiKey.create({
+    data: { workspaceId: workspace.id, name: input.name ?? input.workspace, keyHash: hashApiKey(key) },
+  });
+  return { id: row.id, workspace: workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: null, key };
+}
+
+export async function listApiKeys(prisma: PrismaClient): Promise<ApiKeyInfo[]> {
+  const rows = await prisma.apiKey.findMany({ include: { workspace: true }, orderBy: { createdAt: 'asc' } });
+  return rows.map((row) => ({ id: row.id, workspace: row.workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: row.revokedAt }));
+}
+
+/**
+ * Marks a key revoked (once: revoking again keeps the first time). Every server instance refuses it
+ * within its AUTH_CACHE_MS. Returns null for an unknown id.
+ */
+export async function revokeApiKey(prisma: PrismaClient, id: string): Promise<ApiKeyInfo | null> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  await prisma.apiKey.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } });
+  const row = await prisma.apiKey.findUnique({ where: { id }, include: { workspace: true } });
+  return row && { id: row.id, workspace: row.workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: row.revokedAt };
+}
