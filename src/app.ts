@@ -268,7 +268,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
 
 /**
  * CORS headers only for configured origins: a listed origin is echoed with credentials; `*`
- * answers any origin without credentials; anything else gets no CORS headers at all.
+ * allows any origin (echoed, `Vary: Origin`) without credentials; anything else gets no CORS
+ * headers at all, so a browser refuses to show it the answer.
  */
 function corsFor(origin: string | null, allowed: string[]) {
   if (!origin) return false as const;
