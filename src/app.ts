@@ -152,10 +152,11 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
 
   // connectionsCheckingInterval is how often Node enforces headersTimeout and requestTimeout.
   const server = createServer({ connectionsCheckingInterval: Math.min(1_000, config.timeouts.headersMs) }, (req, res) => {
-    if (stopping) {
-      res.setHeader('connection', 'close');
-      res.on('finish', () => setImmediate(() => server.closeIdleConnections()));
-    }
+    if (stopping) res.setHeader('connection', 'close');
+    // A keep-alive connection whose request was in flight at shutdown must not hold the drain open.
+    res.on('finish', () => {
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
     void yoga(req, res);
   });
   server.headersTimeout = config.timeouts.headersMs;

@@ -30,9 +30,12 @@ export function isOutage(error: unknown, depth = 0): boolean {
   return [e.cause, e.meta?.driverAdapterError, e.meta?.cause, e.originalError].some((inner) => inner !== e && isOutage(inner, depth + 1));
 }
 
-/** The client-facing refusal for an outage: retryable, carrying no internal detail. */
-export const serviceUnavailable = (what = 'The database') =>
-  new DomainError('SERVICE_UNAVAILABLE', `${what} is unavailable right now; retry shortly.`, { retryable: true });
+/** The client-facing refusal for an outage: retryable, carrying no internal detail (`cause` is for the log). */
+export function serviceUnavailable(cause?: unknown, what = 'The database'): DomainError {
+  const refusal = new DomainError('SERVICE_UNAVAILABLE', `${what} is unavailable right now; retry shortly.`, { retryable: true });
+  if (cause !== undefined) Object.defineProperty(refusal, 'cause', { value: cause, enumerable: false });
+  return refusal;
+}
 
-/** `serviceUnavailable()` when `error` is an outage, else null. */
-export const asServiceUnavailable = (error: unknown) => (isOutage(error) ? serviceUnavailable() : null);
+/** `serviceUnavailable(error)` when `error` is an outage, else null. */
+export const asServiceUnavailable = (error: unknown) => (isOutage(error) ? serviceUnavailable(error) : null);
