@@ -30,9 +30,13 @@ console.log(`storage: ${db.description}; pub/sub: ${bus.description}; auth: ${au
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, async () => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: the operator does not want to wait for the grace period.
+      logger.warn('second signal, exiting now', { signal });
+      process.exit(1);
+    }
     stopping = true;
-    logger.info('shutting down', { signal });
+    logger.info('shutting down', { signal, graceMs: config.shutdownGraceMs });
     try {
       await app.close();
       process.exit(0);

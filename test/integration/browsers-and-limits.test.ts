@@ -138,6 +138,20 @@ describe(`rate limits (${backend.label})`, () => {
   });
 });
 
+describe(`response size caps (${backend.label})`, () => {
+  it('refuses message pages over 500; sessions, forks and turns clamp first/last to their maximum instead', async () => {
+    const app = await make();
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, never>(app, CREATE);
+    const tooMany = await gql(app, `{ session(id: "${createSession.id}") { messages(first: 501) { edges { cursor } } } }`);
+    expect(tooMany.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    const clamped = await gql(
+      app,
+      `{ sessions(first: 100000) { edges { cursor } } session(id: "${createSession.id}") { forks(first: 100000) { edges { cursor } } turns(last: 100000) { edges { cursor } } } }`,
+    );
+    expect(clamped.errors).toBeUndefined();
+  });
+});
+
 describe(`slow clients (${backend.label})`, () => {
   it('closes a connection whose headers never finish after HEADERS_TIMEOUT_MS', async () => {
     const app = await make({ config: { timeouts: { headersMs: 300, requestMs: 600, keepAliveMs: 1_000 } } });
