@@ -162,6 +162,9 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   server.headersTimeout = config.timeouts.headersMs;
   server.requestTimeout = config.timeouts.requestMs;
   server.keepAliveTimeout = config.timeouts.keepAliveMs;
+  // A client that stops reading a large response stalls its socket; SSE streams ping every 12 s
+  // and WebSockets leave this timer once upgraded, so only dead or stalled sockets hit it.
+  server.timeout = config.timeouts.idleMs;
 
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
   const wsServer = useServer<Record<string, unknown>, { request: IncomingMessage }>(

@@ -75,7 +75,7 @@ export interface AppConfig {
   /** How long a shutdown waits for in-flight requests before cutting their connections. */
   shutdownGraceMs: number;
   /** Node `http.Server` limits against slow clients. */
-  timeouts: { headersMs: number; requestMs: number; keepAliveMs: number };
+  timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; idleMs: number };
   /** Longest wait for one dependency in `/readyz`. */
   readyTimeoutMs: number;
 }
@@ -104,6 +104,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | GRAPHIQL | false in production, else true | GraphiQL and introspection |
  * | SHUTDOWN_GRACE_MS | 10000 | in-flight requests get this long on SIGTERM |
  * | HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS | 10000, 30000, 5000 | slow-client limits |
+ * | IDLE_TIMEOUT_MS | 60000 | an HTTP socket with no traffic either way this long is destroyed (0: never) |
  * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
  * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
@@ -157,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       headersMs: parseInteger(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
       requestMs: parseInteger(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
       keepAliveMs: parseInteger(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),
+      idleMs: parseInteger(env, 'IDLE_TIMEOUT_MS', 60_000, 0),
     },
     readyTimeoutMs: parseInteger(env, 'READY_TIMEOUT_MS', 500, 1),
   };

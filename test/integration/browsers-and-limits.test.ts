@@ -154,7 +154,7 @@ describe(`response size caps (${backend.label})`, () => {
 
 describe(`slow clients (${backend.label})`, () => {
   it('closes a connection whose headers never finish after HEADERS_TIMEOUT_MS', async () => {
-    const app = await make({ config: { timeouts: { headersMs: 300, requestMs: 600, keepAliveMs: 1_000 } } });
+    const app = await make({ config: { timeouts: { headersMs: 300, requestMs: 600, keepAliveMs: 1_000, idleMs: 60_000 } } });
     const url = new URL(await app.listen(0, '127.0.0.1'));
     const socket = connect(Number(url.port), '127.0.0.1');
     let answer = '';

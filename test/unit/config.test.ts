@@ -40,7 +40,7 @@ describe('configuration from the environment', () => {
       corsOrigins: [],
       rateLimit: { requests: 3_000, windowMs: 60_000 },
       shutdownGraceMs: 10_000,
-      timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 },
+      timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000 },
       readyTimeoutMs: 500,
     });
     expect(loadConfig({ NODE_ENV: 'production' })).toMatchObject({ authRequired: true, graphiql: false });
@@ -60,6 +60,7 @@ describe('configuration from the environment', () => {
         HEADERS_TIMEOUT_MS: '2000',
         REQUEST_TIMEOUT_MS: '4000',
         KEEP_ALIVE_TIMEOUT_MS: '3000',
+        IDLE_TIMEOUT_MS: '0',
         READY_TIMEOUT_MS: '200',
       }),
     ).toMatchObject({
@@ -69,7 +70,7 @@ describe('configuration from the environment', () => {
       rateLimit: { requests: 0, windowMs: 1_000 },
       graphiql: false,
       shutdownGraceMs: 2_500,
-      timeouts: { headersMs: 2_000, requestMs: 4_000, keepAliveMs: 3_000 },
+      timeouts: { headersMs: 2_000, requestMs: 4_000, keepAliveMs: 3_000, idleMs: 0 },
       readyTimeoutMs: 200,
     });
   });
