@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { backend, createTestApp, dropTestDatabases, gql, gqlOk, type TestApp } from '../helpers/app.js';
+import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
 const apps: TestApp[] = [];
 afterAll(async () => {
@@ -122,6 +123,18 @@ describe(`rate limits (${backend.label})`, () => {
     expect((await gql(app, COUNT, undefined, { apiKey: keys[1].key })).errors).toBeUndefined();
     // Health checks are never limited.
     expect((await app.yoga.fetch('http://localhost/healthz')).status).toBe(200);
+  });
+
+  it('counts WebSocket subscribes too: over the limit a subscribe gets RATE_LIMITED with retryAfter', async () => {
+    const app = await make({ config: { rateLimit: { requests: 1, windowMs: 60_000 } } });
+    const url = await app.listen(0, '127.0.0.1');
+    const client = wsClient(url);
+    const query = 'subscription { sessionEvents(sessionId: "U2Vzc2lvbjowMDAwMDAwMC0wMDAwLTcwMDAtODAwMC0wMDAwMDAwMDAwMDA=") { sequence } }';
+    const first = subscribeWs(client, query, {}, (d) => d);
+    const second = subscribeWs(client, query, {}, (d) => d);
+    await expect(second.collector.until(() => false, 10_000)).rejects.toThrow(/"code":"RATE_LIMITED","retryAfter":\d+/);
+    first.unsubscribe();
+    await client.dispose();
   });
 
   it.runIf(backend.postgresUrl && backend.redisUrl)('shares one budget across instances through Redis', async () => {
