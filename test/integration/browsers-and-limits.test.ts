@@ -1,7 +1,10 @@
 import { connect } from 'node:net';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { backend, createTestApp, dropTestDatabases, gql, gqlOk, type TestApp } from '../helpers/app.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
+
+// Most tests here build their own app (a fresh database each): allow for a loaded machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 const apps: TestApp[] = [];
 afterAll(async () => {
@@ -174,6 +177,19 @@ describe(`slow clients (${backend.label})`, () => {
     socket.on('data', (chunk) => (answer += chunk));
     socket.write('POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n');
     await new Promise((resolve) => socket.on('close', resolve));
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it('closes a connection whose body trickles in for longer than REQUEST_TIMEOUT_MS', async () => {
+    const app = await make({ config: { timeouts: { headersMs: 300, requestMs: 600, keepAliveMs: 1_000, idleMs: 60_000 } } });
+    const url = new URL(await app.listen(0, '127.0.0.1'));
+    const socket = connect(Number(url.port), '127.0.0.1');
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk));
+    socket.write('POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"query"');
+    const trickle = setInterval(() => socket.write(' '), 100);
+    await new Promise((resolve) => socket.on('close', resolve));
+    clearInterval(trickle);
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
   });
 });

@@ -2,12 +2,15 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { hashApiKey } from '../../src/auth.js';
 import { createDatabase } from '../../src/db/database.js';
 import { createApiKey, revokeApiKey } from '../../src/keys.js';
 import { backend, createTestApp, dropTestDatabases, freshPostgresDatabase, gql, gqlError, testConfig, type TestApp } from '../helpers/app.js';
+
+// Most tests here build their own app (a fresh database each): allow for a loaded machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 const root = new URL('../..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'sg-keys-'));
