@@ -54,6 +54,9 @@ describe.runIf(postgresBin)('a PostgreSQL outage (a private server, stopped and 
         const result = await gql(app, document, variables);
         expect(result.errors?.[0]?.extensions, JSON.stringify(result)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
       }
+      // A key that cannot be checked is not called invalid.
+      const keyed = await gql(app, READ, { id: createSession.id }, { apiKey: 'unknown-key-0123456789abcdef' });
+      expect(keyed.errors?.[0]?.extensions).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
       // An unknown key over WebSocket: the check itself cannot run, so "try again later", not 4403 or 4500.
       const client = wsClient(url, { Authorization: 'Bearer unknown-key-0123456789abcdef' });
       const sub = subscribeWs(client, EVENTS, { id: createSession.id }, (d) => d);
@@ -81,10 +84,11 @@ describe.runIf(postgresBin)('a PostgreSQL outage (a private server, stopped and 
 describe.runIf(redisServerAvailable)(`/readyz with Redis killed (a private redis-server, ${backend.label})`, () => {
   let redis: PrivateRedis;
 
-  it('answers at once: 200 "degraded" naming pubsub, while queries still work, and "ok" once Redis is back', async () => {
+  it('answers at once: 200 "degraded" naming pubsub, while queries (and the rate limiter) still work, and "ok" once Redis is back', async () => {
     redis = await startPrivateRedis();
     cleanups.push(() => redis.kill());
-    const app = await createTestApp({ config: { redisUrl: redis.url, readyTimeoutMs: 300 } });
+    // Rate limiting on, so its counters live in the Redis that dies: it must let requests through.
+    const app = await createTestApp({ config: { redisUrl: redis.url, readyTimeoutMs: 300, rateLimit: { requests: 1_000, windowMs: 60_000 } } });
     cleanups.push(() => app.close());
     expect(await readyz(app)).toEqual({ status: 200, body: { status: 'ok', database: 'ok', pubsub: 'ok' } });
 
