@@ -177,9 +177,9 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
           await auth.workspaceFor(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.request));
           return true;
         } catch (error) {
-          const refusal = error instanceof DomainError ? error : null;
-          if (refusal?.code === 'UNAUTHENTICATED') return false;
-          if (refusal?.code === 'SERVICE_UNAVAILABLE' || isOutage(error)) {
+          const code = domainErrorOf(error)?.code;
+          if (code === 'UNAUTHENTICATED') return false;
+          if (code === 'SERVICE_UNAVAILABLE' || isOutage(error)) {
             logger.warn('dependency unavailable', { error, during: 'WebSocket connection_init' });
             // 1013 Try Again Later: graphql-ws clients treat it as retryable.
             ctx.extra.socket.close(1013, 'SERVICE_UNAVAILABLE: the database is unavailable; retry shortly');
