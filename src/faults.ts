@@ -1,7 +1,17 @@
 import { DomainError } from './errors.js';
 
 // Socket-level failures (node, pg, ioredis).
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+  'EAI_AGAIN',
+]);
 // Prisma: can't reach, timed out, closed connection, pool timeout.
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 // Prisma driver-adapter error kinds that mean the database is gone, not that the query was wrong.
@@ -11,13 +21,25 @@ const isPostgresOutage = (code: string) => /^08...$/.test(code) || ['57P01', '57
 const OUTAGE_MESSAGES =
   /Connection terminated|Client has encountered a connection error|not queryable|Can't reach database server|Server has closed the connection|PGlite is closed|Connection is closed|Timed out fetching a new connection/i;
 
+/** The fields drivers, Prisma and its adapters put on their errors (all optional, all unchecked). */
+interface ErrorShape {
+  code?: unknown;
+  kind?: unknown;
+  originalCode?: unknown;
+  message?: unknown;
+  errors?: unknown;
+  cause?: unknown;
+  originalError?: unknown;
+  meta?: { driverAdapterError?: unknown; cause?: unknown };
+}
+
 /**
  * Whether an error means a dependency (PostgreSQL, Redis) is unreachable rather than that the
  * request was wrong. Looks through `cause`, Prisma's `meta` and driver-adapter wrappers.
  */
 export function isOutage(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 6) return false;
-  const e = error as Record<string, any>;
+  const e = error as ErrorShape;
   const code = typeof e.code === 'string' ? e.code : undefined;
   if (code && (NETWORK_CODES.has(code) || PRISMA_CODES.has(code) || isPostgresOutage(code))) return true;
   if (typeof e.kind === 'string') {

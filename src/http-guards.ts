@@ -57,7 +57,7 @@ export const rateLimitedBody = (retryAfterSeconds: number) => ({
 });
 
 /** Every request to the GraphQL endpoint counts; over the limit: 429, `Retry-After`, RATE_LIMITED. */
-export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<{}, NodeServerContext> {
+export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<Record<string, unknown>, NodeServerContext> {
   return {
     async onRequest({ request, url, fetchAPI, endResponse, serverContext }) {
       if (url.pathname !== endpoint || request.method === 'OPTIONS') return;
@@ -65,7 +65,12 @@ export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<{},
       const decision = await limiter.take(identity);
       if (decision.allowed) return;
       endResponse(
-        json(fetchAPI, 429, { errors: [rateLimitedBody(decision.retryAfterSeconds)] }, { 'retry-after': String(decision.retryAfterSeconds) }),
+        json(
+          fetchAPI,
+          429,
+          { errors: [rateLimitedBody(decision.retryAfterSeconds)] },
+          { 'retry-after': String(decision.retryAfterSeconds) },
+        ),
       );
     },
   };

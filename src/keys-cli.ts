@@ -1,7 +1,7 @@
 // `npm run keys -- create --workspace NAME [--name LABEL] | list [--json] | revoke ID`: manages the
 // API keys of the configured database (DATABASE_URL, or the PGlite folder in DATA_DIR).
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
+import { type AppConfig, ConfigError, loadConfig } from './config.js';
 import { createDatabase } from './db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 
@@ -15,12 +15,15 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-let parsed;
+const options = {
+  workspace: { type: 'string' },
+  name: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+let parsed: ReturnType<typeof parseArgs<{ allowPositionals: true; options: typeof options }>>;
 try {
-  parsed = parseArgs({
-    allowPositionals: true,
-    options: { workspace: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-  });
+  parsed = parseArgs({ allowPositionals: true, options });
 } catch (error) {
   fail((error as Error).message);
 }
@@ -34,7 +37,7 @@ if (!['create', 'list', 'revoke'].includes(command)) fail(`unknown command "${co
 if (command === 'create' && !values.workspace?.trim()) fail('create needs --workspace NAME');
 if (command === 'revoke' && rest.length !== 1) fail('revoke needs exactly one key id (see `list`)');
 
-let config;
+let config: AppConfig;
 try {
   config = loadConfig();
 } catch (error) {
@@ -64,7 +67,13 @@ try {
         ...keys.map((k) => [k.id, k.workspace, k.name, k.createdAt.toISOString(), k.revokedAt?.toISOString() ?? '-']),
       ];
       const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-      for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
+      for (const row of rows)
+        console.log(
+          row
+            .map((cell, i) => cell.padEnd(widths[i]))
+            .join('  ')
+            .trimEnd(),
+        );
     }
   } else {
     const revoked = await revokeApiKey(db.prisma, rest[0]);

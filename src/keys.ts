@@ -26,7 +26,13 @@ export async function createApiKey(
 
 export async function listApiKeys(prisma: PrismaClient): Promise<ApiKeyInfo[]> {
   const rows = await prisma.apiKey.findMany({ include: { workspace: true }, orderBy: { createdAt: 'asc' } });
-  return rows.map((row) => ({ id: row.id, workspace: row.workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: row.revokedAt }));
+  return rows.map((row) => ({
+    id: row.id,
+    workspace: row.workspace.name,
+    name: row.name,
+    createdAt: row.createdAt,
+    revokedAt: row.revokedAt,
+  }));
 }
 
 /**

@@ -2,7 +2,14 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { backend, createTestApp, dropTestDatabases, gql, gqlOk, testConfig, type TestApp } from '../helpers/app.js';
-import { postgresBin, redisServerAvailable, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from '../helpers/private-servers.js';
+import {
+  postgresBin,
+  redisServerAvailable,
+  startPrivatePostgres,
+  startPrivateRedis,
+  type PrivatePostgres,
+  type PrivateRedis,
+} from '../helpers/private-servers.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -88,7 +95,9 @@ describe.runIf(redisServerAvailable)(`/readyz with Redis killed (a private redis
     redis = await startPrivateRedis();
     cleanups.push(() => redis.kill());
     // Rate limiting on, so its counters live in the Redis that dies: it must let requests through.
-    const app = await createTestApp({ config: { redisUrl: redis.url, readyTimeoutMs: 300, rateLimit: { requests: 1_000, windowMs: 60_000 } } });
+    const app = await createTestApp({
+      config: { redisUrl: redis.url, readyTimeoutMs: 300, rateLimit: { requests: 1_000, windowMs: 60_000 } },
+    });
     cleanups.push(() => app.close());
     expect(await readyz(app)).toEqual({ status: 200, body: { status: 'ok', database: 'ok', pubsub: 'ok' } });
 
@@ -143,11 +152,18 @@ describe(`graceful shutdown with requests and subscriptions in flight (${backend
     );
     const body = JSON.stringify({ query: READ, variables: { id: createSession.id } });
     const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-test': 'in-flight' } }, (res) => {
-        let text = '';
-        res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode!, text }));
-      });
+      const req = httpRequest(
+        url,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-test': 'in-flight' },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, text }));
+        },
+      );
       req.on('error', reject);
       req.write(body.slice(0, 10));
       (globalThis as { __finish?: () => void }).__finish = () => req.end(body.slice(10));

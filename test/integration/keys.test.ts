@@ -7,7 +7,16 @@ import { buildApp, type App } from '../../src/app.js';
 import { hashApiKey } from '../../src/auth.js';
 import { createDatabase } from '../../src/db/database.js';
 import { createApiKey, revokeApiKey } from '../../src/keys.js';
-import { backend, createTestApp, dropTestDatabases, freshPostgresDatabase, gql, gqlError, testConfig, type TestApp } from '../helpers/app.js';
+import {
+  backend,
+  createTestApp,
+  dropTestDatabases,
+  freshPostgresDatabase,
+  gql,
+  gqlError,
+  testConfig,
+  type TestApp,
+} from '../helpers/app.js';
 
 // Most tests here build their own app (a fresh database each): allow for a loaded machine.
 vi.setConfig({ testTimeout: 90_000 });
@@ -151,7 +160,10 @@ describe(`AUTH_REQUIRED (${backend.label})`, () => {
     const first = await make({ config: { authCacheMs: 300 } });
     const second = await make({ shareWith: first, config: { authCacheMs: 300 } });
     const created = await createApiKey(first.runtime.db.prisma, { workspace: 'shared' });
-    await eventually(async () => !(await gql(second, WHO, undefined, { apiKey: created.key })).errors, 'the new key works on the second instance');
+    await eventually(
+      async () => !(await gql(second, WHO, undefined, { apiKey: created.key })).errors,
+      'the new key works on the second instance',
+    );
     await revokeApiKey(first.runtime.db.prisma, created.id);
     await eventually(
       async () => (await gql(second, WHO, undefined, { apiKey: created.key })).errors?.[0]?.extensions?.code === 'UNAUTHENTICATED',

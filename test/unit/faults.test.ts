@@ -12,7 +12,10 @@ describe('telling an outage from a bad request', () => {
     ['Prisma cannot reach the server (P1001)', withCode('P1001')],
     ['pg losing its connection', new Error('Connection terminated unexpectedly')],
     ['a driver-adapter error', Object.assign(new Error('adapter'), { cause: { kind: 'DatabaseNotReachable', host: 'h', port: 1 } })],
-    ['a PostgreSQL error kind inside Prisma meta', Object.assign(new Error('query failed'), { meta: { driverAdapterError: { cause: { kind: 'postgres', code: '57P03' } } } })],
+    [
+      'a PostgreSQL error kind inside Prisma meta',
+      Object.assign(new Error('query failed'), { meta: { driverAdapterError: { cause: { kind: 'postgres', code: '57P03' } } } }),
+    ],
     ['every attempt refused (AggregateError)', new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')])],
     ['a closed PGlite', new Error('PGlite is closed')],
   ])('%s is an outage', (_, error) => {
