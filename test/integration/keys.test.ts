@@ -33,9 +33,14 @@ afterAll(async () => {
 
 const WHO = '{ sessions(first: 1) { totalCount } }';
 
-/** Runs `npm run keys -- ARGS` as a real process against `target`. */
-function keysCli(target: Record<string, string>, ...args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/keys-cli.ts', ...args], {
+/** Runs the keys CLI (from source through tsx) as a real process against `target`. */
+const keysCli = (target: Record<string, string>, ...args: string[]) => runCli(['--import', 'tsx', 'src/keys-cli.ts', ...args], target);
+
+/** Exactly what `npm run keys -- ARGS` runs: compile to dist/, then the compiled CLI. */
+const npmRunKeys = (target: Record<string, string>, ...args: string[]) => runCli(['scripts/start.mjs', 'keys-cli.js', ...args], target);
+
+function runCli(argv: string[], target: Record<string, string>) {
+  const child = spawn(process.execPath, argv, {
     cwd: root,
     env: { ...process.env, DATABASE_URL: '', DATA_DIR: '', ...target },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -87,7 +92,8 @@ describe(`npm run keys (${backend.label})`, () => {
     expect(JSON.parse(listed.stdout)).toEqual([
       { id, workspace: 'alpha', name: 'ci runner', createdAt: expect.any(String), revokedAt: null },
     ]);
-    const table = await keysCli(target, 'list');
+    const table = await npmRunKeys(target, 'list');
+    expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toMatch(/id\s+workspace\s+name\s+created\s+revoked/);
     for (const output of [listed.stdout, table.stdout]) {
       expect(output).not.toContain(key!);
