@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ApiKeyCache } from './caches/api-keys.js';
 import type { ApiKeyConfig } from './config.js';
 import { DomainError } from './errors.js';
+import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from './db/stores/api-keys.js';
 import { asServiceUnavailable } from './faults.js';
 import type { PrismaClient } from './generated/prisma/client.js';
 
@@ -30,20 +31,16 @@ export class WorkspaceAuth {
 
   /** Creates the default workspace and stores the bootstrap keys; returns the ones found revoked. */
   async init(keys: ApiKeyConfig[]): Promise<ApiKeyConfig[]> {
-    const fallback = await this.prisma.workspace.upsert({
-      where: { name: DEFAULT_WORKSPACE },
-      create: { name: DEFAULT_WORKSPACE },
-      update: {},
-    });
+    const fallback = await ensureWorkspace(this.prisma, DEFAULT_WORKSPACE);
     this.defaultWorkspaceId = fallback.id;
     const revoked: ApiKeyConfig[] = [];
     for (const config of keys) {
-      const ws = await this.prisma.workspace.upsert({ where: { name: config.workspace }, create: { name: config.workspace }, update: {} });
-      const key = await this.prisma.apiKey.upsert({
-        where: { keyHash: hashApiKey(config.key) },
-        create: { workspaceId: ws.id, name: `${config.workspace} (API_KEYS)`, keyHash: hashApiKey(config.key) },
-        // Never un-revoke: removing a key from API_KEYS is not how keys are revoked, revoke is.
-        update: {},
+      const ws = await ensureWorkspace(this.prisma, config.workspace);
+      // Never un-revoked: removing a key from API_KEYS is not how keys are revoked, revoke is.
+      const key = await storeBootstrapKey(this.prisma, {
+        workspaceId: ws.id,
+        name: `${config.workspace} (API_KEYS)`,
+        keyHash: hashApiKey(config.key),
       });
       if (key.revokedAt) revoked.push(config);
     }
@@ -55,7 +52,7 @@ export class WorkspaceAuth {
     if (this.options.required !== null) return this.options.required;
     let exist = this.cache.getKeysExist();
     if (exist === undefined) {
-      exist = (await this.lookup(() => this.prisma.apiKey.count({ where: { revokedAt: null } }))) > 0;
+      exist = await this.lookup(() => anyActiveApiKey(this.prisma));
       this.cache.setKeysExist(exist);
     }
     return exist;
@@ -75,7 +72,7 @@ export class WorkspaceAuth {
     const hash = hashApiKey(match[1]);
     let workspaceId = this.cache.get(hash);
     if (workspaceId === undefined) {
-      const key = await this.lookup(() => this.prisma.apiKey.findUnique({ where: { keyHash: hash } }));
+      const key = await this.lookup(() => findApiKeyByHash(this.prisma, hash));
       workspaceId = key && !key.revokedAt ? key.workspaceId : null;
       this.cache.set(hash, workspaceId);
     }

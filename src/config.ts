@@ -20,7 +20,10 @@ export interface CacheConfig {
   windowHintsMax: number;
   /** API key lookups kept (API_KEY_CACHE_MAX). */
   apiKeyMax: number;
-  /** How long an API key lookup is trusted, in ms (API_KEY_CACHE_TTL_MS). */
+  /**
+   * How long an API key lookup is trusted, in ms (API_KEY_CACHE_TTL_MS): the bound on how long a key
+   * revoked with `npm run keys -- revoke` keeps working on an instance.
+   */
   apiKeyTtlMs: number;
 }
 
@@ -30,7 +33,7 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   rowsMaxPerSession: 16_384,
   windowHintsMax: 10_000,
   apiKeyMax: 10_000,
-  apiKeyTtlMs: 30_000,
+  apiKeyTtlMs: 5_000,
 };
 
 const CACHE_VARIABLES: Record<keyof CacheConfig, string> = {
@@ -64,8 +67,6 @@ export interface AppConfig {
    * required as soon as one unrevoked key exists, keyless (one default workspace) otherwise.
    */
   authRequired: boolean | null;
-  /** How long a key lookup is trusted before the database is asked again: the revocation delay. */
-  authCacheMs: number;
   /** Origins browsers may call from (`*`: any origin, without credentials); empty: same origin only. */
   corsOrigins: string[];
   /** Requests (HTTP operations and WebSocket subscribes) per key, or per IP without a key, per window; 0 turns limiting off. */
@@ -97,7 +98,6 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | LOG_LEVEL | info | debug, info, warn, error, silent |
  * | API_KEYS | — | comma-separated workspace:key pairs (a bootstrap: a revoked key stays revoked) |
  * | AUTH_REQUIRED | true in production, else auto | auto: keys required once one exists |
- * | AUTH_CACHE_MS | 5000 | key lookups trusted this long: a revoked key stops working within it |
  * | CORS_ORIGINS | — | comma-separated allowed origins, or * (no credentials) |
  * | RATE_LIMIT | 3000 | requests per window per key (per IP without one); 0 = off |
  * | RATE_LIMIT_WINDOW_MS | 60000 | rate-limit window |
@@ -146,7 +146,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     production,
     caches: parseCaches(env),
     authRequired: parseBoolean(env, 'AUTH_REQUIRED') ?? (production ? true : null),
-    authCacheMs: parseInteger(env, 'AUTH_CACHE_MS', 5_000, 0),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     rateLimit: {
       requests: parseInteger(env, 'RATE_LIMIT', 3_000, 0),

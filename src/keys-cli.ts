@@ -8,7 +8,7 @@ import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 const USAGE = `usage:
   npm run keys -- create --workspace NAME [--name LABEL]   prints the new key (shown only this once)
   npm run keys -- list [--json]                            id, workspace, name, created, revoked
-  npm run keys -- revoke ID                                refused by every instance within AUTH_CACHE_MS`;
+  npm run keys -- revoke ID                                refused by every instance within API_KEY_CACHE_TTL_MS`;
 
 function fail(message: string): never {
   console.error(`keys: ${message}\n${USAGE}`);

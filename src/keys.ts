@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hashApiKey } from './auth.js';
+import * as store from './db/stores/api-keys.js';
 import type { PrismaClient } from './generated/prisma/client.js';
 
 /** What `list` shows of a key: never the key, which only its creator ever sees. */
@@ -17,31 +18,29 @@ export async function createApiKey(
   input: { workspace: string; name?: string },
 ): Promise<ApiKeyInfo & { key: string }> {
   const key = `sg_${randomBytes(32).toString('base64url')}`;
-  const workspace = await prisma.workspace.upsert({ where: { name: input.workspace }, create: { name: input.workspace }, update: {} });
-  const row = await prisma.apiKey.create({
-    data: { workspaceId: workspace.id, name: input.name ?? input.workspace, keyHash: hashApiKey(key) },
-  });
+  const workspace = await store.ensureWorkspace(prisma, input.workspace);
+  const row = await store.insertApiKey(prisma, { workspaceId: workspace.id, name: input.name ?? input.workspace, keyHash: hashApiKey(key) });
   return { id: row.id, workspace: workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: null, key };
 }
 
+const info = (row: store.ApiKeyWithWorkspace): ApiKeyInfo => ({
+  id: row.id,
+  workspace: row.workspace.name,
+  name: row.name,
+  createdAt: row.createdAt,
+  revokedAt: row.revokedAt,
+});
+
 export async function listApiKeys(prisma: PrismaClient): Promise<ApiKeyInfo[]> {
-  const rows = await prisma.apiKey.findMany({ include: { workspace: true }, orderBy: { createdAt: 'asc' } });
-  return rows.map((row) => ({
-    id: row.id,
-    workspace: row.workspace.name,
-    name: row.name,
-    createdAt: row.createdAt,
-    revokedAt: row.revokedAt,
-  }));
+  return (await store.listApiKeys(prisma)).map(info);
 }
 
 /**
  * Marks a key revoked (once: revoking again keeps the first time). Every server instance refuses it
- * within its AUTH_CACHE_MS. Returns null for an unknown id.
+ * within its API_KEY_CACHE_TTL_MS (src/caches/api-keys.ts). Returns null for an unknown id.
  */
 export async function revokeApiKey(prisma: PrismaClient, id: string): Promise<ApiKeyInfo | null> {
   if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
-  await prisma.apiKey.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } });
-  const row = await prisma.apiKey.findUnique({ where: { id }, include: { workspace: true } });
-  return row && { id: row.id, workspace: row.workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: row.revokedAt };
+  const row = await store.revokeApiKey(prisma, id);
+  return row && info(row);
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { hashApiKey } from '../../src/auth.js';
+import { DEFAULT_CACHE_CONFIG } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 import { createApiKey, revokeApiKey } from '../../src/keys.js';
 import {
@@ -54,7 +55,7 @@ function runCli(argv: string[], target: Record<string, string>) {
   );
 }
 
-/** Waits (bounded) until `probe` holds: revocation reaches other instances after their AUTH_CACHE_MS. */
+/** Waits (bounded) until `probe` holds: revocation reaches other instances after their API_KEY_CACHE_TTL_MS. */
 async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
@@ -101,7 +102,7 @@ describe(`npm run keys (${backend.label})`, () => {
     }
 
     // The key works; a key now exists, so requests without one are refused.
-    let app = await appOn({ databaseUrl }, { authCacheMs: 0 });
+    let app = await appOn({ databaseUrl }, { caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 0 } });
     expect((await gql(app, WHO, undefined, { apiKey: key })).errors).toBeUndefined();
     expect((await gqlError(app, WHO)).code).toBe('UNAUTHENTICATED');
     // PGlite is one process's database: the CLI cannot open it while a server has it.
@@ -115,12 +116,12 @@ describe(`npm run keys (${backend.label})`, () => {
     const after = JSON.parse((await keysCli(target, 'list', '--json')).stdout) as { revokedAt: string | null }[];
     expect(after[0].revokedAt).toEqual(expect.any(String));
 
-    if (!databaseUrl) app = await appOn({ databaseUrl }, { authCacheMs: 0 });
+    if (!databaseUrl) app = await appOn({ databaseUrl }, { caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 0 } });
     expect(await gqlError(app, WHO, undefined, { apiKey: key })).toMatchObject({ code: 'UNAUTHENTICATED' });
 
     // A restart with the revoked key in API_KEYS (the bootstrap) does not bring it back.
     await closeApp(app);
-    app = await appOn({ databaseUrl }, { authCacheMs: 0, apiKeys: [{ workspace: 'alpha', key: key! }] });
+    app = await appOn({ databaseUrl }, { caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 0 }, apiKeys: [{ workspace: 'alpha', key: key! }] });
     expect(await gqlError(app, WHO, undefined, { apiKey: key })).toMatchObject({ code: 'UNAUTHENTICATED' });
   }, 180_000);
 
@@ -148,7 +149,7 @@ describe(`AUTH_REQUIRED (${backend.label})`, () => {
   });
 
   it('unset (auto): keyless until the first key is created, then keys are required', async () => {
-    const app = await make({ config: { authRequired: null, authCacheMs: 0 } });
+    const app = await make({ config: { authRequired: null, caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 0 } } });
     expect((await gql(app, WHO)).errors).toBeUndefined();
     const { key } = await createApiKey(app.runtime.db.prisma, { workspace: 'late' });
     expect(await gqlError(app, WHO)).toMatchObject({ code: 'UNAUTHENTICATED' });
@@ -162,9 +163,9 @@ describe(`AUTH_REQUIRED (${backend.label})`, () => {
     expect(await gqlError(app, WHO, undefined, { apiKey: 'not-a-key-0123456789abc' })).toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
-  it.runIf(backend.postgresUrl)('a key revoked on one instance stops working on another within its AUTH_CACHE_MS', async () => {
-    const first = await make({ config: { authCacheMs: 300 } });
-    const second = await make({ shareWith: first, config: { authCacheMs: 300 } });
+  it.runIf(backend.postgresUrl)('a key revoked on one instance stops working on another within its API_KEY_CACHE_TTL_MS', async () => {
+    const first = await make({ config: { caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 300 } } });
+    const second = await make({ shareWith: first, config: { caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 300 } } });
     const created = await createApiKey(first.runtime.db.prisma, { workspace: 'shared' });
     await eventually(
       async () => !(await gql(second, WHO, undefined, { apiKey: created.key })).errors,
