@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { buildApp, type App } from '../src/app.js';
-import { DEFAULT_CACHE_CONFIG, type AppConfig } from '../src/config.js';
+import { loadConfig, type AppConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
 import { parseGlobalId } from '../src/schema/ids.js';
 import { meets, type BackendKind, type BenchContext, type ResultRow, type Row, type Scenario } from './lib.js';
@@ -65,6 +65,8 @@ async function findPostgres(): Promise<string | null> {
 
 function config(databaseUrl: string | null): AppConfig {
   return {
+    // The server's defaults, rate limiting off: a benchmark is one client sending as fast as it can.
+    ...loadConfig({ RATE_LIMIT: '0' }),
     port: 0,
     host: '127.0.0.1',
     dataDir: 'memory://',
@@ -73,10 +75,6 @@ function config(databaseUrl: string | null): AppConfig {
     redisPrefix: `sgbench:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
-    production: false,
-    caches: DEFAULT_CACHE_CONFIG,
-    turnTimeoutMs: 600_000,
-    turnSweepIntervalMs: 30_000,
   };
 }
 

@@ -6,7 +6,7 @@
 // pruned of the compiler runs the dist/ built beforehand (`npm run build`) as it is; so does
 // `node dist/main.js`.
 //
-// Usage: node scripts/start.mjs [entry]   (entry is relative to dist/, default main.js)
+// Usage: node scripts/start.mjs [entry [args…]]   (entry is relative to dist/, default main.js)
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +14,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const entry = join(root, 'dist', process.argv[2] ?? 'main.js');
+// The entry sees its own arguments only (`npm run keys -- list` → ['list']).
+if (process.argv[2]) process.argv.splice(2, 1);
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 
 if (existsSync(tsc)) {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
+import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { WorkspaceAuth } from './auth.js';
@@ -16,8 +17,12 @@ import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { asClientError, useRequestParseErrors } from './client-errors.js';
+import { asServiceUnavailable, isOutage } from './faults.js';
+import { rateIdentity, rateLimitedBody, useHealthEndpoints, useJsonPostsOnly, useNoIntrospection, useRateLimit } from './http-guards.js';
 import { useQueryLimits } from './query-limits.js';
 import { configureSchemaChecks } from './schema/builder.js';
+import { createRateLimiter, type RateLimiter } from './rate-limit.js';
+import { SubscriptionTracker } from './shutdown.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { EventMemo, useSubscriptionSharing, type SharingStats } from './subscription-sharing.js';
@@ -35,7 +40,11 @@ export interface App {
   sharing: SharingStats;
   /** Starts listening; resolves with the URL of the GraphQL endpoint. */
   listen(port?: number, host?: string): Promise<string>;
-  /** Closes WebSocket clients, drains HTTP, then closes pub/sub and the database. Idempotent. */
+  /**
+   * Graceful stop: stops accepting, completes every subscription (SSE `complete`, WebSocket 1001),
+   * lets in-flight requests finish for up to `shutdownGraceMs`, then closes pub/sub and the
+   * database. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -58,12 +67,16 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl } : { kind: 'pglite', dataDir: config.dataDir },
     ));
   let bus: EventBus | undefined;
+  let limiter: RateLimiter | undefined;
   try {
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
     bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
-    const auth = new WorkspaceAuth(db.prisma, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax));
-    await auth.init(config.apiKeys);
+    const auth = new WorkspaceAuth(db.prisma, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax), {
+      required: config.authRequired,
+    });
+    const revoked = await auth.init(config.apiKeys);
+    for (const key of revoked) logger.warn('API_KEYS holds a revoked key; it stays refused', { workspace: key.workspace });
     const caches = new AssemblyCaches(config.caches);
     const sessions = new SessionService(db.prisma, db.sql, bus, caches);
     const runtime: AppRuntime = {
@@ -81,17 +94,22 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       }),
       eventEntities: new EventMemo(),
     };
+    limiter = createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
     runtime.turns.startSweeper();
-    return serve(runtime);
+    return serve(runtime, limiter);
   } catch (error) {
+    await limiter?.close();
     await bus?.close();
     await db.close();
     throw error;
   }
 }
 
-function serve(runtime: AppRuntime): App {
-  const { config, logger, db, bus } = runtime;
+function serve(runtime: AppRuntime, limiter: RateLimiter): App {
+  const { config, logger, db, bus, auth } = runtime;
+  const endpoint = '/graphql';
+  const subscriptions = new SubscriptionTracker();
+  let stopping = false;
 
   const sharing = useSubscriptionSharing<RequestContext>({
     scopeOf: (ctx) => ctx.workspaceId,
@@ -100,61 +118,109 @@ function serve(runtime: AppRuntime): App {
   });
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,
+    graphqlEndpoint: endpoint,
     logging: false,
-    graphiql: { title: 'session-graph', subscriptionsProtocol: 'WS' },
+    graphiql: config.graphiql ? { title: 'session-graph', subscriptionsProtocol: 'WS' } : false,
     renderGraphiQL,
     landingPage: false,
     // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
     multipart: false,
-    plugins: [useRequestParseErrors(), useQueryLimits(), sharing],
+    cors: (request) => corsFor(request.headers.get('origin'), config.corsOrigins),
+    plugins: [
+      useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),
+      useRateLimit(limiter, endpoint),
+      useJsonPostsOnly(endpoint),
+      useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'graphql-require-preflight'] }),
+      ...(config.graphiql ? [] : [useNoIntrospection()]),
+      useRequestParseErrors(),
+      useQueryLimits(),
+      sharing,
+      subscriptions.plugin(),
+    ],
     maskedErrors: {
       maskError(error) {
+        const located = error instanceof GraphQLError ? error : undefined;
+        const original = located ? located.originalError : error;
         const refusal = domainErrorOf(error);
-        if (refusal) {
-          const refused = toGraphQLError(refusal, error instanceof GraphQLError ? error : undefined);
+        if (refusal && refusal.code !== 'SERVICE_UNAVAILABLE') {
+          const refused = toGraphQLError(refusal, located);
           return asClientError(refused) ?? refused;
         }
-        const original = error instanceof GraphQLError ? error.originalError : error;
-        const clientError = asClientError(error);
+        const clientError = refusal ? null : asClientError(error);
         if (clientError) return clientError;
         // A row read after the write that made it, deleted in between by another request.
         if (original instanceof Prisma.PrismaClientKnownRequestError && original.code === 'P2025') {
           return new GraphQLError('The object was not found; it may just have been deleted.', {
-            path: error instanceof GraphQLError ? error.path : undefined,
+            path: located?.path,
             extensions: { code: 'NOT_FOUND' },
           });
         }
         const errorId = randomUUID();
+        const outage = refusal ?? asServiceUnavailable(original ?? error);
+        if (outage) {
+          // Retryable for the client; the cause (kept off the response) goes to the log under errorId.
+          logger.warn('dependency unavailable', { errorId, error: (outage as { cause?: unknown }).cause ?? original ?? error });
+          return toGraphQLError(new DomainError(outage.code, outage.message, { ...outage.details, errorId }), located);
+        }
         logger.error('unexpected error', { errorId, error: original ?? error });
         return new GraphQLError(`Unexpected error (id ${errorId}); it has been logged.`, {
           extensions: { code: 'INTERNAL_SERVER_ERROR', errorId },
         });
       },
     },
-    context: ({ request, connectionParams }: { request?: Request; connectionParams?: Record<string, unknown> }) =>
+    context: ({ request, connectionParams, req }: { request?: Request; connectionParams?: Record<string, unknown>; req?: IncomingMessage }) =>
       createRequestContext(runtime, {
-        authorization: authorizationFrom(request, connectionParams),
+        authorization: authorizationFrom(request, connectionParams, req),
       }),
   });
 
-  const server = createServer(async (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
-    if (path === '/readyz') {
-      const checks = await Promise.allSettled([db.ping(), bus.ping()]);
-      const [database, pubsub] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : `error: ${(c.reason as Error).message}`));
-      const ready = checks.every((c) => c.status === 'fulfilled');
-      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : 'unavailable', database, pubsub });
-    }
-    return yoga.handle(req, res);
+  // connectionsCheckingInterval is how often Node enforces headersTimeout and requestTimeout.
+  const server = createServer({ connectionsCheckingInterval: Math.min(1_000, config.timeouts.headersMs) }, (req, res) => {
+    if (stopping) res.setHeader('connection', 'close');
+    // A keep-alive connection whose request was in flight at shutdown must not hold the drain open.
+    res.on('finish', () => {
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
+    void yoga(req, res);
   });
+  server.headersTimeout = config.timeouts.headersMs;
+  server.requestTimeout = config.timeouts.requestMs;
+  server.keepAliveTimeout = config.timeouts.keepAliveMs;
+  // A client that stops reading a large response stalls its socket; SSE streams ping every 12 s
+  // and WebSockets leave this timer once upgraded, so only dead or stalled sockets hit it.
+  server.timeout = config.timeouts.idleMs;
 
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
   const wsServer = useServer<Record<string, unknown>, { request: IncomingMessage }>(
     {
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      // Refuse at connection_init (4403 Forbidden) rather than acknowledge a connection that can do nothing.
+      onConnect: async (ctx) => {
+        try {
+          await auth.workspaceFor(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.request));
+          return true;
+        } catch (error) {
+          const code = domainErrorOf(error)?.code;
+          if (code === 'UNAUTHENTICATED') return false;
+          if (code === 'SERVICE_UNAVAILABLE' || isOutage(error)) {
+            logger.warn('dependency unavailable', { error, during: 'WebSocket connection_init' });
+            // 1013 Try Again Later: graphql-ws clients treat it as retryable.
+            ctx.extra.socket.close(1013, 'SERVICE_UNAVAILABLE: the database is unavailable; retry shortly');
+            return false;
+          }
+          throw error;
+        }
+      },
       onSubscribe: async (ctx, _id, params) => {
+        const decision = await limiter.take(
+          rateIdentity(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.request), ctx.extra.request.socket.remoteAddress),
+        );
+        if (!decision.allowed) {
+          const { message, extensions } = rateLimitedBody(decision.retryAfterSeconds);
+          const { code, ...details } = extensions;
+          return [toGraphQLError(new DomainError(code, message, details))];
+        }
         const { schema: envelopedSchema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
           req: ctx.extra.request,
@@ -167,6 +233,8 @@ function serve(runtime: AppRuntime): App {
         } catch (error) {
           if (error instanceof GraphQLError) return [error];
           if (error instanceof DomainError) return [toGraphQLError(error)];
+          const unavailable = asServiceUnavailable(error);
+          if (unavailable) return [toGraphQLError(unavailable)];
           throw error;
         }
         let document: ReturnType<typeof parse>;
@@ -211,17 +279,22 @@ function serve(runtime: AppRuntime): App {
     },
     close() {
       closing ??= (async () => {
+        stopping = true;
+        // Stop accepting; requests already running (on any connection) go on until the grace ends.
+        const drained = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+        server.closeIdleConnections();
+        // SSE streams end with `complete`; graphql-ws operations with a complete message, then 1001.
+        subscriptions.completeAll();
+        await new Promise((resolve) => setImmediate(resolve));
         for (const client of wss.clients) client.close(CLOSE_GOING_AWAY, 'Server shutting down');
         await wsServer.dispose();
         await new Promise<void>((resolve) => wss.close(() => resolve()));
-        if (server.listening) {
-          const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-          server.closeIdleConnections();
-          const force = setTimeout(() => server.closeAllConnections(), 5_000);
-          await drained;
-          clearTimeout(force);
-        }
+        server.closeIdleConnections();
+        const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+        await drained;
+        clearTimeout(force);
         await runtime.turns.stop();
+        await limiter.close();
         await bus.close();
         await db.close();
       })();
@@ -230,16 +303,29 @@ function serve(runtime: AppRuntime): App {
   };
 }
 
-function authorizationFrom(request: Request | undefined, connectionParams: Record<string, unknown> | undefined): string | null {
+/**
+ * CORS headers only for configured origins: a listed origin is echoed with credentials; `*`
+ * allows any origin (echoed, `Vary: Origin`) without credentials; anything else gets no CORS
+ * headers at all, so a browser refuses to show it the answer.
+ */
+function corsFor(origin: string | null, allowed: string[]) {
+  if (!origin) return false as const;
+  const common = { methods: ['GET', 'POST', 'OPTIONS'], exposedHeaders: ['retry-after'], maxAge: 600 };
+  if (allowed.includes(origin)) return { ...common, origin: [origin], credentials: true };
+  if (allowed.includes('*')) return { ...common, origin: '*', credentials: false };
+  return false as const;
+}
+
+/** The key from the Fetch request, graphql-ws `connectionParams`, or the WebSocket upgrade request. */
+function authorizationFrom(
+  request: Request | undefined,
+  connectionParams: Record<string, unknown> | undefined,
+  upgrade?: IncomingMessage,
+): string | null {
   const header = request?.headers.get('authorization');
   if (header) return header;
   const fromParams = connectionParams?.Authorization ?? connectionParams?.authorization;
   if (typeof fromParams === 'string') return fromParams;
-  return null;
-}
-
-function sendJson(res: import('node:http').ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
+  return upgrade?.headers.authorization ?? null;
 }
 

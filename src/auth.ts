@@ -2,51 +2,69 @@ import { createHash } from 'node:crypto';
 import { ApiKeyCache } from './caches/api-keys.js';
 import type { ApiKeyConfig } from './config.js';
 import { DomainError } from './errors.js';
+import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from './db/stores/api-keys.js';
+import { asServiceUnavailable } from './faults.js';
 import type { PrismaClient } from './generated/prisma/client.js';
 
 export const DEFAULT_WORKSPACE = 'default';
 
 export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex');
 
+export interface WorkspaceAuthOptions {
+  /** true: every request needs a key; false: requests without one get the default workspace; null: true once a key exists. */
+  required: boolean | null;
+}
+
 /**
- * API keys select workspaces. Keys from the configuration are stored (hashed) at start. With no
- * key stored at all, every request is served by the default workspace without a key.
+ * API keys select workspaces. Keys live hashed in the ApiKey table (made by `npm run keys`, or from
+ * `API_KEYS` at start as a bootstrap); a revoked key (revokedAt set) never comes back, whatever
+ * the configuration says.
+ * Lookups go through `ApiKeyCache` (src/caches/api-keys.ts), whose TTL is the revocation bound.
  */
 export class WorkspaceAuth {
-  private open = false;
   private defaultWorkspaceId = '';
   constructor(
     private readonly prisma: PrismaClient,
     private readonly cache = new ApiKeyCache(),
+    private readonly options: WorkspaceAuthOptions = { required: null },
   ) {}
 
-  async init(keys: ApiKeyConfig[]) {
-    const fallback = await this.prisma.workspace.upsert({
-      where: { name: DEFAULT_WORKSPACE },
-      create: { name: DEFAULT_WORKSPACE },
-      update: {},
-    });
+  /** Creates the default workspace and stores the bootstrap keys; returns the ones found revoked. */
+  async init(keys: ApiKeyConfig[]): Promise<ApiKeyConfig[]> {
+    const fallback = await ensureWorkspace(this.prisma, DEFAULT_WORKSPACE);
     this.defaultWorkspaceId = fallback.id;
-    for (const { workspace, key } of keys) {
-      const ws = await this.prisma.workspace.upsert({ where: { name: workspace }, create: { name: workspace }, update: {} });
-      await this.prisma.apiKey.upsert({
-        where: { keyHash: hashApiKey(key) },
-        create: { workspaceId: ws.id, name: `${workspace} (configured)`, keyHash: hashApiKey(key) },
-        update: { workspaceId: ws.id, revokedAt: null },
+    const revoked: ApiKeyConfig[] = [];
+    for (const config of keys) {
+      const ws = await ensureWorkspace(this.prisma, config.workspace);
+      // Never un-revoked: removing a key from API_KEYS is not how keys are revoked, revoke is.
+      const key = await storeBootstrapKey(this.prisma, {
+        workspaceId: ws.id,
+        name: `${config.workspace} (API_KEYS)`,
+        keyHash: hashApiKey(config.key),
       });
+      if (key.revokedAt) revoked.push(config);
     }
-    this.open = (await this.prisma.apiKey.count({ where: { revokedAt: null } })) === 0;
+    return revoked;
   }
 
-  /** True when no key is configured and the default workspace serves everyone. */
-  get keyless() {
-    return this.open;
+  /** Whether a request without a key is refused right now. */
+  async keysRequired(): Promise<boolean> {
+    if (this.options.required !== null) return this.options.required;
+    let exist = this.cache.getKeysExist();
+    if (exist === undefined) {
+      exist = await this.lookup(() => anyActiveApiKey(this.prisma));
+      this.cache.setKeysExist(exist);
+    }
+    return exist;
   }
 
-  /** The workspace for an `Authorization` value (header, or `connectionParams` over WebSocket). */
+  /**
+   * The workspace for an `Authorization` value (header, or `connectionParams` over WebSocket).
+   * A key that is sent must be valid, even where keys are optional.
+   */
   async workspaceFor(authorization: string | null | undefined): Promise<string> {
     if (!authorization) {
-      if (this.open) return this.defaultWorkspaceId;
+      if (!(await this.keysRequired())) return this.defaultWorkspaceId;
       throw new DomainError('UNAUTHENTICATED', 'Send an API key as `Authorization: Bearer <api key>`.');
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -54,14 +72,20 @@ export class WorkspaceAuth {
     const hash = hashApiKey(match[1]);
     let workspaceId = this.cache.get(hash);
     if (workspaceId === undefined) {
-      const key = await this.prisma.apiKey.findUnique({ where: { keyHash: hash } });
+      const key = await this.lookup(() => findApiKeyByHash(this.prisma, hash));
       workspaceId = key && !key.revokedAt ? key.workspaceId : null;
       this.cache.set(hash, workspaceId);
     }
-    if (!workspaceId) {
-      if (this.open) return this.defaultWorkspaceId;
-      throw new DomainError('UNAUTHENTICATED', 'This API key is not valid.');
-    }
+    if (!workspaceId) throw new DomainError('UNAUTHENTICATED', 'This API key is not valid (unknown or revoked).');
     return workspaceId;
+  }
+
+  /** A database failure while checking a key is the database's outage, not the client's fault. */
+  private async lookup<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      throw asServiceUnavailable(error) ?? error;
+    }
   }
 }

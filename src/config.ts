@@ -20,7 +20,10 @@ export interface CacheConfig {
   windowHintsMax: number;
   /** API key lookups kept (API_KEY_CACHE_MAX). */
   apiKeyMax: number;
-  /** How long an API key lookup is trusted, in ms (API_KEY_CACHE_TTL_MS). */
+  /**
+   * How long an API key lookup is trusted, in ms (API_KEY_CACHE_TTL_MS): the bound on how long a key
+   * revoked with `npm run keys -- revoke` keeps working on an instance.
+   */
   apiKeyTtlMs: number;
 }
 
@@ -30,7 +33,7 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   rowsMaxPerSession: 16_384,
   windowHintsMax: 10_000,
   apiKeyMax: 10_000,
-  apiKeyTtlMs: 30_000,
+  apiKeyTtlMs: 5_000,
 };
 
 const CACHE_VARIABLES: Record<keyof CacheConfig, string> = {
@@ -63,6 +66,23 @@ export interface AppConfig {
   turnTimeoutMs: number;
   /** How often each instance looks for such stale turns. */
   turnSweepIntervalMs: number;
+  /**
+   * Whether every request needs a valid API key. `null` (AUTH_REQUIRED unset outside production):
+   * required as soon as one unrevoked key exists, keyless (one default workspace) otherwise.
+   */
+  authRequired: boolean | null;
+  /** Origins browsers may call from (`*`: any origin, without credentials); empty: same origin only. */
+  corsOrigins: string[];
+  /** Requests (HTTP operations and WebSocket subscribes) per key, or per IP without a key, per window; 0 turns limiting off. */
+  rateLimit: { requests: number; windowMs: number };
+  /** GraphiQL and introspection. */
+  graphiql: boolean;
+  /** How long a shutdown waits for in-flight requests before cutting their connections. */
+  shutdownGraceMs: number;
+  /** Node `http.Server` limits against slow clients. */
+  timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; idleMs: number };
+  /** Longest wait for one dependency in `/readyz`. */
+  readyTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -84,9 +104,20 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | TURN_TIMEOUT_MS | 600000 | an ACTIVE turn idle this long (no usage, message, heartbeat) is failed |
  * | TURN_SWEEP_INTERVAL_MS | 30000 | how often each instance looks for stale turns |
  * | NODE_ENV | — | production turns off Pothos's development checks |
+ * | AUTH_REQUIRED | true in production, else auto | auto: keys required once one exists |
+ * | CORS_ORIGINS | — | comma-separated allowed origins, or * (no credentials) |
+ * | RATE_LIMIT | 3000 | requests per window per key (per IP without one); 0 = off |
+ * | RATE_LIMIT_WINDOW_MS | 60000 | rate-limit window |
+ * | GRAPHIQL | false in production, else true | GraphiQL and introspection |
+ * | SHUTDOWN_GRACE_MS | 10000 | in-flight requests get this long on SIGTERM |
+ * | HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS | 10000, 30000, 5000 | slow-client limits |
+ * | IDLE_TIMEOUT_MS | 60000 | an HTTP socket with no traffic either way this long is destroyed (0: never) |
+ * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
+ * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const production = env.NODE_ENV?.trim() === 'production';
   const port = parsePort(env.PORT);
   const host = env.HOST?.trim() || '0.0.0.0';
 
@@ -121,8 +152,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     apiKeys: parseApiKeys(env.API_KEYS),
     turnTimeoutMs: parseDuration('TURN_TIMEOUT_MS', env.TURN_TIMEOUT_MS, 10 * 60_000),
     turnSweepIntervalMs: parseDuration('TURN_SWEEP_INTERVAL_MS', env.TURN_SWEEP_INTERVAL_MS, 30_000),
-    production: env.NODE_ENV?.trim() === 'production',
+    production,
     caches: parseCaches(env),
+    authRequired: parseBoolean(env, 'AUTH_REQUIRED') ?? (production ? true : null),
+    corsOrigins: parseOrigins(env.CORS_ORIGINS),
+    rateLimit: {
+      requests: parseInteger(env, 'RATE_LIMIT', 3_000, 0),
+      windowMs: parseInteger(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1),
+    },
+    graphiql: parseBoolean(env, 'GRAPHIQL') ?? !production,
+    shutdownGraceMs: parseInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    timeouts: {
+      headersMs: parseInteger(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
+      requestMs: parseInteger(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
+      keepAliveMs: parseInteger(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),
+      idleMs: parseInteger(env, 'IDLE_TIMEOUT_MS', 60_000, 0),
+    },
+    readyTimeoutMs: parseInteger(env, 'READY_TIMEOUT_MS', 500, 1),
   };
 }
 
@@ -137,6 +183,42 @@ function parseCaches(env: NodeJS.ProcessEnv): CacheConfig {
     caches[key] = value;
   }
   return caches;
+}
+
+function parseBoolean(env: NodeJS.ProcessEnv, name: string): boolean | null {
+  const raw = env[name]?.trim().toLowerCase();
+  if (!raw) return null;
+  if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+  if (['false', '0', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false (got "${env[name]}").`);
+}
+
+function parseInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new ConfigError(`${name} must be an integer of at least ${min} (got "${env[name]}").`);
+  }
+  return value;
+}
+
+function parseOrigins(raw: string | undefined): string[] {
+  if (!raw?.trim()) return [];
+  return raw.split(',').map((entry) => {
+    const origin = entry.trim();
+    if (origin === '*') return origin;
+    let parsed: URL;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      throw new ConfigError(`CORS_ORIGINS must be comma-separated origins such as https://app.example.com, or * (got "${origin}").`);
+    }
+    if (parsed.origin !== origin.replace(/\/$/, '')) {
+      throw new ConfigError(`CORS_ORIGINS entries are origins (scheme, host, port) without a path (got "${origin}").`);
+    }
+    return parsed.origin;
+  });
 }
 
 function parsePort(raw: string | undefined): number {

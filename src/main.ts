@@ -16,15 +16,27 @@ try {
 const app = await buildApp(config);
 const url = await app.listen();
 const { db, bus, auth, logger } = app.runtime;
-console.log(`session-graph listening on ${url} (GraphiQL in a browser; WebSocket and SSE subscriptions)`);
-console.log(`storage: ${db.description}; pub/sub: ${bus.description}; auth: ${auth.keyless ? 'no API keys, one default workspace' : 'API keys required'}`);
+const authMode =
+  config.authRequired === true
+    ? 'API keys required'
+    : config.authRequired === false
+      ? 'API keys optional (requests without one use the default workspace)'
+      : (await auth.keysRequired())
+        ? 'API keys required (keys exist)'
+        : 'no API keys yet, one default workspace';
+console.log(`session-graph listening on ${url} (${config.graphiql ? 'GraphiQL in a browser; ' : ''}WebSocket and SSE subscriptions)`);
+console.log(`storage: ${db.description}; pub/sub: ${bus.description}; auth: ${authMode}`);
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, async () => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: the operator does not want to wait for the grace period.
+      logger.warn('second signal, exiting now', { signal });
+      process.exit(1);
+    }
     stopping = true;
-    logger.info('shutting down', { signal });
+    logger.info('shutting down', { signal, graceMs: config.shutdownGraceMs });
     try {
       await app.close();
       process.exit(0);

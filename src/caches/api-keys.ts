@@ -1,16 +1,20 @@
 /**
- * Which workspace an API key hash selects (null: none), for a short time.
+ * Which workspace an API key hash selects (null: refused, unknown or revoked), and whether any
+ * unrevoked key exists at all (what AUTH_REQUIRED=auto decides by), for a short time.
  *
- * Rule: an entry may be stale for at most `ttlMs` (API_KEY_CACHE_TTL_MS): a key revoked or added in
- * the database is seen within that time on every instance. Whatever revokes or re-points a key on
- * this instance calls `forget(keyHash)` (or `purge()`), so this instance sees it at once. Bounded by
- * entries (API_KEY_CACHE_MAX): when full, everything is dropped.
+ * Rule: an entry may be stale for at most `ttlMs` (API_KEY_CACHE_TTL_MS, 5 s by default), and then
+ * the database is read again. Nothing else invalidates it: keys are revoked by `npm run keys --
+ * revoke`, a separate process, so the TTL is the revocation bound: a revoked key stops working on
+ * every instance within `ttlMs`, and a new key starts working within it. Whatever revokes or
+ * re-points a key in this process calls `forget(keyHash)` (or `purge()`), so this instance sees it at
+ * once. Bounded by entries (API_KEY_CACHE_MAX): when full, everything is dropped.
  */
 export class ApiKeyCache {
   private readonly entries = new Map<string, { workspaceId: string | null; until: number }>();
+  private anyKey: { value: boolean; until: number } | null = null;
 
   constructor(
-    private readonly ttlMs = 30_000,
+    private readonly ttlMs = 5_000,
     private readonly maxEntries = 10_000,
   ) {}
 
@@ -26,11 +30,23 @@ export class ApiKeyCache {
     this.entries.set(keyHash, { workspaceId, until: now + this.ttlMs });
   }
 
+  /** Whether an unrevoked key exists, as last read (undefined: not cached or expired). */
+  getKeysExist(now = Date.now()): boolean | undefined {
+    if (!this.anyKey || this.anyKey.until < now) return undefined;
+    return this.anyKey.value;
+  }
+
+  setKeysExist(value: boolean, now = Date.now()): void {
+    this.anyKey = { value, until: now + this.ttlMs };
+  }
+
   forget(keyHash: string): void {
     this.entries.delete(keyHash);
+    this.anyKey = null;
   }
 
   purge(): void {
     this.entries.clear();
+    this.anyKey = null;
   }
 }

@@ -4,7 +4,7 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
-import { DEFAULT_CACHE_CONFIG, type AppConfig } from '../../src/config.js';
+import { loadConfig, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 
 /**
@@ -33,6 +33,8 @@ export interface TestApp extends App {
 
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   return {
+    // The server's defaults outside production, without rate limiting (tests send bursts on purpose).
+    ...loadConfig({ RATE_LIMIT: '0' }),
     port: 0,
     host: '127.0.0.1',
     dataDir: 'memory://',
@@ -41,10 +43,6 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     redisPrefix: `sgtest:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
-    production: false,
-    caches: DEFAULT_CACHE_CONFIG,
-    turnTimeoutMs: 600_000,
-    turnSweepIntervalMs: 30_000,
     ...overrides,
   };
 }
@@ -87,11 +85,11 @@ export async function createTestApp(
   if (!databaseUrl && backend.postgresUrl) databaseUrl = await freshPostgresDatabase();
   if (options.shareWith && !databaseUrl) throw new Error('a shared instance needs PostgreSQL (TEST_DATABASE_URL)');
   const config = testConfig({
-    ...options.config,
     databaseUrl,
     redisPrefix,
     apiKeys: options.apiKeys ?? [],
     ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}),
+    ...options.config,
   });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const app = await buildApp(config, { database });

@@ -48,14 +48,29 @@ export class EventCollector<T = Record<string, unknown>> {
   }
 }
 
-export function wsClient(httpUrl: string, connectionParams?: Record<string, unknown>): Client {
+/** A lazy graphql-ws client that never retries; `headers` go on the HTTP upgrade request. */
+export function wsClient(httpUrl: string, connectionParams?: Record<string, unknown>, headers?: Record<string, string>): Client {
   return createClient({
     url: httpUrl.replace(/^http/, 'ws'),
-    webSocketImpl: WebSocket,
+    webSocketImpl: headers
+      ? class extends WebSocket {
+          constructor(address: string, protocols?: string | string[]) {
+            super(address, protocols, { headers });
+          }
+        }
+      : WebSocket,
     connectionParams,
     retryAttempts: 0,
     lazy: true,
   });
+}
+
+/** An Error's message, a CloseEvent as `close CODE REASON`, GraphQL errors as they are. */
+function describeWsError(error: unknown) {
+  if (error instanceof Error) return error.message;
+  const close = error as { code?: unknown; reason?: unknown };
+  if (typeof close?.code === 'number') return `close ${close.code} ${String(close.reason ?? '')}`;
+  return error;
 }
 
 /** Subscribes over graphql-ws; returns the collector and an unsubscribe function. */
@@ -73,7 +88,7 @@ export function subscribeWs<T = Record<string, unknown>>(
         if (result.errors?.length) collector.fail(result.errors);
         else collector.push(pick(result.data as Record<string, unknown>));
       },
-      error: (error) => collector.fail(error instanceof Error ? error.message : error),
+      error: (error) => collector.fail(describeWsError(error)),
       complete: () => collector.complete(),
     },
   );

@@ -82,6 +82,31 @@ describe('the server process (npm start)', () => {
     expect(await stop(second)).toBe(0);
   }, 300_000);
 
+  it('on SIGTERM completes an open SSE subscription and exits 0', async () => {
+    const running = await start({ DATA_DIR: 'memory://' });
+    const created = await post(running.url, 'mutation { createSession(input: {title: "sse", messages: [{role: USER, text: "x"}]}) { id } }');
+    const response = await fetch(running.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({
+        query: 'subscription ($id: ID!) { sessionEvents(sessionId: $id, afterSequence: 0) { sequence } }',
+        variables: { id: created.data!.createSession.id },
+      }),
+    });
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let stream = '';
+    while (!stream.includes('"sequence":1')) stream += decoder.decode((await reader.read()).value, { stream: true });
+    const exited = stop(running);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stream += decoder.decode(value, { stream: true });
+    }
+    expect(stream).toContain('event: complete');
+    expect(await exited).toBe(0);
+  }, 300_000);
+
   it('refuses to start on a bad setting, naming the variable (through tsx, as `npm run dev`)', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: root,

@@ -102,11 +102,23 @@ describe(`HTTP and WebSocket transport (${backend.label})`, () => {
     await client.dispose();
   });
 
-  it('refuses a WebSocket subscription without a valid key, with UNAUTHENTICATED', async () => {
+  it('refuses a WebSocket connection without a valid key at connection_init (4403 Forbidden)', async () => {
     const id = await newSession();
-    const client = wsClient(url, { Authorization: 'Bearer wrong-key-0123456789' });
-    const sub = subscribeWs(client, SESSION_EVENTS, { id }, pick);
-    await expect(sub.collector.until(() => false, 5_000)).rejects.toThrow(/UNAUTHENTICATED/);
+    for (const params of [{ Authorization: 'Bearer wrong-key-0123456789' }, undefined]) {
+      const client = wsClient(url, params);
+      const sub = subscribeWs(client, SESSION_EVENTS, { id }, pick);
+      await expect(sub.collector.until(() => false, 5_000)).rejects.toThrow(/close 4403 Forbidden/);
+      await client.dispose();
+    }
+  });
+
+  it("takes the key from the WebSocket upgrade request's Authorization header too", async () => {
+    const id = await newSession();
+    const client = wsClient(url, undefined, { authorization: `Bearer ${API_KEYS.alpha}` });
+    const sub = subscribeWs(client, SESSION_EVENTS, { id, after: 0 }, pick);
+    const events = await sub.collector.until((e) => e.length >= 1);
+    expect(events[0]).toMatchObject({ __typename: 'MessageAdded', sequence: 1 });
+    sub.unsubscribe();
     await client.dispose();
   });
 

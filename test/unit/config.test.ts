@@ -32,6 +32,46 @@ describe('configuration from the environment', () => {
     });
   });
 
+  it('keys optional, GraphiQL on and generous limits outside production; keys required and GraphiQL off in production', () => {
+    expect(loadConfig({})).toMatchObject({
+      authRequired: null,
+      graphiql: true,
+      corsOrigins: [],
+      rateLimit: { requests: 3_000, windowMs: 60_000 },
+      shutdownGraceMs: 10_000,
+      timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000 },
+      readyTimeoutMs: 500,
+    });
+    expect(loadConfig({ NODE_ENV: 'production' })).toMatchObject({ authRequired: true, graphiql: false });
+    expect(loadConfig({ NODE_ENV: 'production', AUTH_REQUIRED: 'false', GRAPHIQL: 'true' })).toMatchObject({ authRequired: false, graphiql: true });
+  });
+
+  it('reads the hardening variables', () => {
+    expect(
+      loadConfig({
+        AUTH_REQUIRED: 'true',
+        CORS_ORIGINS: 'https://app.example.com, http://localhost:5173/',
+        RATE_LIMIT: '0',
+        RATE_LIMIT_WINDOW_MS: '1000',
+        GRAPHIQL: 'off',
+        SHUTDOWN_GRACE_MS: '2500',
+        HEADERS_TIMEOUT_MS: '2000',
+        REQUEST_TIMEOUT_MS: '4000',
+        KEEP_ALIVE_TIMEOUT_MS: '3000',
+        IDLE_TIMEOUT_MS: '0',
+        READY_TIMEOUT_MS: '200',
+      }),
+    ).toMatchObject({
+      authRequired: true,
+      corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
+      rateLimit: { requests: 0, windowMs: 1_000 },
+      graphiql: false,
+      shutdownGraceMs: 2_500,
+      timeouts: { headersMs: 2_000, requestMs: 4_000, keepAliveMs: 3_000, idleMs: 0 },
+      readyTimeoutMs: 200,
+    });
+  });
+
   it.each([
     ['PORT', { PORT: 'eighty' }],
     ['PORT', { PORT: '70000' }],
@@ -43,6 +83,13 @@ describe('configuration from the environment', () => {
     ['PARTS_CACHE_MAX_CHARS', { PARTS_CACHE_MAX_CHARS: 'lots' }],
     ['ROWS_CACHE_MAX_ROWS', { ROWS_CACHE_MAX_ROWS: '0' }],
     ['API_KEY_CACHE_TTL_MS', { API_KEY_CACHE_TTL_MS: '1.5' }],
+    ['AUTH_REQUIRED', { AUTH_REQUIRED: 'maybe' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: 'app.example.com' }],
+    ['CORS_ORIGINS', { CORS_ORIGINS: 'https://app.example.com/path' }],
+    ['RATE_LIMIT', { RATE_LIMIT: '-1' }],
+    ['RATE_LIMIT_WINDOW_MS', { RATE_LIMIT_WINDOW_MS: '0' }],
+    ['SHUTDOWN_GRACE_MS', { SHUTDOWN_GRACE_MS: 'soon' }],
+    ['HEADERS_TIMEOUT_MS', { HEADERS_TIMEOUT_MS: '1.5' }],
   ])('refuses a bad %s with a message naming it', (name, env) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
@@ -56,7 +103,7 @@ describe('configuration from the environment', () => {
       rowsMaxPerSession: 16_384,
       windowHintsMax: 10_000,
       apiKeyMax: 10_000,
-      apiKeyTtlMs: 30_000,
+      apiKeyTtlMs: 5_000,
     });
     const caches = loadConfig({
       PARTS_CACHE_MAX_CHARS: '1_000_000',

@@ -1,0 +1,108 @@
+import type { IncomingMessage } from 'node:http';
+import { NoSchemaIntrospectionCustomRule } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { hashApiKey } from './auth.js';
+import type { Database } from './db/database.js';
+import type { EventBus } from './pubsub.js';
+import type { RateLimiter } from './rate-limit.js';
+
+type NodeServerContext = { req?: IncomingMessage };
+
+const json = (fetchAPI: { Response: typeof Response }, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new fetchAPI.Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+
+/** Rejects when `promise` has not settled within `ms`: a readiness probe must answer at once. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  promise.catch(() => {});
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `/healthz` (the process answers) and `/readyz` (per dependency), served by Yoga itself so that
+ * `yoga.fetch` reaches them too. Readiness: database down, or the server stopping, is 503
+ * (`unavailable` / `stopping`); Redis down is 200 `degraded`: queries and mutations still work and
+ * events stay in the log for replay, so taking every instance out of the load balancer for it would
+ * turn a partial outage into a full one.
+ */
+export function useHealthEndpoints(deps: { db: Database; bus: EventBus; timeoutMs: number; stopping: () => boolean }): Plugin {
+  const check = (ping: () => Promise<void>) =>
+    within(ping(), deps.timeoutMs).then(
+      () => 'ok',
+      (error: Error) => `error: ${error.message}`,
+    );
+  return {
+    async onRequest({ url, fetchAPI, endResponse }) {
+      if (url.pathname === '/healthz') return endResponse(json(fetchAPI, 200, { status: 'ok' }));
+      if (url.pathname !== '/readyz') return;
+      const [database, pubsub] = await Promise.all([check(() => deps.db.ping()), check(() => deps.bus.ping())]);
+      const status = deps.stopping() ? 'stopping' : database !== 'ok' ? 'unavailable' : pubsub !== 'ok' ? 'degraded' : 'ok';
+      endResponse(json(fetchAPI, status === 'ok' || status === 'degraded' ? 200 : 503, { status, database, pubsub }));
+    },
+  };
+}
+
+/** Who a request counts against: its API key (hashed) if it sends one, else its IP address. */
+export function rateIdentity(authorization: string | null | undefined, remoteAddress: string | undefined): string {
+  const key = authorization && /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+  return key ? `key:${hashApiKey(key).slice(0, 32)}` : `ip:${remoteAddress ?? 'unknown'}`;
+}
+
+export const rateLimitedBody = (retryAfterSeconds: number) => ({
+  message: `Too many requests; retry after ${retryAfterSeconds} s.`,
+  extensions: { code: 'RATE_LIMITED' as const, retryAfter: retryAfterSeconds },
+});
+
+/** Every request to the GraphQL endpoint counts; over the limit: 429, `Retry-After`, RATE_LIMITED. */
+export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<Record<string, unknown>, NodeServerContext> {
+  return {
+    async onRequest({ request, url, fetchAPI, endResponse, serverContext }) {
+      if (url.pathname !== endpoint || request.method === 'OPTIONS') return;
+      const identity = rateIdentity(request.headers.get('authorization'), serverContext?.req?.socket?.remoteAddress);
+      const decision = await limiter.take(identity);
+      if (decision.allowed) return;
+      endResponse(
+        json(
+          fetchAPI,
+          429,
+          { errors: [rateLimitedBody(decision.retryAfterSeconds)] },
+          { 'retry-after': String(decision.retryAfterSeconds) },
+        ),
+      );
+    },
+  };
+}
+
+const JSON_TYPES = ['application/json', 'application/graphql-response+json'];
+
+/**
+ * POST bodies must be JSON. A browser can send a form-urlencoded, multipart or text/plain POST to
+ * any site without a CORS preflight, so accepting them would let any page write in keyless mode
+ * (Yoga already refuses mutations over GET, and CSRF prevention guards the remaining GETs).
+ */
+export function useJsonPostsOnly(endpoint: string): Plugin {
+  return {
+    onRequest({ request, url, fetchAPI, endResponse }) {
+      if (url.pathname !== endpoint || request.method !== 'POST') return;
+      const type = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+      if (JSON_TYPES.includes(type)) return;
+      endResponse(
+        json(fetchAPI, 415, {
+          errors: [{ message: 'POST bodies must be application/json.', extensions: { code: 'BAD_USER_INPUT' } }],
+        }),
+      );
+    },
+  };
+}
+
+/** Refuses `__schema` and `__type` (GRAPHIQL=false); `__typename` stays allowed. */
+export function useNoIntrospection(): Plugin {
+  return {
+    onValidate({ addValidationRule }) {
+      addValidationRule(NoSchemaIntrospectionCustomRule);
+    },
+  };
+}

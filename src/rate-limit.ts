@@ -1,0 +1,89 @@
+import { Redis } from 'ioredis';
+import type { Logger } from './logger.js';
+
+export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/** Counts requests per identity (an API key's hash, or an IP address) in fixed windows. */
+export interface RateLimiter {
+  take(identity: string): Promise<RateDecision>;
+  close(): Promise<void>;
+}
+
+export interface RateLimiterOptions {
+  /** Requests allowed per identity per window; 0 turns limiting off. */
+  requests: number;
+  windowMs: number;
+  /** With Redis, every instance counts in the same keys, so the limit holds across instances. */
+  redisUrl: string | null;
+  prefix: string;
+  logger: Logger;
+}
+
+// INCR and the window's expiry in one step, so a key never outlives its window.
+const TAKE_SCRIPT = `local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n`;
+
+/**
+ * Fixed-window limiter: at most `requests` per `windowMs` per identity. On Redis the counters are
+ * shared by every instance; when Redis does not answer within 250 ms the request is let through
+ * (and logged, once per window): an outage of the limiter must not become an outage of the API.
+ */
+export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
+  const { requests, windowMs } = options;
+  if (requests <= 0) return { take: async () => ({ allowed: true }), close: async () => {} };
+
+  const windowOf = (now: number) => Math.floor(now / windowMs);
+  const retryAfter = (now: number) => Math.max(1, Math.ceil(((windowOf(now) + 1) * windowMs - now) / 1000));
+
+  if (!options.redisUrl) {
+    // Rule: entries of past windows are useless; they are swept whenever the map grows past 10,000.
+    const counts = new Map<string, { window: number; count: number }>();
+    return {
+      async take(identity) {
+        const now = Date.now();
+        const window = windowOf(now);
+        let entry = counts.get(identity);
+        if (!entry || entry.window !== window) {
+          if (counts.size >= 10_000) for (const [k, v] of counts) if (v.window !== window) counts.delete(k);
+          entry = { window, count: 0 };
+          counts.set(identity, entry);
+        }
+        entry.count++;
+        return entry.count <= requests ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(now) };
+      },
+      async close() {},
+    };
+  }
+
+  const redis = new Redis(options.redisUrl, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 250,
+  });
+  let warnedWindow = -1;
+  redis.on('error', () => {
+    // Reported through the failed `take` below; ioredis reconnects by itself.
+  });
+  const ready = redis.connect().catch((error) => options.logger.warn('rate limiter: Redis unreachable at start', { error }));
+  return {
+    async take(identity) {
+      await ready;
+      const now = Date.now();
+      const window = windowOf(now);
+      try {
+        const count = Number(await redis.eval(TAKE_SCRIPT, 1, `${options.prefix}rate:${identity}:${window}`, windowMs));
+        return count <= requests ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(now) };
+      } catch (error) {
+        if (warnedWindow !== window) {
+          warnedWindow = window;
+          options.logger.warn('rate limiter: Redis failed, letting requests through', { error });
+        }
+        return { allowed: true };
+      }
+    },
+    async close() {
+      await ready;
+      redis.disconnect();
+    },
+  };
+}
