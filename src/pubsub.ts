@@ -46,7 +46,7 @@ export interface EventBus {
   publish(event: SessionEventMessage): void;
   /** Listens to one session's events until the returned function is called. */
   subscribe(sessionId: string, listener: BusListener): () => void;
-  /** Resolves when pub/sub works; rejects at once when disconnected and within `PING_TIMEOUT_MS` otherwise. */
+  /** Resolves when pub/sub works; rejects at once when Redis is down (waiting to reconnect, or closed), and within `PING_TIMEOUT_MS` otherwise. */
   ping(): Promise<void>;
   stats(): BusStats;
   close(): Promise<void>;
@@ -208,17 +208,15 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
       };
     },
     async ping() {
-      if (publisher.status !== 'ready' || subscriber.status !== 'ready') {
-        throw new Error(`redis ${publisher.status !== 'ready' ? publisher.status : subscriber.status}`);
-      }
       let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`redis did not answer within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS);
+      });
       try {
-        await Promise.race([
-          publisher.ping(),
-          new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`redis did not answer within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS);
-          }),
-        ]);
+        // A connection being made (at start, or a retry under way) gets the timeout to finish;
+        // one waiting to retry or closed is down now: say so at once.
+        await Promise.race([Promise.all([whenReady(publisher), whenReady(subscriber)]), deadline]);
+        await Promise.race([publisher.ping(), deadline]);
       } finally {
         clearTimeout(timer);
       }
@@ -231,4 +229,22 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
       subscriber.disconnect();
     },
   };
+}
+
+/** Resolves when the connection is ready; rejects at once unless it is being made right now. */
+function whenReady(client: Redis): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  if (client.status !== 'connecting' && client.status !== 'connect') return Promise.reject(new Error(`redis ${client.status}`));
+  return new Promise((resolve, reject) => {
+    const onReady = () => {
+      client.off('close', onClose);
+      resolve();
+    };
+    const onClose = () => {
+      client.off('ready', onReady);
+      reject(new Error('redis connection closed'));
+    };
+    client.once('ready', onReady);
+    client.once('close', onClose);
+  });
 }

@@ -155,16 +155,24 @@ describe(`rate limits (${backend.label})`, () => {
 });
 
 describe(`response size caps (${backend.label})`, () => {
-  it('refuses message pages over 500; sessions, forks and turns clamp first/last to their maximum instead', async () => {
+  it('refuses a page over 500 on every connection, and serves pages up to it', async () => {
     const app = await make();
     const { createSession } = await gqlOk<{ createSession: { id: string } }, never>(app, CREATE);
-    const tooMany = await gql(app, `{ session(id: "${createSession.id}") { messages(first: 501) { edges { cursor } } } }`);
-    expect(tooMany.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    const clamped = await gql(
+    const id = createSession.id;
+    for (const query of [
+      `{ session(id: "${id}") { messages(first: 501) { edges { cursor } } } }`,
+      `{ sessions(first: 100000) { edges { cursor } } }`,
+      `{ session(id: "${id}") { forks(first: 501) { edges { cursor } } } }`,
+      `{ session(id: "${id}") { turns(last: 501) { edges { cursor } } } }`,
+    ]) {
+      const tooMany = await gql(app, query);
+      expect(tooMany.errors?.[0]?.extensions?.code, query).toBe('BAD_USER_INPUT');
+    }
+    const largest = await gql(
       app,
-      `{ sessions(first: 100000) { edges { cursor } } session(id: "${createSession.id}") { forks(first: 100000) { edges { cursor } } turns(last: 100000) { edges { cursor } } } }`,
+      `{ sessions(first: 500) { edges { cursor } } session(id: "${id}") { messages(first: 500) { edges { cursor } } forks(first: 500) { edges { cursor } } turns(last: 500) { edges { cursor } } } }`,
     );
-    expect(clamped.errors).toBeUndefined();
+    expect(largest.errors).toBeUndefined();
   });
 });
 

@@ -43,11 +43,12 @@ const ids = { session: '', fork: '', user: '', generating: '', turn: '', betaSes
 async function alphaSnapshot() {
   const data = await gqlOk<Snapshot, unknown>(
     app,
-    `query($id: ID!, $fork: ID!) {
+    `query($id: ID!, $fork: ID!, $turn: ID!) {
       session(id: $id) { title settings metadata messageCount messages(first: 50) { edges { node { id text generating } } } forks(first: 10) { totalCount } }
+      turn: node(id: $turn) { ... on Turn { status usage { totalTokens } agents { agentId } } }
       fork: session(id: $fork) { id title messageCount }
     }`,
-    { id: ids.session, fork: ids.fork },
+    { id: ids.session, fork: ids.fork, turn: ids.turn },
     alpha,
   );
   return data;
@@ -147,6 +148,26 @@ const probes: Record<string, Probe[]> = {
   ],
   'Mutation.updateSession': [
     { query: M('updateSession', 'UpdateSessionInput'), variables: () => ({ input: { sessionId: ids.session, title: 'pwned' } }) },
+  ],
+  'Mutation.startTurn': [
+    { query: M('startTurn', 'StartTurnInput'), variables: () => ({ input: { sessionId: ids.session, agentIds: ['a'] } }) },
+  ],
+  'Mutation.reportUsage': [
+    {
+      query: M('reportUsage', 'ReportUsageInput'),
+      variables: () => ({ input: { turnId: ids.turn, agentId: 'a', inputTokens: 5, callId: 'c1' } }),
+    },
+  ],
+  'Mutation.completeAgent': [
+    { query: M('completeAgent', 'CompleteAgentInput'), variables: () => ({ input: { turnId: ids.turn, agentId: 'a', success: true } }) },
+  ],
+  'Mutation.cancelTurn': [{ query: M('cancelTurn', 'CancelTurnInput'), variables: () => ({ input: { turnId: ids.turn, reason: 'x' } }) }],
+  'Mutation.heartbeatTurn': [{ query: M('heartbeatTurn', 'HeartbeatTurnInput'), variables: () => ({ input: { turnId: ids.turn } }) }],
+  'Subscription.turnEvents': [
+    {
+      query: 'subscription($id: ID!) { turnEvents(sessionId: $id, afterSequence: 0) { sequence } }',
+      variables: () => ({ id: ids.session }),
+    },
   ],
   'Subscription.sessionEvents': [
     {

@@ -237,7 +237,8 @@ describe(`malformed requests (${backend.label})`, () => {
     const response = await app.yoga.fetch(
       `http://localhost/graphql?query=${encodeURIComponent('{ sessions(first: 1) { totalCount } }')}&variables=%7Bbad`,
       {
-        headers: { accept: 'application/json' },
+        // The CSRF guard wants this header on a GET; without it the request is refused before parsing.
+        headers: { accept: 'application/json', 'graphql-require-preflight': '1' },
       },
     );
     const body = (await response.json()) as { errors?: { extensions?: { code?: string } }[] };
