@@ -36,7 +36,9 @@ for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as TokenEncoding[]) {
   for (const format of ['OPENAI_CHAT', 'ANTHROPIC_MESSAGES'] as const) {
     const input = makeInput(messages, { maxTokens: 128_000, encoding, format, system: 'You are a helpful assistant.' });
     const r = runAssembly(input);
-    console.log(`${encoding} ${format}: kept ${r.messages.length} messages, ${r.tokenCount} tokens, dropped ${r.droppedMessageCount}, elided ${r.elidedToolResultCount}`);
+    console.log(
+      `${encoding} ${format}: kept ${r.messages.length} messages, ${r.tokenCount} tokens, dropped ${r.droppedMessageCount}, elided ${r.elidedToolResultCount}`,
+    );
     time(`  stored counts`, () => runAssembly(input), 30);
     time(`  stored counts, cached (immutable) parts`, () => runAssembly({ ...input, messages: cached }), 30);
     time(`  no maxTokens (all 10k kept)`, () => runAssembly({ ...input, options: { ...input.options, maxTokens: null } }), 10);

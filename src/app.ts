@@ -168,7 +168,15 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
         });
       },
     },
-    context: ({ request, connectionParams, req }: { request?: Request; connectionParams?: Record<string, unknown>; req?: IncomingMessage }) =>
+    context: ({
+      request,
+      connectionParams,
+      req,
+    }: {
+      request?: Request;
+      connectionParams?: Record<string, unknown>;
+      req?: IncomingMessage;
+    }) =>
       createRequestContext(runtime, {
         authorization: authorizationFrom(request, connectionParams, req),
       }),
@@ -221,7 +229,14 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
           const { code, ...details } = extensions;
           return [toGraphQLError(new DomainError(code, message, details))];
         }
-        const { schema: envelopedSchema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+        const {
+          schema: envelopedSchema,
+          execute,
+          subscribe,
+          contextFactory,
+          parse,
+          validate,
+        } = yoga.getEnveloped({
           ...ctx,
           req: ctx.extra.request,
           socket: ctx.extra.socket,
@@ -328,4 +343,3 @@ function authorizationFrom(
   if (typeof fromParams === 'string') return fromParams;
   return upgrade?.headers.authorization ?? null;
 }
-

@@ -19,7 +19,11 @@ export async function createApiKey(
 ): Promise<ApiKeyInfo & { key: string }> {
   const key = `sg_${randomBytes(32).toString('base64url')}`;
   const workspace = await store.ensureWorkspace(prisma, input.workspace);
-  const row = await store.insertApiKey(prisma, { workspaceId: workspace.id, name: input.name ?? input.workspace, keyHash: hashApiKey(key) });
+  const row = await store.insertApiKey(prisma, {
+    workspaceId: workspace.id,
+    name: input.name ?? input.workspace,
+    keyHash: hashApiKey(key),
+  });
   return { id: row.id, workspace: workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: null, key };
 }
 

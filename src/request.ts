@@ -67,10 +67,7 @@ function createLoaders(prisma: PrismaClient, workspaceId: string) {
  * Builds the context for HTTP and WebSocket alike: credentials come from the `Authorization`
  * header or, over WebSocket, from `connectionParams.Authorization` (or `authorization`).
  */
-export async function createRequestContext(
-  runtime: AppRuntime,
-  source: { authorization?: string | null },
-): Promise<RequestContext> {
+export async function createRequestContext(runtime: AppRuntime, source: { authorization?: string | null }): Promise<RequestContext> {
   const workspaceId = await runtime.auth.workspaceFor(source.authorization);
   const prisma = runtime.db.prisma;
   return {

@@ -35,7 +35,13 @@ const code = (i: number, lines: number) => Array.from({ length: lines }, (_, k) 
 const json = (i: number, items: number) =>
   JSON.stringify({
     query: `orders for customer ${i}`,
-    results: Array.from({ length: items }, (_, k) => ({ id: `ord_${i}_${k}`, total: (i * 13 + k * 7) % 1000, currency: 'EUR', status: k % 3 ? 'paid' : 'refunded', items: [{ sku: `SKU-${k}`, qty: (k % 4) + 1 }] })),
+    results: Array.from({ length: items }, (_, k) => ({
+      id: `ord_${i}_${k}`,
+      total: (i * 13 + k * 7) % 1000,
+      currency: 'EUR',
+      status: k % 3 ? 'paid' : 'refunded',
+      items: [{ sku: `SKU-${k}`, qty: (k % 4) + 1 }],
+    })),
   });
 
 /** Message i of a mixed conversation: prose, code, JSON and tool rounds (call then result). */
@@ -44,7 +50,10 @@ function messageAt(i: number): { role: 'USER' | 'ASSISTANT' | 'TOOL'; parts: Sto
     case 0:
       return { role: 'USER', parts: [{ type: 'text', text: `${prose(i, 1 + (i % 3))} What should we change next?` }] };
     case 1:
-      return { role: 'ASSISTANT', parts: [{ type: 'text', text: `${prose(i, 3)}\n\n\`\`\`ts\n${code(i, 12 + (i % 10))}\n\`\`\`\n${prose(i + 1, 2)}` }] };
+      return {
+        role: 'ASSISTANT',
+        parts: [{ type: 'text', text: `${prose(i, 3)}\n\n\`\`\`ts\n${code(i, 12 + (i % 10))}\n\`\`\`\n${prose(i + 1, 2)}` }],
+      };
     case 2:
       return { role: 'USER', parts: [{ type: 'text', text: `Here is what the API returned: ${json(i, 2)} Does that look right?` }] };
     case 3:
@@ -164,7 +173,12 @@ export default {
         note: 'two messages appended before each call (not timed)',
       },
       { metric: 'session.average_tokens_per_message', value: round(averageTokens, 1), unit: 'tokens', note: 'o200k content tokens' },
-      { metric: 'assemble.recount.median', value: round(recountMedian, 2), unit: 'ms', note: `${RUNS} runs after ${WARMUP} warm-up, as stored` },
+      {
+        metric: 'assemble.recount.median',
+        value: round(recountMedian, 2),
+        unit: 'ms',
+        note: `${RUNS} runs after ${WARMUP} warm-up, as stored`,
+      },
       {
         metric: 'assemble.speedup',
         value: round(recountMedian / storedMedian, 2),

@@ -21,7 +21,10 @@ const PAGE = `query ($id: ID!, $first: Int, $last: Int) {
 }`;
 
 interface ForkResult {
-  forkSession: { session: { id: string; title: string; messageCount: number }; excludedMessage: { id: string; index: number; role: string } };
+  forkSession: {
+    session: { id: string; title: string; messageCount: number };
+    excludedMessage: { id: string; index: number; role: string };
+  };
 }
 
 async function forkOnce(ctx: BenchContext, sessionId: string, messageIndex: number) {
@@ -65,7 +68,7 @@ const fork: Scenario = {
         metric: 'fork.ratio.no-stats',
         value: round(median(fresh.large) / median(fresh.small)),
         unit: 'ratio',
-        note: 'before ANALYZE: >1.5 means a plan scans the parent\'s messages',
+        note: "before ANALYZE: >1.5 means a plan scans the parent's messages",
       },
     );
     await ctx.app.runtime.db.prisma.$executeRawUnsafe('ANALYZE "Message"');
@@ -89,7 +92,13 @@ const fork: Scenario = {
       { metric: 'fork.p95.10', value: round(p95(samples.small)), unit: 'ms' },
       { metric: 'fork.median.100k', value: round(largeMedian), unit: 'ms', target: latencyTarget, note: n },
       { metric: 'fork.p95.100k', value: round(p95(samples.large)), unit: 'ms' },
-      { metric: 'fork.ratio.100k/10', value: round(largeMedian / smallMedian), unit: 'ratio', target: { op: '<', value: 1.5 }, note: 'median(100k) / median(10)' },
+      {
+        metric: 'fork.ratio.100k/10',
+        value: round(largeMedian / smallMedian),
+        unit: 'ratio',
+        target: { op: '<', value: 1.5 },
+        note: 'median(100k) / median(10)',
+      },
     );
 
     // SQL statements per fork: the same at both lengths.
@@ -110,7 +119,10 @@ const fork: Scenario = {
     for (let level = 1; level <= NESTED_DEPTH; level++) {
       const at = cut(count);
       id = (await forkOnce(ctx, id, at)).id;
-      const messages = Array.from({ length: 6 }, (_, i) => ({ role: (at + i) % 2 === 0 ? 'USER' : 'ASSISTANT', text: `level ${level} #${at + i}` }));
+      const messages = Array.from({ length: 6 }, (_, i) => ({
+        role: (at + i) % 2 === 0 ? 'USER' : 'ASSISTANT',
+        text: `level ${level} #${at + i}`,
+      }));
       await ctx.gql(APPEND, { input: { sessionId: id, messages } });
       count = at + 6;
     }
@@ -118,7 +130,9 @@ const fork: Scenario = {
       ['first', { id, first: 50 }],
       ['last', { id, last: 50 }],
     ] as const) {
-      const measured = await ctx.countQueries(() => ctx.gql<{ session: { messageCount: number; messages: { edges: { node: { index: number } }[] } } }>(PAGE, vars));
+      const measured = await ctx.countQueries(() =>
+        ctx.gql<{ session: { messageCount: number; messages: { edges: { node: { index: number } }[] } } }>(PAGE, vars),
+      );
       const edges = measured.result.session.messages.edges;
       const expectedStart = label === 'first' ? 0 : count - 50;
       if (edges.length !== 50 || edges.some((e, i) => e.node.index !== expectedStart + i)) {
@@ -128,7 +142,13 @@ const fork: Scenario = {
       const times: number[] = [];
       for (let i = 0; i < PAGE_READS; i++) times.push((await ctx.time(() => ctx.gql(PAGE, vars))).ms);
       rows.push(
-        { metric: `nested20.${label}50.statements`, value: measured.count, unit: 'queries', target: { op: '<=', value: 3 }, note: `depth ${NESTED_DEPTH} over a 100k root, ${count} messages` },
+        {
+          metric: `nested20.${label}50.statements`,
+          value: measured.count,
+          unit: 'queries',
+          target: { op: '<=', value: 3 },
+          note: `depth ${NESTED_DEPTH} over a 100k root, ${count} messages`,
+        },
         { metric: `nested20.${label}50.median`, value: round(median(times)), unit: 'ms', note: `${PAGE_READS} reads` },
       );
     }
@@ -158,17 +178,34 @@ const fork: Scenario = {
       if (i >= WARMUP) wideSamples.push(ms);
     }
     rows.push(
-      { metric: `fork.median.tree${WIDE_TREE}`, value: round(median(wideSamples)), unit: 'ms', note: `15 forks of a root that has ${WIDE_TREE} forks` },
-      { metric: `fork.ratio.tree${WIDE_TREE}/10`, value: round(median(wideSamples) / smallMedian), unit: 'ratio', note: 'vs fork.median.10 (a tree of ~50)' },
+      {
+        metric: `fork.median.tree${WIDE_TREE}`,
+        value: round(median(wideSamples)),
+        unit: 'ms',
+        note: `15 forks of a root that has ${WIDE_TREE} forks`,
+      },
+      {
+        metric: `fork.ratio.tree${WIDE_TREE}/10`,
+        value: round(median(wideSamples) / smallMedian),
+        unit: 'ratio',
+        note: 'vs fork.median.10 (a tree of ~50)',
+      },
     );
 
     // The floor under any write here: a transaction updating one row (Prisma + commit).
     const floor: number[] = [];
     for (let i = 0; i < WARMUP + ITERATIONS; i++) {
-      const { ms } = await ctx.time(() => prisma.$transaction((tx) => tx.$executeRaw`UPDATE "Session" SET "turnCount" = "turnCount" WHERE id = ${small.rawId}`));
+      const { ms } = await ctx.time(() =>
+        prisma.$transaction((tx) => tx.$executeRaw`UPDATE "Session" SET "turnCount" = "turnCount" WHERE id = ${small.rawId}`),
+      );
       if (i >= WARMUP) floor.push(ms);
     }
-    rows.push({ metric: 'floor.write-tx.median', value: round(median(floor)), unit: 'ms', note: 'one-row UPDATE in a Prisma transaction: commit cost on this machine' });
+    rows.push({
+      metric: 'floor.write-tx.median',
+      value: round(median(floor)),
+      unit: 'ms',
+      note: 'one-row UPDATE in a Prisma transaction: commit cost on this machine',
+    });
     return rows;
   },
 };

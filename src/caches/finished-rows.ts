@@ -59,7 +59,8 @@ export class FinishedRowsCache<R extends FinishedRow> {
     // from it replaces it when it is newer (the next assembly starts from the newest messages).
     for (let start = 0; start < sorted.length; ) {
       let end = start;
-      while (end < sorted.length && !sorted[end].generating && (end === start || sorted[end].position === sorted[end - 1].position + 1)) end++;
+      while (end < sorted.length && !sorted[end].generating && (end === start || sorted[end].position === sorted[end - 1].position + 1))
+        end++;
       if (end === start) {
         start++;
         continue;

@@ -32,7 +32,10 @@ export class FinishedPartsCache {
   /** Keeps the parts of message `id` of session `sessionId`. */
   set(id: string, parts: StoredPart[], sessionId = '') {
     if (this.entries.has(id)) return;
-    const size = parts.reduce((sum, p) => sum + 64 + (p.type === 'text' ? p.text.length : p.type === 'toolResult' ? p.content.length : 0), 0);
+    const size = parts.reduce(
+      (sum, p) => sum + 64 + (p.type === 'text' ? p.text.length : p.type === 'toolResult' ? p.content.length : 0),
+      0,
+    );
     if (size > this.maxChars) return;
     this.entries.set(id, { sessionId, parts, size, read: false });
     this.size += size;

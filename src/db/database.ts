@@ -9,7 +9,6 @@ import { PrismaClient } from '../generated/prisma/client.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
 import { createPgliteSql, createPgSql, type Sql } from './sql.js';
 
-
 /** Counts the SQL statements sent to the database (tests use it to catch N+1 regressions). */
 export class QueryCounter {
   count = 0;
@@ -37,9 +36,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export type DatabaseOptions =
-  | { kind: 'postgres'; url: string }
-  | { kind: 'pglite'; dataDir: string };
+export type DatabaseOptions = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
 
 const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
 
@@ -134,8 +131,7 @@ function countingAdapter(factory: SqlDriverAdapterFactory, counter: QueryCounter
           };
         }
         if (prop === 'startTransaction') {
-          return async (...args: unknown[]) =>
-            wrapQueryable(await (value as (...a: unknown[]) => Promise<Transaction>).apply(obj, args));
+          return async (...args: unknown[]) => wrapQueryable(await (value as (...a: unknown[]) => Promise<Transaction>).apply(obj, args));
         }
         return typeof value === 'function' ? value.bind(obj) : value;
       },

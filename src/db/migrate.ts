@@ -87,15 +87,13 @@ export async function applyMigrations(conn: MigrationConnection, dir = MIGRATION
       const id = randomUUID();
       await conn.exec('BEGIN');
       try {
-        await conn.query(
-          'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())',
-          [id, file.checksum, file.name],
-        );
+        await conn.query('INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())', [
+          id,
+          file.checksum,
+          file.name,
+        ]);
         await conn.exec(file.sql);
-        await conn.query(
-          'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
-          [id],
-        );
+        await conn.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
         await conn.exec('COMMIT');
       } catch (error) {
         await conn.exec('ROLLBACK');

@@ -35,5 +35,4 @@ export class DomainError extends Error {
 export const notFound = (what: string, id?: string) =>
   new DomainError('NOT_FOUND', id ? `${what} ${id} was not found.` : `${what} was not found.`);
 
-export const badInput = (message: string, details?: Record<string, unknown>) =>
-  new DomainError('BAD_USER_INPUT', message, details);
+export const badInput = (message: string, details?: Record<string, unknown>) => new DomainError('BAD_USER_INPUT', message, details);

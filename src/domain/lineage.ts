@@ -79,7 +79,9 @@ export function childLineage(parent: LineageSession & { compactionCount: number 
  * it existed when the lineage left that ancestor and its range ends within what is inherited from
  * it; all of the session's own compactions apply. The latest applicable one wins.
  */
-export function compactionScopes(session: Pick<LineageSession, 'id' | 'lineage'>): { sessionId: string; maxOrdinal: number | null; maxUpto: number | null }[] {
+export function compactionScopes(
+  session: Pick<LineageSession, 'id' | 'lineage'>,
+): { sessionId: string; maxOrdinal: number | null; maxUpto: number | null }[] {
   const scopes: { sessionId: string; maxOrdinal: number | null; maxUpto: number | null }[] = readLineage(session.lineage).map((entry) => ({
     sessionId: entry.sessionId,
     maxOrdinal: entry.compactions,

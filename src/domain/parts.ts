@@ -60,7 +60,9 @@ export function draftMessage(input: MessageInputData, where: string): DraftMessa
   const hasText = input.text !== undefined && input.text !== null;
   const hasParts = input.parts !== undefined && input.parts !== null;
   if (hasText === hasParts) throw badInput(`${where}: give exactly one of \`text\` and \`parts\`.`);
-  const parts: DraftPart[] = hasText ? [{ type: 'text', text: input.text! }] : input.parts!.map((p, i) => draftPart(p, `${where}.parts[${i}]`));
+  const parts: DraftPart[] = hasText
+    ? [{ type: 'text', text: input.text! }]
+    : input.parts!.map((p, i) => draftPart(p, `${where}.parts[${i}]`));
   if (parts.length === 0) throw badInput(`${where}: a message needs at least one part.`);
   if (parts.length > LIMITS.partsPerMessage) throw badInput(`${where}: at most ${LIMITS.partsPerMessage} parts.`);
   checkRoleParts(input.role, parts, where);

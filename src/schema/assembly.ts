@@ -179,7 +179,10 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
     }),
     turnId: t.id({ required: false, description: "Record the result as this turn's context." }),
     format: t.field({ type: ContextFormatEnum, required: false, defaultValue: 'GENERIC', description: 'The payload shape.' }),
-    attachmentMaxChars: t.int({ required: false, description: `Characters of one attachment inlined at most (default ${DEFAULT_ATTACHMENT_MAX_CHARS}).` }),
+    attachmentMaxChars: t.int({
+      required: false,
+      description: `Characters of one attachment inlined at most (default ${DEFAULT_ATTACHMENT_MAX_CHARS}).`,
+    }),
     contextAttachmentMaxChars: t.int({
       required: false,
       description: `Characters of all attachments of one context inlined at most (default ${DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS}).`,

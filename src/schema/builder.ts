@@ -44,7 +44,9 @@ export const builder = new SchemaBuilder<{
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',
-    nodeQueryOptions: { description: 'Fetches any object by its global ID (Session, Message, Turn). Null when it does not exist in your workspace.' },
+    nodeQueryOptions: {
+      description: 'Fetches any object by its global ID (Session, Message, Turn). Null when it does not exist in your workspace.',
+    },
     nodesQueryOptions: false,
     nodeTypeOptions: { description: 'An object with a global, opaque ID that `node(id:)` resolves.' },
     pageInfoTypeOptions: { description: 'Where a page lies in its connection.' },

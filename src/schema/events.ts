@@ -11,20 +11,26 @@ import { Session } from './session.js';
 export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').implement({
   description: "An entry of a session's event log.",
   fields: (t) => ({
-    sequence: t.exposeInt('sequence', { description: 'Position in the session\'s log: 1, 2, 3 … without gaps.' }),
+    sequence: t.exposeInt('sequence', { description: "Position in the session's log: 1, 2, 3 … without gaps." }),
     at: t.field({ type: 'DateTime', description: 'When it happened.', resolve: (e) => e.createdAt }),
     session: t.field({
       type: Session,
       nullable: true,
       description: 'The session (null once deleted).',
-      resolve: (e, _, ctx) => ctx.runtime.eventEntities.get(e.id, `session:${ctx.workspaceId}`, () => ctx.loaders.sessionById.load(e.sessionId)) as Promise<SessionRow | null>,
+      resolve: (e, _, ctx) =>
+        ctx.runtime.eventEntities.get(e.id, `session:${ctx.workspaceId}`, () =>
+          ctx.loaders.sessionById.load(e.sessionId),
+        ) as Promise<SessionRow | null>,
     }),
   }),
 });
 
 export const payloadOf = (e: SessionEventMessage) => (e.payload ?? {}) as Record<string, unknown>;
 
-type EventFieldBuilder = PothosSchemaTypes.ObjectFieldBuilder<typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never, SessionEventMessage>;
+type EventFieldBuilder = PothosSchemaTypes.ObjectFieldBuilder<
+  typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never,
+  SessionEventMessage
+>;
 
 /** An event type of the log, told apart by the stored `type`. */
 function eventType(name: string, type: string, description: string, fields: (t: EventFieldBuilder) => Record<string, unknown>) {
@@ -44,7 +50,9 @@ const messageField = (t: EventFieldBuilder, description: string) =>
     resolve: (e, _, ctx) => {
       const messageId = e.messageId;
       if (!messageId) return null;
-      return ctx.runtime.eventEntities.get(e.id, 'message', () => ctx.prisma.message.findUnique({ where: { id: messageId } })) as Promise<MessageRow | null>;
+      return ctx.runtime.eventEntities.get(e.id, 'message', () =>
+        ctx.prisma.message.findUnique({ where: { id: messageId } }),
+      ) as Promise<MessageRow | null>;
     },
   });
 
@@ -72,7 +80,9 @@ eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.',
     nullable: true,
     description: 'The new fork (null once deleted).',
     resolve: (e, _, ctx) =>
-      ctx.runtime.eventEntities.get(e.id, `fork:${ctx.workspaceId}`, () => ctx.loaders.sessionById.load(payloadOf(e).forkId as string)) as Promise<SessionRow | null>,
+      ctx.runtime.eventEntities.get(e.id, `fork:${ctx.workspaceId}`, () =>
+        ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
+      ) as Promise<SessionRow | null>,
   }),
   messageIndex: t.int({ description: 'Where it was cut.', resolve: (e) => payloadOf(e).messageIndex as number }),
   excludedMessage: messageField(t, 'The USER message left out of the fork.'),
@@ -85,13 +95,18 @@ eventType('SessionUpdated', 'SESSION_UPDATED', "The session's title, settings or
   }),
 }));
 
-eventType('SessionCompacted', 'SESSION_COMPACTED', 'A summary now replaces the session\'s first messages in assembled contexts.', (t) => ({
+eventType('SessionCompacted', 'SESSION_COMPACTED', "A summary now replaces the session's first messages in assembled contexts.", (t) => ({
   uptoIndex: t.int({ description: 'Messages [0, uptoIndex) are summarized.', resolve: (e) => payloadOf(e).uptoIndex as number }),
 }));
 
-eventType('SessionDeleted', SESSION_DELETED, 'The session was deleted: the last event of its stream, which then completes. Never replayed (the log went with the session).', (t) => ({
-  deletedSessionId: t.id({ description: 'The ID of the deleted session.', resolve: (e) => toGlobalId('Session', e.sessionId) }),
-}));
+eventType(
+  'SessionDeleted',
+  SESSION_DELETED,
+  'The session was deleted: the last event of its stream, which then completes. Never replayed (the log went with the session).',
+  (t) => ({
+    deletedSessionId: t.id({ description: 'The ID of the deleted session.', resolve: (e) => toGlobalId('Session', e.sessionId) }),
+  }),
+);
 
 /**
  * Checks that the session is in the caller's workspace (NOT_FOUND otherwise, whether it exists
@@ -109,7 +124,7 @@ builder.subscriptionField('sessionEvents', (t) =>
   t.field({
     type: SessionEvent,
     description:
-      "Everything that happens to a session. With afterSequence, every stored event after it is replayed first, then live ones follow: reconnect with the last sequence you saw and you miss nothing and see nothing twice.",
+      'Everything that happens to a session. With afterSequence, every stored event after it is replayed first, then live ones follow: reconnect with the last sequence you saw and you miss nothing and see nothing twice.',
     args: {
       sessionId: t.arg.id({ required: true, description: 'The session.' }),
       afterSequence: t.arg.int({ required: false, description: 'Replay stored events with a greater sequence first (0 for all).' }),

@@ -109,7 +109,6 @@ export const Message = builder.prismaNode('Message', {
   }),
 });
 
-
 builder.prismaObjectField(Message, 'forks', (t) =>
   t.connection(
     {

@@ -7,7 +7,7 @@ import { Message, MessageInput } from './message.js';
 
 export const Session = builder.prismaNode('Session', {
   description:
-    'A conversation. A fork is a session too: it sees its parent\'s messages before the cut (shared, not copied) followed by its own.',
+    "A conversation. A fork is a session too: it sees its parent's messages before the cut (shared, not copied) followed by its own.",
   id: { field: 'id' },
   nullable: true,
   findUnique: (id, ctx) => ({ id, workspaceId: ctx.workspaceId }),
@@ -17,12 +17,12 @@ export const Session = builder.prismaNode('Session', {
     updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it, or its message list, last changed.' }),
     settings: t.field({
       type: 'JSON',
-      description: 'Model and connector settings (a JSON object); a fork starts with its parent\'s.',
+      description: "Model and connector settings (a JSON object); a fork starts with its parent's.",
       resolve: (s) => s.settings,
     }),
     metadata: t.field({
       type: 'JSON',
-      description: 'Free-form client metadata (a JSON object); a fork starts with its parent\'s.',
+      description: "Free-form client metadata (a JSON object); a fork starts with its parent's.",
       resolve: (s) => s.metadata,
     }),
     parent: t.relation('parent', { nullable: true, description: 'The session this one was forked from; null for a root.' }),
@@ -36,21 +36,22 @@ export const Session = builder.prismaNode('Session', {
     }),
     root: t.relation('root', { description: 'The root of the fork tree (itself for a root).' }),
     depth: t.exposeInt('depth', { description: 'Number of ancestors: 0 for a root.' }),
-    forks: t.relatedConnection('forks', {
-      description: 'Sessions forked directly from this one, oldest first.',
-      cursor: 'id',
-      query: () => ({ orderBy: { id: 'asc' } }),
-      totalCount: true,
-    },
-    { description: 'A page of forks.' },
-    { description: 'A fork and its cursor.' },
+    forks: t.relatedConnection(
+      'forks',
+      {
+        description: 'Sessions forked directly from this one, oldest first.',
+        cursor: 'id',
+        query: () => ({ orderBy: { id: 'asc' } }),
+        totalCount: true,
+      },
+      { description: 'A page of forks.' },
+      { description: 'A fork and its cursor.' },
     ),
     messageCount: t.exposeInt('messageCount', { description: 'Number of messages, the inherited prefix included.' }),
     messages: t.connection(
       {
         type: Message,
-        description:
-          `The messages in index order, a fork's inherited prefix included. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}).`,
+        description: `The messages in index order, a fork's inherited prefix included. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}).`,
         resolve: async (session, args, ctx) => {
           const page = indexPage(args, session.messageCount);
           const rows = await ctx.loaders.messageRange.load({ session, lo: page.lo, hi: page.hi });
@@ -68,14 +69,16 @@ export const Session = builder.prismaNode('Session', {
       { description: 'A page of messages.' },
       { description: 'A message and its cursor.' },
     ),
-    turns: t.relatedConnection('turns', {
-      description: 'Turns of this session, in number order.',
-      cursor: 'id',
-      query: () => ({ orderBy: { number: 'asc' } }),
-      totalCount: true,
-    },
-    { description: 'A page of turns.' },
-    { description: 'A turn and its cursor.' },
+    turns: t.relatedConnection(
+      'turns',
+      {
+        description: 'Turns of this session, in number order.',
+        cursor: 'id',
+        query: () => ({ orderBy: { number: 'asc' } }),
+        totalCount: true,
+      },
+      { description: 'A page of turns.' },
+      { description: 'A turn and its cursor.' },
     ),
     activeTurn: t.relation('activeTurn', { nullable: true, description: 'The turn in progress, if any.' }),
   }),
@@ -86,10 +89,10 @@ builder.prismaObjectField(Session, 'ancestors', (t) =>
     type: [Session],
     description: 'Every ancestor, parent first, root last.',
     resolve: async (s, _, ctx) => {
-        const rows = await Promise.all([...s.ancestorIds].reverse().map((id) => ctx.loaders.sessionById.load(id)));
-        return rows.filter((r): r is SessionRow => r !== null);
-      },
-    })
+      const rows = await Promise.all([...s.ancestorIds].reverse().map((id) => ctx.loaders.sessionById.load(id)));
+      return rows.filter((r): r is SessionRow => r !== null);
+    },
+  }),
 );
 
 builder.queryFields((t) => ({
@@ -101,21 +104,21 @@ builder.queryFields((t) => ({
     resolve: (query, _, { id }, ctx) =>
       ctx.prisma.session.findFirst({ ...query, where: { id: parseGlobalId(String(id), 'Session', 'id'), workspaceId: ctx.workspaceId } }),
   }),
-  sessions: t.prismaConnection({
-    type: 'Session',
-    cursor: 'id',
-    description: 'Sessions of your workspace, newest first.',
-    args: {
-      rootsOnly: t.arg.boolean({ required: false, description: 'Only sessions that are not forks.' }),
-      parentId: t.arg.id({ required: false, description: 'Only direct forks of this session.' }),
+  sessions: t.prismaConnection(
+    {
+      type: 'Session',
+      cursor: 'id',
+      description: 'Sessions of your workspace, newest first.',
+      args: {
+        rootsOnly: t.arg.boolean({ required: false, description: 'Only sessions that are not forks.' }),
+        parentId: t.arg.id({ required: false, description: 'Only direct forks of this session.' }),
+      },
+      totalCount: (_, args, ctx) => ctx.prisma.session.count({ where: sessionsWhere(args, ctx.workspaceId) }),
+      resolve: (query, _, args, ctx) =>
+        ctx.prisma.session.findMany({ ...query, where: sessionsWhere(args, ctx.workspaceId), orderBy: { id: 'desc' } }),
     },
-    totalCount: (_, args, ctx) =>
-      ctx.prisma.session.count({ where: sessionsWhere(args, ctx.workspaceId) }),
-    resolve: (query, _, args, ctx) =>
-      ctx.prisma.session.findMany({ ...query, where: sessionsWhere(args, ctx.workspaceId), orderBy: { id: 'desc' } }),
-  },
-  { description: 'A page of sessions.' },
-  { description: 'A session and its cursor.' },
+    { description: 'A page of sessions.' },
+    { description: 'A session and its cursor.' },
   ),
 }));
 

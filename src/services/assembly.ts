@@ -123,8 +123,19 @@ export class AssemblyService {
     const [compaction, window] = await Promise.all([
       compactionRead,
       windowed
-        ? this.loadWindow(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0), options.maxTokens!, countable!, session.known?.newest ?? null)
-        : this.loadAll(session, segments, compactionRead.then((c) => c?.uptoIndex ?? 0)),
+        ? this.loadWindow(
+            session,
+            segments,
+            compactionRead.then((c) => c?.uptoIndex ?? 0),
+            options.maxTokens!,
+            countable!,
+            session.known?.newest ?? null,
+          )
+        : this.loadAll(
+            session,
+            segments,
+            compactionRead.then((c) => c?.uptoIndex ?? 0),
+          ),
     ]);
     const { messages } = window;
     this.remember(session, window);
@@ -285,8 +296,7 @@ export class AssemblyService {
       role: row.role,
       parts: parts[i]!,
       generating: row.generating,
-      tokens:
-        row.tokensO200k === null || row.tokensCl100k === null ? null : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
+      tokens: row.tokensO200k === null || row.tokensCl100k === null ? null : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
     }));
   }
 
@@ -330,5 +340,8 @@ function withEarlier(windowed: AssembledContext, lo: number, upto: number): Asse
 
 /** A stable hash of the session's settings: a change of model or connector changes it. */
 export function settingsFingerprint(settings: unknown): string {
-  return createHash('sha256').update(canonicalJson(settings ?? {})).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(canonicalJson(settings ?? {}))
+    .digest('hex')
+    .slice(0, 16);
 }

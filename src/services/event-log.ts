@@ -63,7 +63,16 @@ function sharedRead<T>(prisma: PrismaClient, key: string, trigger: number, read:
 
 /** The end of a stream whose session is found gone (its live SESSION_DELETED may have been lost). */
 function deletedEvent(sessionId: string, sequence: number): SessionEventMessage {
-  return { id: `${sessionId}:deleted`, sessionId, sequence, type: SESSION_DELETED, turnId: null, messageId: null, payload: {}, createdAt: new Date().toISOString() };
+  return {
+    id: `${sessionId}:deleted`,
+    sessionId,
+    sequence,
+    type: SESSION_DELETED,
+    turnId: null,
+    messageId: null,
+    payload: {},
+    createdAt: new Date().toISOString(),
+  };
 }
 
 /** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */

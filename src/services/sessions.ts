@@ -127,9 +127,7 @@ export class SessionService {
     return this.write(async (tx, events) => {
       await this.lock(tx, workspaceId, sessionId, clientId);
       const session = await sessionStore.updateSession(tx, sessionId, data);
-      events.push(
-        ...(await appendEvents(tx, sessionId, [{ type: 'SESSION_UPDATED', payload: { fields: Object.keys(data).sort() } }])),
-      );
+      events.push(...(await appendEvents(tx, sessionId, [{ type: 'SESSION_UPDATED', payload: { fields: Object.keys(data).sort() } }])));
       return session;
     });
   }
@@ -188,7 +186,11 @@ export class SessionService {
     options: { turnId: string | null; agentId: string | null },
     events: SessionEventMessage[],
   ): Promise<{ session: Session; messages: Message[] }> {
-    await this.checkToolResults(tx, session, drafts.map((d) => d.parts));
+    await this.checkToolResults(
+      tx,
+      session,
+      drafts.map((d) => d.parts),
+    );
     const now = Date.now();
     const rows: Message[] = [];
     for (const [i, draft] of drafts.entries()) {
@@ -316,9 +318,7 @@ export class SessionService {
       const updated = await updateMessageContent(tx, messageId, parts, generating);
       const payload: Record<string, unknown> = { index: message.position, generating };
       if (hasAppend) payload.appendText = input.appendText;
-      events.push(
-        ...(await appendEvents(tx, session.id, [{ type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload }])),
-      );
+      events.push(...(await appendEvents(tx, session.id, [{ type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload }])));
       return updated;
     });
   }
@@ -360,11 +360,10 @@ export class SessionService {
       const { message: excluded, generatingAt, highestFork } = cut;
       const index = excluded.position;
       if (excluded.role !== 'USER') {
-        throw new DomainError(
-          'FORK_POINT_NOT_USER_MESSAGE',
-          `A fork is cut at a USER message; message ${index} is ${excluded.role}.`,
-          { messageIndex: index, role: excluded.role },
-        );
+        throw new DomainError('FORK_POINT_NOT_USER_MESSAGE', `A fork is cut at a USER message; message ${index} is ${excluded.role}.`, {
+          messageIndex: index,
+          role: excluded.role,
+        });
       }
       if (generatingAt !== null) {
         throw badInput(`Message ${generatingAt} is still generating; fork at or before it, or wait until it is finished.`);

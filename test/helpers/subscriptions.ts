@@ -114,7 +114,9 @@ export function subscribeSse<T = Record<string, unknown>>(
         signal: controller.signal,
       });
       if (!response.ok || !response.headers.get('content-type')?.includes('text/event-stream')) {
-        throw new Error(`expected an event stream, got ${response.status} ${response.headers.get('content-type')}: ${await response.text()}`);
+        throw new Error(
+          `expected an event stream, got ${response.status} ${response.headers.get('content-type')}: ${await response.text()}`,
+        );
       }
       const reader = response.body!.getReader();
       const decoder = new TextDecoder();

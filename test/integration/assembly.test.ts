@@ -80,7 +80,6 @@ useTestApp((built) => {
   app = built;
 });
 
-
 /** A session of `n` alternating USER/ASSISTANT messages "m0", "m1", …; returns its ID. */
 async function conversation(n: number, settings: Record<string, unknown> = {}) {
   const messages = Array.from({ length: n }, (_, i) => ({ role: i % 2 === 0 ? 'USER' : 'ASSISTANT', text: `m${i}` }) as const);
@@ -245,7 +244,15 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     // A fork cut before every compaction's end inherits none; a fork of the fork inherits the fork's own.
     const early = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 2 } })).forkSession.session.id;
     expect((await assemble(early)).summaryIncluded).toBe(false);
-    await gqlOk(app, AppendMessages, { input: { sessionId: fork, messages: [{ role: 'USER', text: 'f6' }, { role: 'ASSISTANT', text: 'f7' }] } });
+    await gqlOk(app, AppendMessages, {
+      input: {
+        sessionId: fork,
+        messages: [
+          { role: 'USER', text: 'f6' },
+          { role: 'ASSISTANT', text: 'f7' },
+        ],
+      },
+    });
     const grandchild = (await gqlOk(app, ForkSession, { input: { sessionId: fork, messageIndex: 6 } })).forkSession.session.id;
     expect(summaryText(await assemble(grandchild))).toContain('F-own');
   });
@@ -274,8 +281,14 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     const created = await gqlOk(app, CreateSession, {
       input: {
         messages: [
-          { role: 'USER', parts: [{ text: { text: 'see file' } }, { attachment: { name: 'a.txt', mimeType: 'text/plain', content: 'alpha' } }] },
-          { role: 'USER', parts: [{ attachment: { name: 'b.txt', mimeType: 'text/plain', content: 'beta' } }, { text: { text: 'and this' } }] },
+          {
+            role: 'USER',
+            parts: [{ text: { text: 'see file' } }, { attachment: { name: 'a.txt', mimeType: 'text/plain', content: 'alpha' } }],
+          },
+          {
+            role: 'USER',
+            parts: [{ attachment: { name: 'b.txt', mimeType: 'text/plain', content: 'beta' } }, { text: { text: 'and this' } }],
+          },
         ],
       },
     });
@@ -298,7 +311,10 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(b.contextHash).toBe(a.contextHash);
     expect(c.contextHash).not.toBe(a.contextHash);
     // From the payload as received: SHA-256 of the RFC 8785 form of { encoding, format, payload }.
-    for (const [format, served] of [['ANTHROPIC_MESSAGES', b], ['OPENAI_CHAT', await assemble(id, { format: 'OPENAI_CHAT' })]] as const) {
+    for (const [format, served] of [
+      ['ANTHROPIC_MESSAGES', b],
+      ['OPENAI_CHAT', await assemble(id, { format: 'OPENAI_CHAT' })],
+    ] as const) {
       const canonical = canonicalJson({ encoding: 'O200K_BASE', format, payload: served.payload });
       expect(createHash('sha256').update(canonical).digest('hex'), format).toBe(served.contextHash);
     }
@@ -313,7 +329,10 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
         const n = batch * 10 + i;
         messages.push(
           { role: 'USER' as const, text: `Question ${n}: ${'why '.repeat(n % 7)}?` },
-          { role: 'ASSISTANT' as const, parts: [{ text: { text: 'Checking.' } }, { toolCall: { callId: `c${n}`, name: 'search', arguments: { n } } }] },
+          {
+            role: 'ASSISTANT' as const,
+            parts: [{ text: { text: 'Checking.' } }, { toolCall: { callId: `c${n}`, name: 'search', arguments: { n } } }],
+          },
           { role: 'TOOL' as const, parts: [{ toolResult: { callId: `c${n}`, content: `result ${n} `.repeat(20) } }] },
           { role: 'ASSISTANT' as const, text: `Answer ${n}.` },
         );
@@ -355,7 +374,10 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
         const n = from + r;
         return [
           { role: 'USER' as const, text: `${label} question ${n}: ${'how '.repeat((n * 7) % 23)}?` },
-          { role: 'ASSISTANT' as const, parts: [{ text: { text: `Looking ${n}.` } }, { toolCall: { callId: `${label}${n}`, name: 'search', arguments: { n } } }] },
+          {
+            role: 'ASSISTANT' as const,
+            parts: [{ text: { text: `Looking ${n}.` } }, { toolCall: { callId: `${label}${n}`, name: 'search', arguments: { n } } }],
+          },
           { role: 'TOOL' as const, parts: [{ toolResult: { callId: `${label}${n}`, content: `row ${n} `.repeat((n * 13) % 41) } }] },
           { role: 'ASSISTANT' as const, text: `${label} answer ${n} ${'because '.repeat((n * 5) % 17)}` },
         ];
@@ -416,18 +438,33 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
           queries.reset();
           const request = { sessionId: session.id, ...options };
           if (!full) {
-            await expect(paged.assemble(session.workspaceId, request), label).rejects.toMatchObject({ code: (refusal as { code: string }).code });
+            await expect(paged.assemble(session.workspaceId, request), label).rejects.toMatchObject({
+              code: (refusal as { code: string }).code,
+            });
             continue;
           }
           const served = await paged.assemble(session.workspaceId, request);
           if (paged === uncached) pagedStatements = Math.max(pagedStatements, queries.count);
           expect(served.contextHash, label).toBe(full.contextHash);
           expect(
-            { tokens: served.tokenCount, dropped: served.droppedMessageCount, truncated: served.truncated, summary: served.summaryIncluded },
+            {
+              tokens: served.tokenCount,
+              dropped: served.droppedMessageCount,
+              truncated: served.truncated,
+              summary: served.summaryIncluded,
+            },
             label,
-          ).toEqual({ tokens: full.tokenCount, dropped: full.droppedMessageCount, truncated: full.truncated, summary: full.summaryIncluded });
+          ).toEqual({
+            tokens: full.tokenCount,
+            dropped: full.droppedMessageCount,
+            truncated: full.truncated,
+            summary: full.summaryIncluded,
+          });
           const decisions = await paged.decisionsOf(served);
-          expect(decisions.map((d) => [d.index, d.decision, d.reason]), label).toEqual(full.decisions.map((d) => [d.index, d.decision, d.reason]));
+          expect(
+            decisions.map((d) => [d.index, d.decision, d.reason]),
+            label,
+          ).toEqual(full.decisions.map((d) => [d.index, d.decision, d.reason]));
         }
       }
     }
@@ -452,7 +489,15 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(again.contextHash).toBe(first.contextHash);
 
     // Messages appended since: read with the session (their parts too), and assembled.
-    await gqlOk(app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'ASSISTANT', text: 'late answer' }, { role: 'USER', text: 'late question' }] } });
+    await gqlOk(app, AppendMessages, {
+      input: {
+        sessionId: id,
+        messages: [
+          { role: 'ASSISTANT', text: 'late answer' },
+          { role: 'USER', text: 'late question' },
+        ],
+      },
+    });
     queries.reset();
     const served = await service.assemble(session.workspaceId, request);
     expect(queries.count).toBe(2);
@@ -466,7 +511,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(compacted.messages.filter((m) => m.kind === 'message').map((m) => m.sourceIndex)).toEqual([38, 39, 40, 41]);
   });
 
-  it('compares a fork without recorded contexts with its parent\'s latest for hasConnectorSwap', async () => {
+  it("compares a fork without recorded contexts with its parent's latest for hasConnectorSwap", async () => {
     const parent = await conversation(4, { model: 'gpt-4o' });
     const turn = await startTurn(parent, 1);
     await assemble(parent, { turnId: turn });
@@ -484,7 +529,13 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
   it('assembles a streamed message with its final content once it is finished', async () => {
     const id = await conversation(2);
     const appended = await gqlOk(app, AppendMessages, {
-      input: { sessionId: id, messages: [{ role: 'USER', text: 'go on' }, { role: 'ASSISTANT', text: 'Par', generating: true }] },
+      input: {
+        sessionId: id,
+        messages: [
+          { role: 'USER', text: 'go on' },
+          { role: 'ASSISTANT', text: 'Par', generating: true },
+        ],
+      },
     });
     const streaming = appended.appendMessages.messages[1].id;
     const during = await assemble(id, { maxTokens: 10_000 });

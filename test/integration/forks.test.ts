@@ -39,7 +39,13 @@ function turns(label: string, from: number, count: number): MessageInput[] {
 }
 const texts = (label: string, from: number, count: number) => turns(label, from, count).map((m) => m.text!);
 
-async function createRoot(title: string, messages: MessageInput[] = [], extra: { settings?: unknown; metadata?: unknown } = {}, options?: GqlOptions, on = app) {
+async function createRoot(
+  title: string,
+  messages: MessageInput[] = [],
+  extra: { settings?: unknown; metadata?: unknown } = {},
+  options?: GqlOptions,
+  on = app,
+) {
   return (await gqlOk(on, CreateSession, { input: { title, messages, ...extra } }, options)).createSession;
 }
 
@@ -97,7 +103,10 @@ const forkNumber = (title: string, base: string) => {
 const MIXED: MessageInput[] = [
   { role: 'SYSTEM', text: 'Be brief.' },
   { role: 'USER', text: 'q1' },
-  { role: 'ASSISTANT', parts: [{ text: { text: 'checking' } }, { toolCall: { callId: 'c1', name: 'weather', arguments: { city: 'Oslo' } } }] },
+  {
+    role: 'ASSISTANT',
+    parts: [{ text: { text: 'checking' } }, { toolCall: { callId: 'c1', name: 'weather', arguments: { city: 'Oslo' } } }],
+  },
   { role: 'TOOL', parts: [{ toolResult: { callId: 'c1', content: '4°C' } }] },
   { role: 'ASSISTANT', text: 'a1' },
   { role: 'USER', text: 'q2' },
@@ -134,10 +143,23 @@ describe(`forkSession rules (${backend.label})`, () => {
     expect(forked.nodes).toEqual(parentMessages.nodes.slice(0, 5));
 
     const g = await graph(result.session.id);
-    expect(g).toMatchObject({ forkIndex: 5, depth: 1, parent: { id: root.id }, root: { id: root.id }, forkPointMessage: { id: parentMessages.nodes[5].id, index: 5 } });
+    expect(g).toMatchObject({
+      forkIndex: 5,
+      depth: 1,
+      parent: { id: root.id },
+      root: { id: root.id },
+      forkPointMessage: { id: parentMessages.nodes[5].id, index: 5 },
+    });
     expect(g.ancestors.map((a) => a.id)).toEqual([root.id]);
     const rootGraph = await graph(root.id);
-    expect(rootGraph).toMatchObject({ forkIndex: null, depth: 0, parent: null, root: { id: root.id }, ancestors: [], forkPointMessage: null });
+    expect(rootGraph).toMatchObject({
+      forkIndex: null,
+      depth: 0,
+      parent: null,
+      root: { id: root.id },
+      ancestors: [],
+      forkPointMessage: null,
+    });
     expect(rootGraph.forks.edges.map((e) => e.node)).toEqual([{ id: result.session.id, title: 'Weather (fork 1)', forkIndex: 5 }]);
     expect(rootGraph.forks.totalCount).toBe(1);
     const listed = await gqlOk(app, SessionsList, { first: 10, parentId: root.id });
@@ -211,7 +233,12 @@ describe(`forkSession rules (${backend.label})`, () => {
     const other = await createRoot('Other', turns('O', 0, 2));
     const otherMessage = (await allMessages(other.id)).nodes[0];
     expect((await forkError({ sessionId: root.id, messageId: otherMessage.id })).code).toBe('NOT_FOUND');
-    expect(await rowCounts()).toEqual({ ...before, sessions: before.sessions + 1, messages: before.messages + 2, events: before.events + 2 });
+    expect(await rowCounts()).toEqual({
+      ...before,
+      sessions: before.sessions + 1,
+      messages: before.messages + 2,
+      events: before.events + 2,
+    });
   });
 
   it('refuses indexes outside the list with FORK_INDEX_OUT_OF_RANGE and writes nothing', async () => {
@@ -310,7 +337,13 @@ describe(`fork titles (${backend.label})`, () => {
     const f3 = await fork({ sessionId: f1.session.id, messageIndex: 2 });
     const f4 = await fork({ sessionId: f3.session.id, messageIndex: 0 });
     const f5 = await fork({ sessionId: f2.session.id, messageIndex: 0 });
-    expect([f1, f2, f3, f4, f5].map((f) => f.session.title)).toEqual(['T (fork 1)', 'T (fork 2)', 'T (fork 3)', 'T (fork 4)', 'T (fork 5)']);
+    expect([f1, f2, f3, f4, f5].map((f) => f.session.title)).toEqual([
+      'T (fork 1)',
+      'T (fork 2)',
+      'T (fork 3)',
+      'T (fork 4)',
+      'T (fork 5)',
+    ]);
     // Another tree with the same title counts on its own.
     const other = await createRoot('T', turns('T', 0, 2));
     expect((await fork({ sessionId: other.id, messageIndex: 0 })).session.title).toBe('T (fork 1)');
@@ -380,7 +413,18 @@ describe(`fork titles (${backend.label})`, () => {
   });
 
   it('reads the same fork number in SQL as in TypeScript', async () => {
-    const samples = ['T (fork 1)', 'Q1 (fork 2) Analysis', 'X (fork 2) ', ' (fork 1)', 'T (fork 1) (fork 2)', 'a\nb (fork 3)', 'a (fork 3)\n', 'שלום (fork 4)', 'no suffix', ''];
+    const samples = [
+      'T (fork 1)',
+      'Q1 (fork 2) Analysis',
+      'X (fork 2) ',
+      ' (fork 1)',
+      'T (fork 1) (fork 2)',
+      'a\nb (fork 3)',
+      'a (fork 3)\n',
+      'שלום (fork 4)',
+      'no suffix',
+      '',
+    ];
     for (const title of samples) {
       for (const base of new Set([forkTitleBase(title), title, 'T', 'T (fork 1)', ''])) {
         const [row] = await app.runtime.db.prisma.$queryRaw<{ n: string | null }[]>`
@@ -434,13 +478,14 @@ describe(`copy-on-write (${backend.label})`, () => {
       [996, 'L:996'],
       [997, 'L:997'],
     ]);
-    const parentTail = (await gqlOk(app, ForkPage, { id: root.id, first: 2, after: Buffer.from('idx:995').toString('base64url') })).session!.messages.edges;
+    const parentTail = (await gqlOk(app, ForkPage, { id: root.id, first: 2, after: Buffer.from('idx:995').toString('base64url') })).session!
+      .messages.edges;
     expect(parentTail.map((e) => e.node.id)).toEqual(tail.map((m) => m.id));
     // The fork's rows: none.
     expect(await app.runtime.db.prisma.message.count({ where: { sessionId: rawId(f.session.id) } })).toBe(0);
   });
 
-  it('sees exactly the right prefix through forks of forks of forks, including cuts below an ancestor\'s own start', async () => {
+  it("sees exactly the right prefix through forks of forks of forks, including cuts below an ancestor's own start", async () => {
     const P = await createRoot('Deep', turns('P', 0, 10));
     const expected = new Map<string, string[]>();
     expected.set(P.id, texts('P', 0, 10));
@@ -579,13 +624,20 @@ describe(`forks and generating messages (${backend.label})`, () => {
     const root = await createRoot('Streaming fork', turns('S', 0, 4)); // U0 A1 U2 A3
     const f = await fork({ sessionId: root.id, messageIndex: 2 }); // S:0 S:1
     // The parent streams after the cut (positions 4, 5): the fork is unaffected and can be forked anywhere.
-    await append(root.id, [{ role: 'ASSISTANT', text: 'parent streaming', generating: true }, { role: 'USER', text: 'S:5' }]);
+    await append(root.id, [
+      { role: 'ASSISTANT', text: 'parent streaming', generating: true },
+      { role: 'USER', text: 'S:5' },
+    ]);
     expect((await forkError({ sessionId: root.id, messageIndex: 5 })).code).toBe('BAD_USER_INPUT');
     await append(f.session.id, [{ role: 'USER', text: 'F:2' }]);
     const clean = await fork({ sessionId: f.session.id, messageIndex: 2 });
     await expectTexts(clean.session.id, ['S:0', 'S:1']);
     // The fork's own generating message (3) blocks a cut after it (5), not one at or before it.
-    await append(f.session.id, [{ role: 'ASSISTANT', text: 'fork streaming', generating: true }, { role: 'USER', text: 'F:4' }, { role: 'USER', text: 'F:5' }]);
+    await append(f.session.id, [
+      { role: 'ASSISTANT', text: 'fork streaming', generating: true },
+      { role: 'USER', text: 'F:4' },
+      { role: 'USER', text: 'F:5' },
+    ]);
     expect((await forkError({ sessionId: f.session.id, messageIndex: 4 })).code).toBe('BAD_USER_INPUT');
     expect((await forkError({ sessionId: f.session.id, messageIndex: 5 })).code).toBe('BAD_USER_INPUT');
     const before = await fork({ sessionId: f.session.id, messageIndex: 2 });
@@ -637,7 +689,9 @@ describe(`deleteSession and forks (${backend.label})`, () => {
 
     // Cascade on a session without forks is a plain delete.
     const Q = await createRoot('Solo', turns('Q', 0, 2));
-    expect((await gqlOk(app, DeleteSession, { input: { sessionId: Q.id, cascade: true } })).deleteSession.deletedSessionIds).toEqual([Q.id]);
+    expect((await gqlOk(app, DeleteSession, { input: { sessionId: Q.id, cascade: true } })).deleteSession.deletedSessionIds).toEqual([
+      Q.id,
+    ]);
   });
 
   it('cascades from the root through every level, deepest first, and removes every row', async () => {
@@ -702,7 +756,12 @@ describe(`concurrent forks (${backend.label})`, () => {
     const jobs: Promise<unknown>[] = [];
     const forks: { index: number; promise: ReturnType<typeof fork> }[] = [];
     for (let i = 0; i < 10; i++) {
-      jobs.push(append(root.id, [{ role: 'USER', text: `w${i}-q` }, { role: 'ASSISTANT', text: `w${i}-a` }]));
+      jobs.push(
+        append(root.id, [
+          { role: 'USER', text: `w${i}-q` },
+          { role: 'ASSISTANT', text: `w${i}-a` },
+        ]),
+      );
       const index = (i % 5) * 2;
       const promise = fork({ sessionId: root.id, messageIndex: index });
       forks.push({ index, promise });
@@ -759,7 +818,8 @@ describe(`concurrent forks (${backend.label})`, () => {
     ]);
     const deletion = results[2];
     expect(deletion.status).toBe('fulfilled');
-    const deletedIds = (deletion as PromiseFulfilledResult<{ deleteSession: { deletedSessionIds: string[] } }>).value.deleteSession.deletedSessionIds;
+    const deletedIds = (deletion as PromiseFulfilledResult<{ deleteSession: { deletedSessionIds: string[] } }>).value.deleteSession
+      .deletedSessionIds;
     for (const [i, r] of results.entries()) {
       if (i === 2) continue;
       if (r.status === 'fulfilled') expect(deletedIds).toContain((r.value as { session: { id: string } }).session.id);
@@ -785,11 +845,18 @@ describe(`concurrent forks (${backend.label})`, () => {
         // Forks of forks, across both instances, keep counting.
         const nonEmpty = results.filter((r) => r.session.messageCount > 0).slice(0, 8);
         expect(nonEmpty).toHaveLength(8);
-        const more = await Promise.all(nonEmpty.map((r, i) => fork({ sessionId: r.session.id, messageIndex: 0 }, undefined, i % 2 ? app : second)));
-        expect(more.map((r) => forkNumber(r.session.title, 'Two servers')).sort((a, b) => a - b)).toEqual(Array.from({ length: 8 }, (_, i) => i + 17));
+        const more = await Promise.all(
+          nonEmpty.map((r, i) => fork({ sessionId: r.session.id, messageIndex: 0 }, undefined, i % 2 ? app : second)),
+        );
+        expect(more.map((r) => forkNumber(r.session.title, 'Two servers')).sort((a, b) => a - b)).toEqual(
+          Array.from({ length: 8 }, (_, i) => i + 17),
+        );
         // Every SessionForked reaches a subscriber on the second instance, whichever instance forked (through Redis).
         if (!sub) return;
-        const seen = await sub.waitFor((events) => events.filter((e) => e.__typename === 'SessionForked').length >= 16, 'all SessionForked');
+        const seen = await sub.waitFor(
+          (events) => events.filter((e) => e.__typename === 'SessionForked').length >= 16,
+          'all SessionForked',
+        );
         const forkedIds = seen.filter((e) => e.__typename === 'SessionForked').map((e) => e.fork?.id);
         expect(new Set(forkedIds)).toEqual(new Set(results.map((r) => r.session.id)));
       } finally {
@@ -848,7 +915,10 @@ describe(`session graph without N+1 queries (${backend.label})`, () => {
       expect(messages).toHaveLength(24);
       for (const m of messages) {
         const want = made.filter((f) => f.forkIndex === m.index).map((f) => f.id);
-        expect(m.forks.edges.map((e) => e.node.id), `forks at message ${m.index}`).toEqual(want);
+        expect(
+          m.forks.edges.map((e) => e.node.id),
+          `forks at message ${m.index}`,
+        ).toEqual(want);
         expect(m.forks.totalCount).toBe(want.length);
       }
     }
@@ -990,7 +1060,13 @@ describe(`SessionForked (${backend.label})`, () => {
     const sub = sseSubscribe(app, root.id, 2);
     try {
       const [event] = await sub.waitFor((e) => e.length >= 1, 'the replayed SessionForked');
-      expect(event).toEqual({ __typename: 'SessionForked', sequence: 3, fork: null, messageIndex: 0, excludedMessage: { id: made.excludedMessage.id } });
+      expect(event).toEqual({
+        __typename: 'SessionForked',
+        sequence: 3,
+        fork: null,
+        messageIndex: 0,
+        excludedMessage: { id: made.excludedMessage.id },
+      });
     } finally {
       await sub.close();
     }

@@ -121,7 +121,10 @@ describe(`npm run keys (${backend.label})`, () => {
 
     // A restart with the revoked key in API_KEYS (the bootstrap) does not bring it back.
     await closeApp(app);
-    app = await appOn({ databaseUrl }, { caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 0 }, apiKeys: [{ workspace: 'alpha', key: key! }] });
+    app = await appOn(
+      { databaseUrl },
+      { caches: { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs: 0 }, apiKeys: [{ workspace: 'alpha', key: key! }] },
+    );
     expect(await gqlError(app, WHO, undefined, { apiKey: key })).toMatchObject({ code: 'UNAUTHENTICATED' });
   }, 180_000);
 

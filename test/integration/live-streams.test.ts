@@ -293,9 +293,7 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     app.runtime.db.queries.reset();
     await append(app, id, 'shared');
     for (const sub of [...same, other]) await sub.collector.until((e) => e.some((ev) => ev.sequence === 3), 10_000, 'the live event');
-    const messageReads = app.runtime.db.queries.statements.filter(
-      (sql) => /^\s*SELECT/i.test(sql) && /FROM "public"\."Message"/.test(sql),
-    );
+    const messageReads = app.runtime.db.queries.statements.filter((sql) => /^\s*SELECT/i.test(sql) && /FROM "public"\."Message"/.test(sql));
 
     expect(app.sharing.executions - before.executions).toBe(2);
     expect(app.sharing.shared - before.shared).toBe(same.length + 1 - 2);

@@ -72,7 +72,10 @@ describe('the server process (npm start)', () => {
     const first = await start({ DATA_DIR: dataDir });
     expect(first.output()).toContain(`storage: PGlite in ${dataDir}`);
     expect(first.output()).toContain('pub/sub: in-memory');
-    const created = await post(first.url, 'mutation { createSession(input: {title: "kept", messages: [{role: USER, text: "remember me"}]}) { id } }');
+    const created = await post(
+      first.url,
+      'mutation { createSession(input: {title: "kept", messages: [{role: USER, text: "remember me"}]}) { id } }',
+    );
     const id = created.data!.createSession.id as string;
     expect(await stop(first)).toBe(0);
 
@@ -84,7 +87,10 @@ describe('the server process (npm start)', () => {
 
   it('on SIGTERM completes an open SSE subscription and exits 0', async () => {
     const running = await start({ DATA_DIR: 'memory://' });
-    const created = await post(running.url, 'mutation { createSession(input: {title: "sse", messages: [{role: USER, text: "x"}]}) { id } }');
+    const created = await post(
+      running.url,
+      'mutation { createSession(input: {title: "sse", messages: [{role: USER, text: "x"}]}) { id } }',
+    );
     const response = await fetch(running.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/event-stream' },

@@ -92,7 +92,10 @@ describe(`sessions and messages (${backend.label})`, () => {
       input: {
         sessionId: session.id,
         messages: [
-          { role: 'USER', parts: [{ text: { text: 'Read this' } }, { attachment: { name: 'notes.md', mimeType: 'text/markdown', content: 'héllo' } }] },
+          {
+            role: 'USER',
+            parts: [{ text: { text: 'Read this' } }, { attachment: { name: 'notes.md', mimeType: 'text/markdown', content: 'héllo' } }],
+          },
         ],
       },
     });
@@ -104,10 +107,13 @@ describe(`sessions and messages (${backend.label})`, () => {
     const session = await newSession('Bad', [{ role: 'USER', text: 'hi' }]);
     const cases: [string, unknown][] = [
       ['tool result without a call', [{ role: 'TOOL', parts: [{ toolResult: { callId: 'nope', content: 'x' } }] }]],
-      ['result before its call in one batch', [
-        { role: 'TOOL', parts: [{ toolResult: { callId: 'c9', content: 'x' } }] },
-        { role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c9', name: 'f' } }] },
-      ]],
+      [
+        'result before its call in one batch',
+        [
+          { role: 'TOOL', parts: [{ toolResult: { callId: 'c9', content: 'x' } }] },
+          { role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c9', name: 'f' } }] },
+        ],
+      ],
       ['empty list', []],
       ['text and parts', [{ role: 'USER', text: 'a', parts: [{ text: { text: 'b' } }] }]],
       ['neither text nor parts', [{ role: 'USER' }]],
@@ -115,12 +121,18 @@ describe(`sessions and messages (${backend.label})`, () => {
       ['tool call in a USER message', [{ role: 'USER', parts: [{ toolCall: { callId: 'c', name: 'f' } }] }]],
       ['text in a TOOL message', [{ role: 'TOOL', text: 'x' }]],
       ['empty call id', [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: '', name: 'f' } }] }]],
-      ['duplicate call id', [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'd', name: 'f' } }, { toolCall: { callId: 'd', name: 'g' } }] }]],
+      [
+        'duplicate call id',
+        [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'd', name: 'f' } }, { toolCall: { callId: 'd', name: 'g' } }] }],
+      ],
       ['bad MIME type', [{ role: 'USER', parts: [{ attachment: { name: 'a', mimeType: 'nonsense', content: 'x' } }] }]],
-      ['a valid message before an invalid one', [
-        { role: 'USER', text: 'fine' },
-        { role: 'TOOL', parts: [{ toolResult: { callId: 'missing', content: 'x' } }] },
-      ]],
+      [
+        'a valid message before an invalid one',
+        [
+          { role: 'USER', text: 'fine' },
+          { role: 'TOOL', parts: [{ toolResult: { callId: 'missing', content: 'x' } }] },
+        ],
+      ],
     ];
     for (const [label, messages] of cases) {
       const { code, message } = await gqlError(app, AppendMessages, { input: { sessionId: session.id, messages: messages as never } });
@@ -129,7 +141,10 @@ describe(`sessions and messages (${backend.label})`, () => {
     }
     expect(await messageCount(session.id)).toBe(1);
 
-    const oneOf = await gql(app, `mutation { appendMessages(input: {sessionId: "${session.id}", messages: [{role: USER, parts: [{text: {text: "a"}, toolCall: {callId: "c", name: "f"}}]}]}) { session { id } } }`);
+    const oneOf = await gql(
+      app,
+      `mutation { appendMessages(input: {sessionId: "${session.id}", messages: [{role: USER, parts: [{text: {text: "a"}, toolCall: {callId: "c", name: "f"}}]}]}) { session { id } } }`,
+    );
     expect(oneOf.errors?.[0].message).toMatch(/exactly one|oneOf|one key/i);
     expect(await messageCount(session.id)).toBe(1);
 
@@ -142,14 +157,18 @@ describe(`sessions and messages (${backend.label})`, () => {
   it('answers NOT_FOUND for unknown sessions and BAD_USER_INPUT for malformed IDs', async () => {
     const session = await newSession();
     const unknown = Buffer.from('Session:01890000-0000-7000-8000-000000000000').toString('base64');
-    expect((await gqlError(app, AppendMessages, { input: { sessionId: unknown, messages: [{ role: 'USER', text: 'x' }] } })).code).toBe('NOT_FOUND');
+    expect((await gqlError(app, AppendMessages, { input: { sessionId: unknown, messages: [{ role: 'USER', text: 'x' }] } })).code).toBe(
+      'NOT_FOUND',
+    );
     expect((await gqlError(app, AppendMessages, { input: { sessionId: 'not-an-id', messages: [{ role: 'USER', text: 'x' }] } })).code).toBe(
       'BAD_USER_INPUT',
     );
     const data = await gqlOk(app, AppendMessages, { input: { sessionId: session.id, messages: [{ role: 'USER', text: 'x' }] } });
     const messageId = data.appendMessages.messages[0].id;
     // A Message ID where a Session ID belongs does not exist as a session.
-    expect((await gqlError(app, AppendMessages, { input: { sessionId: messageId, messages: [{ role: 'USER', text: 'x' }] } })).code).toBe('NOT_FOUND');
+    expect((await gqlError(app, AppendMessages, { input: { sessionId: messageId, messages: [{ role: 'USER', text: 'x' }] } })).code).toBe(
+      'NOT_FOUND',
+    );
     expect((await gqlOk(app, SessionMessages, { id: unknown })).session).toBeNull();
     const node = await gqlOk(app, NodeQuery, { id: messageId });
     expect(node.node).toMatchObject({ __typename: 'Message', id: messageId, text: 'x' });
@@ -158,7 +177,13 @@ describe(`sessions and messages (${backend.label})`, () => {
   it('changes a generating message until it is finished, then refuses with MESSAGE_IMMUTABLE', async () => {
     const session = await newSession();
     const data = await gqlOk(app, AppendMessages, {
-      input: { sessionId: session.id, messages: [{ role: 'USER', text: 'Tell me' }, { role: 'ASSISTANT', text: '', generating: true }] },
+      input: {
+        sessionId: session.id,
+        messages: [
+          { role: 'USER', text: 'Tell me' },
+          { role: 'ASSISTANT', text: '', generating: true },
+        ],
+      },
     });
     const streaming = data.appendMessages.messages[1];
     expect(streaming.generating).toBe(true);
@@ -169,7 +194,9 @@ describe(`sessions and messages (${backend.label})`, () => {
 
     const refused = await gqlError(app, UpdateMessage, { input: { messageId: streaming.id, appendText: 'more' } });
     expect(refused.code).toBe('MESSAGE_IMMUTABLE');
-    const finishedUser = await gqlError(app, UpdateMessage, { input: { messageId: data.appendMessages.messages[0].id, generating: false } });
+    const finishedUser = await gqlError(app, UpdateMessage, {
+      input: { messageId: data.appendMessages.messages[0].id, generating: false },
+    });
     expect(finishedUser.code).toBe('MESSAGE_IMMUTABLE');
     const page = await gqlOk(app, SessionMessages, { id: session.id });
     expect(page.session!.messages.edges[1].node.text).toBe('Once upon a time.');
@@ -208,7 +235,13 @@ describe(`sessions and messages (${backend.label})`, () => {
     await Promise.all(
       Array.from({ length: writers }, (_, i) =>
         gqlOk(app, AppendMessages, {
-          input: { sessionId: session.id, messages: [{ role: 'USER', text: `w${i}-a` }, { role: 'ASSISTANT', text: `w${i}-b` }] },
+          input: {
+            sessionId: session.id,
+            messages: [
+              { role: 'USER', text: `w${i}-a` },
+              { role: 'ASSISTANT', text: `w${i}-b` },
+            ],
+          },
         }),
       ),
     );

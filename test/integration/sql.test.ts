@@ -31,7 +31,16 @@ describe(`plain SQL (${backend.label})`, () => {
     expect(new Date(2026, 0, 1).getTimezoneOffset()).not.toBe(0);
     const before = Date.now();
     const parent = (
-      await gqlOk(app, CreateSession, { input: { title: 'zones', messages: [{ role: 'USER', text: 'q' }, { role: 'ASSISTANT', text: 'a' }, { role: 'USER', text: 'q2' }] } })
+      await gqlOk(app, CreateSession, {
+        input: {
+          title: 'zones',
+          messages: [
+            { role: 'USER', text: 'q' },
+            { role: 'ASSISTANT', text: 'a' },
+            { role: 'USER', text: 'q2' },
+          ],
+        },
+      })
     ).createSession;
     const forked = (await gqlOk(app, ForkSession, { input: { sessionId: parent.id, messageIndex: 2 } })).forkSession;
     const after = Date.now();
@@ -85,7 +94,9 @@ describe(`plain SQL (${backend.label})`, () => {
     // A failed statement rolls back too, and the next transactions run normally (on every connection).
     await expect(app.runtime.db.sql.transaction((sql) => sql.query('SELECT * FROM "NoSuchTable"'))).rejects.toThrow();
     const counts = await Promise.all(
-      Array.from({ length: 12 }, () => app.runtime.db.sql.transaction((sql) => sql.query<{ n: bigint }>('SELECT count(*) AS n FROM "Session"'))),
+      Array.from({ length: 12 }, () =>
+        app.runtime.db.sql.transaction((sql) => sql.query<{ n: bigint }>('SELECT count(*) AS n FROM "Session"')),
+      ),
     );
     expect(counts.every(([row]) => typeof row.n === 'bigint' && row.n >= 1n)).toBe(true);
   });
@@ -94,7 +105,10 @@ describe(`plain SQL (${backend.label})`, () => {
     const session = (await gqlOk(app, CreateSession, { input: { title: 'both' } })).createSession;
     const id = rawIdOf(session.id);
     const fromPrisma = await app.runtime.db.prisma.$transaction((tx) =>
-      appendEvents(tx, id, [{ type: 'SESSION_UPDATED', payload: { n: 1 } }, { type: 'SESSION_UPDATED', payload: { n: 2 } }]),
+      appendEvents(tx, id, [
+        { type: 'SESSION_UPDATED', payload: { n: 1 } },
+        { type: 'SESSION_UPDATED', payload: { n: 2 } },
+      ]),
     );
     const fromSql = await app.runtime.db.sql.transaction((sql) => appendEvents(sql, id, [{ type: 'SESSION_UPDATED', payload: { n: 3 } }]));
     expect([...fromPrisma, ...fromSql].map((e) => e.sequence)).toEqual([1, 2, 3]);

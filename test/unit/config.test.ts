@@ -43,7 +43,10 @@ describe('configuration from the environment', () => {
       readyTimeoutMs: 500,
     });
     expect(loadConfig({ NODE_ENV: 'production' })).toMatchObject({ authRequired: true, graphiql: false });
-    expect(loadConfig({ NODE_ENV: 'production', AUTH_REQUIRED: 'false', GRAPHIQL: 'true' })).toMatchObject({ authRequired: false, graphiql: true });
+    expect(loadConfig({ NODE_ENV: 'production', AUTH_REQUIRED: 'false', GRAPHIQL: 'true' })).toMatchObject({
+      authRequired: false,
+      graphiql: true,
+    });
   });
 
   it('reads the hardening variables', () => {

@@ -19,7 +19,11 @@ describe('domain errors', () => {
     expect(domainErrorOf(located)).toBe(refusal);
     const mapped = toGraphQLError(refusal, located);
     expect(mapped).toBeInstanceOf(GraphQLError);
-    expect(mapped.toJSON()).toEqual({ message: 'It has forks.', path: ['deleteSession'], extensions: { code: 'SESSION_HAS_FORKS', forkCount: 2 } });
+    expect(mapped.toJSON()).toEqual({
+      message: 'It has forks.',
+      path: ['deleteSession'],
+      extensions: { code: 'SESSION_HAS_FORKS', forkCount: 2 },
+    });
   });
 
   it('leave src/domain free of graphql and of the database layer', () => {

@@ -28,9 +28,18 @@ export async function latestCompaction(db: SqlTarget, session: Pick<LineageSessi
 /** That statement, its parameters added to `params`: usable alone or as a subquery. */
 export function latestCompactionSql(params: SqlParams, session: Pick<LineageSession, 'id' | 'lineage'>): string {
   const scopes = compactionScopes(session);
-  const ids = params.add(scopes.map((s) => s.sessionId), '::text[]');
-  const ordinals = params.add(scopes.map((s) => s.maxOrdinal), '::int[]');
-  const uptos = params.add(scopes.map((s) => s.maxUpto), '::int[]');
+  const ids = params.add(
+    scopes.map((s) => s.sessionId),
+    '::text[]',
+  );
+  const ordinals = params.add(
+    scopes.map((s) => s.maxOrdinal),
+    '::int[]',
+  );
+  const uptos = params.add(
+    scopes.map((s) => s.maxUpto),
+    '::int[]',
+  );
   return `SELECT c.* FROM unnest(${ids}, ${ordinals}, ${uptos}) WITH ORDINALITY AS s(session_id, max_ordinal, max_upto, depth)
        CROSS JOIN LATERAL (
          SELECT * FROM "Compaction" c

@@ -78,7 +78,10 @@ export function readIdsAndPositions(prisma: PrismaClient, segments: readonly Seg
 }
 
 /** Parts (and whether still generating) of messages by id. */
-export function readParts(sql: SqlClient, ids: string[]): Promise<{ id: string; sessionId: string; parts: StoredPart[]; generating: boolean }[]> {
+export function readParts(
+  sql: SqlClient,
+  ids: string[],
+): Promise<{ id: string; sessionId: string; parts: StoredPart[]; generating: boolean }[]> {
   return sql.query('SELECT id, "sessionId", parts, generating FROM "Message" WHERE id = ANY($1::text[])', [ids]);
 }
 

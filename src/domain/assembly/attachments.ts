@@ -63,9 +63,7 @@ export function isTextMimeType(mimeType: string): boolean {
 
 /** Escapes an attribute value: & < > " ' . */
 export function escapeXmlAttribute(value: string): string {
-  return value.replace(/[&<>"']/g, (c) =>
-    c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;',
-  );
+  return value.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;'));
 }
 
 /** Escapes element content: & and < (enough that no tag can be opened or closed). */
@@ -145,10 +143,7 @@ export interface AttachmentResolver {
 
 const NONE: MessageAttachments = { blocks: [], tokens: 0, problems: [] };
 
-export function createAttachmentResolver(
-  attachments: ReadonlyMap<string, ResolvedAttachment>,
-  caps: AttachmentCaps,
-): AttachmentResolver {
+export function createAttachmentResolver(attachments: ReadonlyMap<string, ResolvedAttachment>, caps: AttachmentCaps): AttachmentResolver {
   const memo = new Map<string, MessageAttachments>();
   let usedChars = 0;
 
@@ -174,7 +169,10 @@ export function createAttachmentResolver(
       return block(renderAttachmentPlaceholder(meta, 'missing'));
     }
     if (!isTextMimeType(meta.mimeType)) {
-      problem('NOT_TEXT', `Attachment "${meta.name}" is ${meta.mimeType}, not text; only text attachments are inlined, a placeholder was inlined instead.`);
+      problem(
+        'NOT_TEXT',
+        `Attachment "${meta.name}" is ${meta.mimeType}, not text; only text attachments are inlined, a placeholder was inlined instead.`,
+      );
       return block(renderAttachmentPlaceholder(meta, `not a text file (${meta.mimeType})`));
     }
     if (stored.content === null) {

@@ -39,7 +39,6 @@ import type {
 import { validateAssembleOptions } from './validate.js';
 import { newestUserIndex, shapeOf, toWork, workContentTokens, type StepResult, type WorkMessage } from './work.js';
 
-
 function syntheticBlock(
   kind: AssembledMessageKind,
   role: MessageRole,
@@ -80,7 +79,9 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   // 1. messages still being generated
   let list = applyWithRepair(dropGenerating(input.messages.map(toWork)), 'dropGenerating');
   if (!list.some((w) => w.source.role === 'USER')) {
-    throw badInput('The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.');
+    throw badInput(
+      'The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.',
+    );
   }
 
   // 2. compaction
@@ -96,13 +97,9 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   // 5. maxTokens: fixed blocks first, then messages with their framing and attachments
   const systemBlock =
-    options.system !== null && options.system.length > 0
-      ? syntheticBlock('system', 'SYSTEM', options.system, format, encoding)
-      : null;
-  const summaryBlock =
-    compacted.summaryText !== null ? syntheticBlock('summary', 'SYSTEM', compacted.summaryText, format, encoding) : null;
-  const turnContextBlock =
-    turnContextText !== null ? syntheticBlock('turnContext', 'USER', turnContextText, format, encoding) : null;
+    options.system !== null && options.system.length > 0 ? syntheticBlock('system', 'SYSTEM', options.system, format, encoding) : null;
+  const summaryBlock = compacted.summaryText !== null ? syntheticBlock('summary', 'SYSTEM', compacted.summaryText, format, encoding) : null;
+  const turnContextBlock = turnContextText !== null ? syntheticBlock('turnContext', 'USER', turnContextText, format, encoding) : null;
   const fixedParts = [`${REPLY_PRIMING_TOKENS} of reply priming`];
   let fixedTokens = REPLY_PRIMING_TOKENS;
   for (const [name, block] of [
@@ -121,11 +118,9 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     encoding,
   });
   // ANTHROPIC_MESSAGES must start with a user turn: a placeholder goes first when needed.
-  const leadBlock =
-    format === 'ANTHROPIC_MESSAGES' ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
+  const leadBlock = format === 'ANTHROPIC_MESSAGES' ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
   const leadCost = leadBlock
-    ? (first: WorkMessage | null) =>
-        (first === null ? turnContextBlock === null : first.shape.role !== 'USER') ? leadBlock.tokenCount : 0
+    ? (first: WorkMessage | null) => ((first === null ? turnContextBlock === null : first.shape.role !== 'USER') ? leadBlock.tokenCount : 0)
     : undefined;
   const costOf = (w: WorkMessage) =>
     workContentTokens(w, encoding) +
@@ -158,11 +153,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     });
     kept.set(source.id, {
       elided: r.work.elided,
-      reason: r.work.elided
-        ? elidedReason
-        : i === forced
-          ? 'Kept: the newest user message is always kept.'
-          : 'Kept.',
+      reason: r.work.elided ? elidedReason : i === forced ? 'Kept: the newest user message is always kept.' : 'Kept.',
     });
   });
   if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);

@@ -28,10 +28,7 @@ const shapeOfMessage = toolShapeOf as ShapeView<unknown>;
  *   and each of its results answers one of that message's calls, once;
  * - every call of an ASSISTANT message is answered in the TOOL messages directly after it.
  */
-export function findToolInvariantViolations<T = ToolCheckMessage>(
-  list: readonly T[],
-  view: ShapeView<T> = shapeOfMessage,
-): string[] {
+export function findToolInvariantViolations<T = ToolCheckMessage>(list: readonly T[], view: ShapeView<T> = shapeOfMessage): string[] {
   const violations: string[] = [];
   if (list.length > 0 && view(list[0]).role === 'TOOL') violations.push('the list starts with a tool result (position 0)');
   let ownerPos = -1;
@@ -129,8 +126,7 @@ const plainExplainer: ToolPairExplainer = {
 export function repairToolPairs(list: readonly WorkMessage[], explain: ToolPairExplainer = plainExplainer): StepResult {
   const out: WorkMessage[] = [];
   const removed: Removal[] = [];
-  const drop = (w: WorkMessage, reason: string) =>
-    removed.push({ message: w.source, decision: 'DROPPED_TOOL_PAIR', reason });
+  const drop = (w: WorkMessage, reason: string) => removed.push({ message: w.source, decision: 'DROPPED_TOOL_PAIR', reason });
   const resultList = (ids: readonly string[]) => ids.join(', ');
 
   let i = 0;
@@ -181,10 +177,7 @@ export function repairToolPairs(list: readonly WorkMessage[], explain: ToolPairE
       out.push(w, ...attached);
     } else {
       const why = explain.missingResult(missing[0]);
-      drop(
-        w,
-        `Tool call ${resultList(missing)} has no result (${why}); a call is only sent with all of its results.`,
-      );
+      drop(w, `Tool call ${resultList(missing)} has no result (${why}); a call is only sent with all of its results.`);
       for (const t of attached) {
         drop(t, `Its round (${label(m)}) is incomplete: call ${resultList(missing)} has no result (${why}).`);
       }

@@ -3,13 +3,7 @@
  * layer loads a session's messages, its applicable compaction and its attachments, calls the pure
  * pipeline, and maps the result back.
  */
-import type {
-  DomainCompaction,
-  DomainMessage,
-  MessageRole,
-  ResolvedAttachment,
-  TokenEncoding,
-} from '../types.js';
+import type { DomainCompaction, DomainMessage, MessageRole, ResolvedAttachment, TokenEncoding } from '../types.js';
 
 export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'ANTHROPIC_MESSAGES';
 
@@ -59,9 +53,9 @@ export interface AssembleContextInput {
 
 /** A part of an assembled message: stored parts with attachments resolved to text. */
 export type AssembledPart =
-  | { type: 'text'; text: string; /** set when this text is a resolved attachment block */ attachmentId?: string }
+  | { type: 'text'; text: string /** set when this text is a resolved attachment block */; attachmentId?: string }
   | { type: 'toolCall'; callId: string; name: string; arguments: unknown }
-  | { type: 'toolResult'; callId: string; content: string; isError: boolean; /** true when stubbed */ elided?: boolean };
+  | { type: 'toolResult'; callId: string; content: string; isError: boolean /** true when stubbed */; elided?: boolean };
 
 /**
  * `system` is every synthetic block that is not the summary or the turn context: the system prompt

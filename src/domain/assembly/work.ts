@@ -65,9 +65,7 @@ export function toolResultStubTokens(characters: number, encoding: TokenEncoding
 export function workParts(w: WorkMessage): StoredPart[] {
   if (!w.elided) return w.source.parts;
   if (!w.memoParts) {
-    w.memoParts = w.source.parts.map((part) =>
-      part.type === 'toolResult' ? { ...part, content: toolResultStub(part.content) } : part,
-    );
+    w.memoParts = w.source.parts.map((part) => (part.type === 'toolResult' ? { ...part, content: toolResultStub(part.content) } : part));
   }
   return w.memoParts;
 }

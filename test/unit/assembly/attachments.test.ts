@@ -81,7 +81,14 @@ describe('escaping', () => {
 
 describe('isTextMimeType', () => {
   it('accepts text types and rejects binary ones', () => {
-    for (const t of ['text/plain', 'text/markdown; charset=utf-8', 'application/json', 'application/vnd.api+json', 'application/x-yaml', 'TEXT/CSV']) {
+    for (const t of [
+      'text/plain',
+      'text/markdown; charset=utf-8',
+      'application/json',
+      'application/vnd.api+json',
+      'application/x-yaml',
+      'TEXT/CSV',
+    ]) {
       expect(isTextMimeType(t), t).toBe(true);
     }
     for (const t of ['image/png', 'application/pdf', 'application/octet-stream', 'audio/mpeg', 'application/zip']) {

@@ -141,7 +141,10 @@ describe('provider shapes', () => {
     const p = toAnthropicMessages([
       base('SYSTEM', [{ type: 'text', text: 'sys' }]),
       base('USER', [{ type: 'text', text: 'q1' }]),
-      base('USER', [{ type: 'text', text: '' }, { type: 'text', text: 'q2' }]),
+      base('USER', [
+        { type: 'text', text: '' },
+        { type: 'text', text: 'q2' },
+      ]),
       base('ASSISTANT', [{ type: 'text', text: 'thinking' }]),
       base('ASSISTANT', [{ type: 'toolCall', callId: 'a', name: 'f', arguments: 'not an object' }]),
       base('TOOL', [{ type: 'toolResult', callId: 'a', content: 'boom', isError: true }]),
@@ -151,7 +154,13 @@ describe('provider shapes', () => {
     expect(p).toEqual<AnthropicMessagesPayload>({
       system: 'sys\n\nlate system note',
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'q1' }, { type: 'text', text: 'q2' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'q1' },
+            { type: 'text', text: 'q2' },
+          ],
+        },
         {
           role: 'assistant',
           content: [
@@ -228,4 +237,3 @@ describe('mixed parts', () => {
     expect(generic.messages[2].parts[0]).toEqual({ type: 'toolResult', callId: 'a', content: 'failed', isError: true });
   });
 });
-

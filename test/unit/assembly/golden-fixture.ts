@@ -6,7 +6,10 @@ export function goldenInput(format: ContextFormat): AssembleContextInput {
   const messages = [
     msg(0, 'USER', [text('Plan a trip to Paris.')]),
     msg(1, 'ASSISTANT', [text('Sure: when are you going?')]),
-    msg(2, 'USER', [text('What is the weather in Paris and Berlin? My notes are attached.'), attachmentPart('att_notes', 'notes <v2>.md', 'text/markdown')]),
+    msg(2, 'USER', [
+      text('What is the weather in Paris and Berlin? My notes are attached.'),
+      attachmentPart('att_notes', 'notes <v2>.md', 'text/markdown'),
+    ]),
     msg(3, 'ASSISTANT', [
       text('Checking both cities.'),
       call('call_paris', 'get_weather', { city: 'Paris', units: 'metric' }),

@@ -31,10 +31,13 @@ export const attachmentPart = (attachmentId: string, name = `${attachmentId}.txt
 export const user = (i: number, t: string, extra: Partial<DomainMessage> = {}) => msg(i, 'USER', [text(t)], extra);
 export const assistant = (i: number, t: string, extra: Partial<DomainMessage> = {}) => msg(i, 'ASSISTANT', [text(t)], extra);
 export const system = (i: number, t: string) => msg(i, 'SYSTEM', [text(t)]);
-export const calls = (i: number, ids: string[], t?: string) =>
-  msg(i, 'ASSISTANT', [...(t ? [text(t)] : []), ...ids.map((id) => call(id))]);
+export const calls = (i: number, ids: string[], t?: string) => msg(i, 'ASSISTANT', [...(t ? [text(t)] : []), ...ids.map((id) => call(id))]);
 export const results = (i: number, ids: string[], content?: (id: string) => string) =>
-  msg(i, 'TOOL', ids.map((id) => result(id, content ? content(id) : undefined)));
+  msg(
+    i,
+    'TOOL',
+    ids.map((id) => result(id, content ? content(id) : undefined)),
+  );
 
 export function defaultOptions(overrides: Partial<AssembleContextOptions> = {}): AssembleContextOptions {
   return {
@@ -91,7 +94,7 @@ const SNIPPETS = [
   '{"id": 42, "tags": ["alpha", "beta"], "nested": {"ok": true, "value": 3.14}}\n',
   '日本語のテキストも含まれています。絵文字も 🎉🚀 ',
   'The quick brown fox jumps over the lazy dog. ',
-  'SELECT id, name FROM users WHERE created_at > now() - interval \'7 days\';\n',
+  "SELECT id, name FROM users WHERE created_at > now() - interval '7 days';\n",
 ];
 
 /**
@@ -117,7 +120,13 @@ export function generateSession(count: number, seed = 1): DomainMessage[] {
       const n = 1 + Math.floor(random() * 3);
       const ids = Array.from({ length: n }, () => `call_${++callNo}`);
       out.push(msg(i, 'ASSISTANT', [text(body(0, 1)), ...ids.map((id) => call(id, 'run_query', { sql: body(1, 1) }))]));
-      out.push(msg(i + 1, 'TOOL', ids.map((id) => result(id, body(2, 10)))));
+      out.push(
+        msg(
+          i + 1,
+          'TOOL',
+          ids.map((id) => result(id, body(2, 10))),
+        ),
+      );
       out.push(msg(i + 2, 'ASSISTANT', [text(body(1, 5))]));
     } else {
       out.push(msg(i, 'ASSISTANT', [text(body(1, 6))]));

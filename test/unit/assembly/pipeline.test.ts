@@ -26,11 +26,8 @@ import {
   user,
 } from './helpers.js';
 
-const assemble = (
-  messages: DomainMessage[],
-  options: Partial<AssembleContextOptions> = {},
-  extra: Parameters<typeof makeInput>[2] = {},
-) => runAssembly(makeInput(messages, options, extra));
+const assemble = (messages: DomainMessage[], options: Partial<AssembleContextOptions> = {}, extra: Parameters<typeof makeInput>[2] = {}) =>
+  runAssembly(makeInput(messages, options, extra));
 
 const keptIds = (r: AssembledContext) => r.messages.flatMap((m) => (m.sourceMessageId ? [m.sourceMessageId] : []));
 const decisionOf = (r: AssembledContext, id: string) => r.decisions.find((d) => d.messageId === id)!;
@@ -174,7 +171,12 @@ describe('assembleContext: budgets at the edges', () => {
           expect(kept).toContain('m11');
           // the kept messages are the newest ones (the newest user message is the last here)
           const first = Number(kept[0].slice(1));
-          expect(kept).toEqual(messages.slice(first).map((m) => m.id).filter((id) => kept.includes(id)));
+          expect(kept).toEqual(
+            messages
+              .slice(first)
+              .map((m) => m.id)
+              .filter((id) => kept.includes(id)),
+          );
           expect(kept).toEqual(messages.slice(first).map((m) => m.id));
         }
         expect(sawError).toBe(true);
@@ -193,7 +195,11 @@ describe('assembleContext: budgets at the edges', () => {
         break;
       }
       const kept = new Set(keptIds(r));
-      for (const round of [['m1', 'm2'], ['m3', 'm4'], ['m7', 'm8', 'm9']]) {
+      for (const round of [
+        ['m1', 'm2'],
+        ['m3', 'm4'],
+        ['m7', 'm8', 'm9'],
+      ]) {
         const inContext = round.filter((id) => kept.has(id));
         expect(inContext.length === 0 || inContext.length === round.length, `${maxTokens}: ${round}`).toBe(true);
       }
@@ -217,7 +223,13 @@ describe('assembleContext: budgets at the edges', () => {
   });
 
   it('keeps the newest user message when the messages after it do not fit (mid-turn tool loop)', () => {
-    const midTurn = [user(0, 'Do the task.'), calls(1, ['a'], 'step 1'), results(2, ['a'], () => 'x '.repeat(400)), calls(3, ['b']), results(4, ['b'])];
+    const midTurn = [
+      user(0, 'Do the task.'),
+      calls(1, ['a'], 'step 1'),
+      results(2, ['a'], () => 'x '.repeat(400)),
+      calls(3, ['b']),
+      results(4, ['b']),
+    ];
     const all = assemble(midTurn, { keepToolCallRounds: 5 });
     const r = assemble(midTurn, { keepToolCallRounds: 5, maxTokens: all.tokenCount - 10 });
     expect(keptIds(r)).toEqual(['m0', 'm3', 'm4']);
@@ -259,18 +271,33 @@ describe('assembleContext: the pipeline steps together', () => {
   });
 
   it('the summary goes after the system prompt and before every message', () => {
-    const r = assemble([user(0, 'a'), user(1, 'b')], { system: 'sys' }, { compaction: { id: 'c', uptoIndex: 1, summary: 'S', tokens: null } });
+    const r = assemble(
+      [user(0, 'a'), user(1, 'b')],
+      { system: 'sys' },
+      { compaction: { id: 'c', uptoIndex: 1, summary: 'S', tokens: null } },
+    );
     expect(r.messages.map((m) => m.kind)).toEqual(['system', 'summary', 'message']);
   });
 
   it('a compaction covering every message leaves the summary; the turn context goes last', () => {
-    const r = assemble([user(0, 'a'), assistant(1, 'b')], { turnContext: { k: 1 } }, { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } });
+    const r = assemble(
+      [user(0, 'a'), assistant(1, 'b')],
+      { turnContext: { k: 1 } },
+      { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } },
+    );
     expect(r.messages.map((m) => m.kind)).toEqual(['summary', 'turnContext']);
     expectWellFormed(r, [user(0, 'a'), assistant(1, 'b')]);
   });
 
   it('keepToolCallRounds 0, 1 and more than exist', () => {
-    const messages = [user(0, 'q'), calls(1, ['a']), results(2, ['a'], () => 'A'.repeat(300)), calls(3, ['b', 'c']), results(4, ['b', 'c']), user(5, 'q2')];
+    const messages = [
+      user(0, 'q'),
+      calls(1, ['a']),
+      results(2, ['a'], () => 'A'.repeat(300)),
+      calls(3, ['b', 'c']),
+      results(4, ['b', 'c']),
+      user(5, 'q2'),
+    ];
     const zero = assemble(messages, { keepToolCallRounds: 0 });
     expect(zero.elidedToolResultCount).toBe(3);
     expect(decisionOf(zero, 'm2').decision).toBe('ELIDED');
@@ -279,7 +306,9 @@ describe('assembleContext: the pipeline steps together', () => {
     const one = assemble(messages, { keepToolCallRounds: 1 });
     expect(one.elidedToolResultCount).toBe(1);
     const stub = one.messages.find((m) => m.sourceMessageId === 'm2')!;
-    expect(stub.parts).toEqual([{ type: 'toolResult', callId: 'a', content: '[tool result elided: 300 characters]', isError: false, elided: true }]);
+    expect(stub.parts).toEqual([
+      { type: 'toolResult', callId: 'a', content: '[tool result elided: 300 characters]', isError: false, elided: true },
+    ]);
     expect(decisionOf(one, 'm2').reason).toMatch(/keepToolCallRounds/);
     const many = assemble(messages, { keepToolCallRounds: 10 });
     expect(many.elidedToolResultCount).toBe(0);
@@ -289,7 +318,11 @@ describe('assembleContext: the pipeline steps together', () => {
 
   it('maxMessages keeps the newest messages, counting no synthetic block', () => {
     const messages = [user(0, 'a'), assistant(1, 'b'), user(2, 'c'), assistant(3, 'd'), user(4, 'e')];
-    const r = assemble(messages, { maxMessages: 2, system: 'sys', turnContext: { x: 1 } }, { compaction: { id: 'c', uptoIndex: 1, summary: 'S', tokens: null } });
+    const r = assemble(
+      messages,
+      { maxMessages: 2, system: 'sys', turnContext: { x: 1 } },
+      { compaction: { id: 'c', uptoIndex: 1, summary: 'S', tokens: null } },
+    );
     expect(keptIds(r)).toEqual(['m3', 'm4']);
     expect(r.messages.map((m) => m.kind)).toEqual(['system', 'summary', 'message', 'turnContext', 'message']);
     expect(decisionOf(r, 'm1').decision).toBe('DROPPED_MAX_MESSAGES');
@@ -335,14 +368,20 @@ describe('assembleContext: the pipeline steps together', () => {
 
   it('reports attachment problems of kept messages, never dropping an attachment silently', () => {
     const messages = [
-      msg(0, 'USER', [text('look'), attachmentPart('missing', 'gone.txt'), attachmentPart('img', 'a.png', 'image/png'), attachmentPart('big')]),
+      msg(0, 'USER', [
+        text('look'),
+        attachmentPart('missing', 'gone.txt'),
+        attachmentPart('img', 'a.png', 'image/png'),
+        attachmentPart('big'),
+      ]),
     ];
-    const r = assemble(messages, { attachmentMaxChars: 10 }, {
-      attachments: [
-        { id: 'img', name: 'a.png', mimeType: 'image/png', size: 3, content: null },
-        textAttachment('big', '🎉'.repeat(20)),
-      ],
-    });
+    const r = assemble(
+      messages,
+      { attachmentMaxChars: 10 },
+      {
+        attachments: [{ id: 'img', name: 'a.png', mimeType: 'image/png', size: 3, content: null }, textAttachment('big', '🎉'.repeat(20))],
+      },
+    );
     expect(r.attachmentProblems.map((p) => [p.attachmentId, p.problem])).toEqual([
       ['missing', 'MISSING'],
       ['img', 'NOT_TEXT'],
@@ -367,7 +406,15 @@ describe('assembleContext: the pipeline steps together', () => {
     const input = makeInput([user(0, 'q')], { maxTokens: 500, maxMessages: 9, encoding: 'CL100K_BASE', format: 'ANTHROPIC_MESSAGES' });
     input.flags = { isFork: true, isFirstTurn: true, hasConnectorSwap: true };
     const r = runAssembly(input);
-    expect(r).toMatchObject({ isFork: true, isFirstTurn: true, hasConnectorSwap: true, maxTokens: 500, maxMessages: 9, encoding: 'CL100K_BASE', format: 'ANTHROPIC_MESSAGES' });
+    expect(r).toMatchObject({
+      isFork: true,
+      isFirstTurn: true,
+      hasConnectorSwap: true,
+      maxTokens: 500,
+      maxMessages: 9,
+      encoding: 'CL100K_BASE',
+      format: 'ANTHROPIC_MESSAGES',
+    });
     input.flags = { isFork: false, isFirstTurn: false, hasConnectorSwap: false };
     expect(runAssembly(input)).toMatchObject({ isFork: false, isFirstTurn: false, hasConnectorSwap: false });
   });
@@ -392,7 +439,10 @@ describe('assembleContext: ANTHROPIC_MESSAGES starts with a user turn', () => {
   const firstRoles = (r: AssembledContext) => (r.payload as AnthropicMessagesPayload).messages.map((m) => m.role);
 
   it('at every budget the payload starts with a user turn, alternates, and fits', () => {
-    const messages = [assistant(0, 'Welcome! How can I help?'), ...toolSession().map((m) => ({ ...m, index: m.index + 1, id: `n${m.index + 1}` }))];
+    const messages = [
+      assistant(0, 'Welcome! How can I help?'),
+      ...toolSession().map((m) => ({ ...m, index: m.index + 1, id: `n${m.index + 1}` })),
+    ];
     const top = assemble(messages, { format: 'ANTHROPIC_MESSAGES' }).tokenCount;
     let placeholders = 0;
     for (let maxTokens = top + 20; maxTokens > 0; maxTokens--) {
@@ -431,13 +481,25 @@ describe('assembleContext: ANTHROPIC_MESSAGES starts with a user turn', () => {
     });
     expect(r.tokenCount).toBe(r.messages.reduce((n, m) => n + m.tokenCount, 3));
     // other formats do not get it
-    expect(assemble(messages, { format: 'OPENAI_CHAT' }, { compaction }).messages.map((m) => m.kind)).toEqual(['summary', 'message', 'message']);
+    expect(assemble(messages, { format: 'OPENAI_CHAT' }, { compaction }).messages.map((m) => m.kind)).toEqual([
+      'summary',
+      'message',
+      'message',
+    ]);
   });
 
   it('a compaction covering everything still sends one user turn', () => {
-    const r = assemble([user(0, 'a'), assistant(1, 'b')], { format: 'ANTHROPIC_MESSAGES' }, { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } });
+    const r = assemble(
+      [user(0, 'a'), assistant(1, 'b')],
+      { format: 'ANTHROPIC_MESSAGES' },
+      { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } },
+    );
     expect(firstRoles(r)).toEqual(['user']);
-    const withContext = assemble([user(0, 'a')], { format: 'ANTHROPIC_MESSAGES', turnContext: { a: 1 } }, { compaction: { id: 'c', uptoIndex: 1, summary: 'S', tokens: null } });
+    const withContext = assemble(
+      [user(0, 'a')],
+      { format: 'ANTHROPIC_MESSAGES', turnContext: { a: 1 } },
+      { compaction: { id: 'c', uptoIndex: 1, summary: 'S', tokens: null } },
+    );
     expect((withContext.payload as AnthropicMessagesPayload).messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: '<turn_context>{"a":1}</turn_context>' }] },
     ]);
@@ -458,7 +520,11 @@ describe('assembleContext: decisions and hash', () => {
       results(8, ['b']),
       user(9, 'newest'),
     ];
-    const r = assemble(messages, { keepToolCallRounds: 1, maxTokens: 120 }, { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } });
+    const r = assemble(
+      messages,
+      { keepToolCallRounds: 1, maxTokens: 120 },
+      { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } },
+    );
     expect(r.decisions.map((d) => [d.messageId, d.index, d.decision])).toEqual([
       ['m0', 0, 'SUMMARIZED'],
       ['m1', 1, 'SUMMARIZED'],

@@ -26,10 +26,25 @@ function written(value: unknown): string {
 function randomValue(random: () => number, depth = 0): unknown {
   const r = random();
   if (depth > 3 || r < 0.3) {
-    const leaves = ['', 'plain', 'quote " and \\ backslash', 'line\nbreak\u2028', '日本語 🎉', 0, -1.5, 1e21, NaN, Infinity, true, false, null];
+    const leaves = [
+      '',
+      'plain',
+      'quote " and \\ backslash',
+      'line\nbreak\u2028',
+      '日本語 🎉',
+      0,
+      -1.5,
+      1e21,
+      NaN,
+      Infinity,
+      true,
+      false,
+      null,
+    ];
     return leaves[Math.floor(random() * leaves.length)];
   }
-  if (r < 0.55) return Array.from({ length: Math.floor(random() * 4) }, () => (random() < 0.1 ? undefined : randomValue(random, depth + 1)));
+  if (r < 0.55)
+    return Array.from({ length: Math.floor(random() * 4) }, () => (random() < 0.1 ? undefined : randomValue(random, depth + 1)));
   if (r < 0.6) return new Date(Math.floor(random() * 1e12));
   const keys = ['b', 'a', 'é', 'Z', '10', '2', '\ud83c\udf89', 'aa', ''];
   const out: Record<string, unknown> = {};
@@ -116,7 +131,14 @@ function conversation(): DomainMessage[] {
 }
 
 const assembled = (messages: DomainMessage[]): AssembledMessage[] =>
-  messages.map((m) => ({ role: m.role, kind: "message" as const, parts: m.parts as AssembledMessage["parts"], sourceMessageId: m.id, sourceIndex: m.index, tokenCount: 0 }));
+  messages.map((m) => ({
+    role: m.role,
+    kind: 'message' as const,
+    parts: m.parts as AssembledMessage['parts'],
+    sourceMessageId: m.id,
+    sourceIndex: m.index,
+    tokenCount: 0,
+  }));
 
 const hashOf = (payload: unknown, encoding: TokenEncoding, format: ContextFormat) =>
   createHash('sha256').update(canonicalJson({ encoding, format, payload })).digest('hex');

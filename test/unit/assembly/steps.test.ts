@@ -80,7 +80,9 @@ describe('elideOldToolResults', () => {
     expect([...r.elidedMessageIds]).toEqual(['m2', 'm4', 'm5']);
     expect(ids(r.list)).toEqual(ids(list));
     const stubbed = r.list[2];
-    expect(workParts(stubbed)).toEqual([{ type: 'toolResult', callId: 'a', content: '[tool result elided: 1234 characters]', isError: false }]);
+    expect(workParts(stubbed)).toEqual([
+      { type: 'toolResult', callId: 'a', content: '[tool result elided: 1234 characters]', isError: false },
+    ]);
     expect(workParts(r.list[1])).toBe(list[1].source.parts);
     expect(workParts(r.list[7])).toBe(list[7].source.parts);
   });
@@ -111,9 +113,7 @@ describe('toolResultStubTokens', () => {
   it('equals the real count of the stub for many lengths, in both encodings', () => {
     for (const encoding of ['O200K_BASE', 'CL100K_BASE', 'CHARS_DIV_4'] as const) {
       for (let n = 0; n < 2_000_000; n = n * 3 + 7) {
-        expect(toolResultStubTokens(n, encoding), `${encoding} ${n}`).toBe(
-          countTokens(`[tool result elided: ${n} characters]`, encoding),
-        );
+        expect(toolResultStubTokens(n, encoding), `${encoding} ${n}`).toBe(countTokens(`[tool result elided: ${n} characters]`, encoding));
       }
       for (const n of [9, 10, 99, 100, 999, 1000, 1001, 10000, 100000, 1000000, 10000000]) {
         expect(toolResultStubTokens(n, encoding)).toBe(countTokens(`[tool result elided: ${n} characters]`, encoding));
