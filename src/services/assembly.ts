@@ -28,8 +28,9 @@ import { findAttachments } from '../db/stores/attachments.js';
 import { latestCompaction, type CompactionRow } from '../db/stores/compactions.js';
 import { readIdsAndPositions, readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
 import { readAssemblyState, type AssemblyState } from '../db/stores/sessions.js';
+import { recordContext } from '../db/stores/turns.js';
 import { notFound } from '../errors.js';
-import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
 import { AssemblyCaches, type WindowHint } from '../caches/index.js';
 import { DEFAULT_CACHE_CONFIG } from '../config.js';
 
@@ -174,10 +175,7 @@ export class AssemblyService {
       const { earlier: _, ...plain } = result;
       const decisions = await this.decisionsOf(result);
       const recorded: RecordedContext = { ...plain, decisions, settingsFingerprint: fingerprint, assembledAt: new Date().toISOString() };
-      await this.prisma.turn.update({
-        where: { id: request.turnId },
-        data: { context: JSON.parse(JSON.stringify(recorded)) as Prisma.InputJsonValue, contextSettingsFingerprint: fingerprint },
-      });
+      if (!(await recordContext(this.sql, request.turnId, recorded, fingerprint))) throw notFound('Turn of this session', request.turnId);
     }
     return result;
   }

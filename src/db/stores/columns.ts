@@ -29,10 +29,26 @@ export function columnList<Row>(columns: ColumnSet<Row>, alias?: string): string
     .join(', ');
 }
 
-/** `INSERT INTO "table" (…) VALUES (…)` from an InsertShape, leaving DEFAULT columns out. */
-export function insertSql<Row>(shape: InsertShape<Row>): string {
-  const entries = Object.entries(shape.values as Record<string, string | typeof DEFAULT>).filter(
+/** The columns an InsertShape writes, with their values (DEFAULT columns left out). */
+function written<Row>(shape: InsertShape<Row>): [string, string][] {
+  return Object.entries(shape.values as Record<string, string | typeof DEFAULT>).filter(
     (entry): entry is [string, string] => entry[1] !== DEFAULT,
   );
+}
+
+/** `INSERT INTO "table" (…) VALUES (…)` from an InsertShape, leaving DEFAULT columns out. */
+export function insertSql<Row>(shape: InsertShape<Row>): string {
+  const entries = written(shape);
   return `INSERT INTO ${quote(shape.table)} (${entries.map(([c]) => quote(c)).join(', ')}) VALUES (${entries.map(([, v]) => v).join(', ')})`;
+}
+
+/**
+ * `INSERT INTO "table" (…) SELECT … <from>` from an InsertShape, leaving DEFAULT columns out: for
+ * rows written from a query (`from` holds its FROM, WHERE and any ON CONFLICT or RETURNING).
+ */
+export function insertSelectSql<Row>(shape: InsertShape<Row>, from: string): string {
+  const entries = written(shape);
+  return `INSERT INTO ${quote(shape.table)} (${entries.map(([c]) => quote(c)).join(', ')})
+     SELECT ${entries.map(([, v]) => v).join(', ')}
+     ${from}`;
 }

@@ -7,7 +7,7 @@ import type { PrismaClient, SessionEvent, SessionEventType } from '../../generat
 import type { SessionEventMessage } from '../../pubsub.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlTarget } from '../sql.js';
-import { DEFAULT, type ColumnSet, type InsertValues } from './columns.js';
+import { insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
 
 export interface NewSessionEvent {
   type: SessionEventType;
@@ -30,16 +30,16 @@ const EVENT_INSERT: InsertValues<SessionEvent> = {
   payload: 'e.payload::jsonb',
   createdAt: '$3::timestamp(3)',
 };
-const written = Object.entries(EVENT_INSERT).filter((entry): entry is [string, string] => entry[1] !== DEFAULT);
 const APPEND_SQL = `WITH numbered AS (
        UPDATE "Session" SET "eventSequence" = "eventSequence" + $2::int WHERE id = $1
        RETURNING "eventSequence" - $2::int AS base
      )
-     INSERT INTO "SessionEvent" (${written.map(([c]) => `"${c}"`).join(', ')})
-     SELECT ${written.map(([, v]) => v).join(', ')}
-     FROM numbered, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+     ${insertSelectSql(
+       { table: 'SessionEvent', values: EVENT_INSERT },
+       `FROM numbered, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
        WITH ORDINALITY AS e(id, type, turn_id, message_id, payload, ord)
-     RETURNING id, sequence`;
+     RETURNING id, sequence`,
+     )}`;
 
 /**
  * Appends events to a session's log inside the caller's transaction, in one statement (the next

@@ -3,9 +3,10 @@
  * give them (see db/sql.ts). Callers hold the session's row lock (`lockSession*`) for every write:
  * that one lock orders all changes to a session's turns, on one server or many.
  */
-import type { Turn } from '../../generated/prisma/client.js';
 import type { TurnAgentStatus, TurnStatus, UsageCounts } from '../../domain/turns.js';
+import type { SessionEvent, Turn, TurnAgent, TurnUsageReport } from '../../generated/prisma/client.js';
 import type { SqlClient } from '../sql.js';
+import { DEFAULT, insertSelectSql, insertSql, type InsertShape } from './columns.js';
 
 export type TurnRow = Turn;
 
@@ -66,6 +67,94 @@ export async function findByClientTurnId(sql: SqlClient, sessionId: string, clie
   return row ?? null;
 }
 
+const USAGE_DEFAULTS = {
+  inputTokens: DEFAULT,
+  outputTokens: DEFAULT,
+  cacheReadTokens: DEFAULT,
+  cacheWriteTokens: DEFAULT,
+  cost: DEFAULT,
+} as const;
+
+/**
+ * The INSERTs below, per column of their table (a new column is a type error here until it is
+ * written or deliberately left to its default; test/integration/store-columns.test.ts checks the
+ * same lists against the migrated tables). Values name insertTurn's and recordUsage's parameters.
+ */
+export const TURN_INSERT: InsertShape<Turn> = {
+  table: 'Turn',
+  values: {
+    id: '$1',
+    sessionId: '$2',
+    number: '$3',
+    clientTurnId: '$4',
+    status: `'ACTIVE'`,
+    initiatorKind: '$5::"InitiatorKind"',
+    initiatorId: '$6',
+    ...USAGE_DEFAULTS,
+    error: DEFAULT,
+    context: DEFAULT,
+    contextSettingsFingerprint: DEFAULT,
+    startedAt: '$7::timestamp(3)',
+    completedAt: DEFAULT,
+    lastActivityAt: '$7::timestamp(3)',
+  },
+};
+
+/** One row per agent id of `unnest($8) AS agent`. */
+export const TURN_AGENT_INSERT: InsertShape<TurnAgent> = {
+  table: 'TurnAgent',
+  values: { turnId: '$1', agentId: 'agent', status: `'ACTIVE'`, ...USAGE_DEFAULTS, error: DEFAULT, completedAt: DEFAULT },
+};
+
+/** The report, selected from its turn `t` (so nothing is written for a turn outside the workspace). */
+export const USAGE_REPORT_INSERT: InsertShape<TurnUsageReport> = {
+  table: 'TurnUsageReport',
+  values: {
+    id: '$1',
+    turnId: 't.id',
+    callId: '$3',
+    agentId: '$4',
+    model: '$5',
+    inputTokens: '$6',
+    outputTokens: '$7',
+    cacheReadTokens: '$8',
+    cacheWriteTokens: '$9',
+    cost: '$10',
+    createdAt: '$11::timestamp(3)',
+  },
+};
+
+const usageObject = (alias: string) =>
+  `jsonb_build_object('inputTokens', ${alias}."inputTokens", 'outputTokens', ${alias}."outputTokens",
+     'cacheReadTokens', ${alias}."cacheReadTokens", 'cacheWriteTokens', ${alias}."cacheWriteTokens", 'cost', ${alias}.cost)`;
+
+/** The TURN_USAGE_UPDATED event, from the session `s` (its next sequence), the turn `t` and the agent `a` after the report. */
+export const USAGE_EVENT_INSERT: InsertShape<SessionEvent> = {
+  table: 'SessionEvent',
+  values: {
+    id: '$13',
+    sessionId: 's.id',
+    sequence: 's."eventSequence"',
+    type: `'TURN_USAGE_UPDATED'`,
+    turnId: '$2',
+    messageId: DEFAULT,
+    payload: `jsonb_build_object('agentId', $4::text, 'callId', $3::text, 'model', $5::text,
+           'delta', jsonb_build_object('inputTokens', $6::bigint, 'outputTokens', $7::bigint, 'cacheReadTokens', $8::bigint,
+             'cacheWriteTokens', $9::bigint, 'cost', $10::float8),
+           'total', ${usageObject('t')}, 'agentTotal', ${usageObject('a')})`,
+    createdAt: '$11::timestamp(3)',
+  },
+};
+
+const INSERT_TURN_SQL = `WITH t AS (
+       ${insertSql(TURN_INSERT)} RETURNING *
+     ), a AS (
+       ${insertSelectSql(TURN_AGENT_INSERT, 'FROM unnest($8::text[]) AS agent')}
+     ), s AS (
+       UPDATE "Session" SET "turnCount" = $3, "activeTurnId" = $1, "updatedAt" = $7::timestamp(3) WHERE id = $2
+     )
+     SELECT * FROM t`;
+
 /** Inserts turn number `number` with its agents and makes it the session's active turn, in one statement. */
 export async function insertTurn(
   sql: SqlClient,
@@ -80,20 +169,26 @@ export async function insertTurn(
     now: Date;
   },
 ): Promise<TurnRow> {
-  const [row] = await sql.query<TurnRow>(
-    `WITH t AS (
-       INSERT INTO "Turn" (id, "sessionId", number, "clientTurnId", status, "initiatorKind", "initiatorId", "startedAt", "lastActivityAt")
-       VALUES ($1, $2, $3, $4, 'ACTIVE', $5::"InitiatorKind", $6, $7::timestamp(3), $7::timestamp(3))
-       RETURNING *
-     ), a AS (
-       INSERT INTO "TurnAgent" ("turnId", "agentId", status) SELECT $1, agent, 'ACTIVE' FROM unnest($8::text[]) AS agent
-     ), s AS (
-       UPDATE "Session" SET "turnCount" = $3, "activeTurnId" = $1, "updatedAt" = $7::timestamp(3) WHERE id = $2
-     )
-     SELECT * FROM t`,
-    [turn.id, turn.sessionId, turn.number, turn.clientTurnId, turn.initiatorKind, turn.initiatorId, ts(turn.now), turn.agentIds],
-  );
+  const [row] = await sql.query<TurnRow>(INSERT_TURN_SQL, [
+    turn.id,
+    turn.sessionId,
+    turn.number,
+    turn.clientTurnId,
+    turn.initiatorKind,
+    turn.initiatorId,
+    ts(turn.now),
+    turn.agentIds,
+  ]);
   return row;
+}
+
+/** Records a turn's assembled context and the settings fingerprint it was assembled with; false when the turn is gone. */
+export async function recordContext(sql: SqlClient, turnId: string, context: unknown, settingsFingerprint: string): Promise<boolean> {
+  const rows = await sql.query<{ id: string }>(
+    'UPDATE "Turn" SET context = $2::jsonb, "contextSettingsFingerprint" = $3 WHERE id = $1 RETURNING id',
+    [turnId, JSON.stringify(context), settingsFingerprint],
+  );
+  return rows.length > 0;
 }
 
 /** A turn of the workspace with its session and agents, read without a lock (reportUsage's checks). */
@@ -111,9 +206,35 @@ export interface RecordedUsage {
   event: { id: string; sequence: number; payload: Record<string, unknown>; createdAt: Date };
 }
 
-const usageObject = (alias: string) =>
-  `jsonb_build_object('inputTokens', ${alias}."inputTokens", 'outputTokens', ${alias}."outputTokens",
-     'cacheReadTokens', ${alias}."cacheReadTokens", 'cacheWriteTokens', ${alias}."cacheWriteTokens", 'cost', ${alias}.cost)`;
+const RECORD_USAGE_SQL = `WITH r AS (
+       ${insertSelectSql(
+         USAGE_REPORT_INSERT,
+         `FROM "Turn" t JOIN "Session" ws ON ws.id = t."sessionId" AND ws."workspaceId" = $12
+       WHERE t.id = $2
+         AND EXISTS (SELECT 1 FROM "TurnAgent" ag WHERE ag."turnId" = $2 AND ag."agentId" = $4)
+         AND t."inputTokens" + t."outputTokens" + t."cacheReadTokens" + t."cacheWriteTokens" + $6 + $7 + $8 + $9 <= $14
+       ON CONFLICT ("turnId", "callId") DO NOTHING
+       RETURNING "turnId"`,
+       )}
+     ), s AS (
+       UPDATE "Session" SET "eventSequence" = "eventSequence" + 1
+       WHERE id = (SELECT "sessionId" FROM "Turn" WHERE id = $2) AND EXISTS (SELECT 1 FROM r)
+       RETURNING id, "eventSequence"
+     ), a AS (
+       UPDATE "TurnAgent" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
+         "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10
+       WHERE "turnId" = $2 AND "agentId" = $4 AND EXISTS (SELECT 1 FROM s)
+       RETURNING "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost
+     ), t AS (
+       UPDATE "Turn" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
+         "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10,
+         "lastActivityAt" = CASE WHEN status = 'ACTIVE' THEN $11::timestamp(3) ELSE "lastActivityAt" END
+       WHERE id = $2 AND EXISTS (SELECT 1 FROM s)
+       RETURNING *
+     ), e AS (
+       ${insertSelectSql(USAGE_EVENT_INSERT, 'FROM s, t, a RETURNING id, sequence, payload, "createdAt"')}
+     )
+     SELECT t.*, row_to_json(a) AS "agentTotal", row_to_json(e) AS event FROM t, a, e`;
 
 /**
  * Records one usage report in a single statement, so no lock is held across round trips: the
@@ -142,60 +263,22 @@ export async function recordUsage(
   const u = report.usage;
   const [row] = await sql.query<
     TurnRow & { agentTotal: Record<string, string | number>; event: RecordedUsage['event'] & { createdAt: string } }
-  >(
-    `WITH r AS (
-       INSERT INTO "TurnUsageReport" (id, "turnId", "callId", "agentId", model, "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost, "createdAt")
-       SELECT $1, t.id, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamp(3)
-       FROM "Turn" t JOIN "Session" ws ON ws.id = t."sessionId" AND ws."workspaceId" = $12
-       WHERE t.id = $2
-         AND EXISTS (SELECT 1 FROM "TurnAgent" ag WHERE ag."turnId" = $2 AND ag."agentId" = $4)
-         AND t."inputTokens" + t."outputTokens" + t."cacheReadTokens" + t."cacheWriteTokens" + $6 + $7 + $8 + $9 <= $14
-       ON CONFLICT ("turnId", "callId") DO NOTHING
-       RETURNING "turnId"
-     ), s AS (
-       UPDATE "Session" SET "eventSequence" = "eventSequence" + 1
-       WHERE id = (SELECT "sessionId" FROM "Turn" WHERE id = $2) AND EXISTS (SELECT 1 FROM r)
-       RETURNING id, "eventSequence"
-     ), a AS (
-       UPDATE "TurnAgent" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
-         "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10
-       WHERE "turnId" = $2 AND "agentId" = $4 AND EXISTS (SELECT 1 FROM s)
-       RETURNING "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", cost
-     ), t AS (
-       UPDATE "Turn" SET "inputTokens" = "inputTokens" + $6, "outputTokens" = "outputTokens" + $7,
-         "cacheReadTokens" = "cacheReadTokens" + $8, "cacheWriteTokens" = "cacheWriteTokens" + $9, cost = cost + $10,
-         "lastActivityAt" = CASE WHEN status = 'ACTIVE' THEN $11::timestamp(3) ELSE "lastActivityAt" END
-       WHERE id = $2 AND EXISTS (SELECT 1 FROM s)
-       RETURNING *
-     ), e AS (
-       INSERT INTO "SessionEvent" (id, "sessionId", sequence, type, "turnId", payload, "createdAt")
-       SELECT $13, s.id, s."eventSequence", 'TURN_USAGE_UPDATED', $2,
-         jsonb_build_object('agentId', $4::text, 'callId', $3::text, 'model', $5::text,
-           'delta', jsonb_build_object('inputTokens', $6::bigint, 'outputTokens', $7::bigint, 'cacheReadTokens', $8::bigint,
-             'cacheWriteTokens', $9::bigint, 'cost', $10::float8),
-           'total', ${usageObject('t')}, 'agentTotal', ${usageObject('a')}),
-         $11::timestamp(3)
-       FROM s, t, a
-       RETURNING id, sequence, payload, "createdAt"
-     )
-     SELECT t.*, row_to_json(a) AS "agentTotal", row_to_json(e) AS event FROM t, a, e`,
-    [
-      report.id,
-      report.turnId,
-      report.callId,
-      report.agentId,
-      report.model,
-      u.inputTokens.toString(),
-      u.outputTokens.toString(),
-      u.cacheReadTokens.toString(),
-      u.cacheWriteTokens.toString(),
-      u.cost,
-      ts(report.now),
-      report.workspaceId,
-      report.eventId,
-      report.maxTotal,
-    ],
-  );
+  >(RECORD_USAGE_SQL, [
+    report.id,
+    report.turnId,
+    report.callId,
+    report.agentId,
+    report.model,
+    u.inputTokens.toString(),
+    u.outputTokens.toString(),
+    u.cacheReadTokens.toString(),
+    u.cacheWriteTokens.toString(),
+    u.cost,
+    ts(report.now),
+    report.workspaceId,
+    report.eventId,
+    report.maxTotal,
+  ]);
   if (!row) return null;
   const { agentTotal, event, ...turn } = row;
   return {
