@@ -7,6 +7,8 @@
  *   writer on the first (only when Redis answers; on PGlite both instances share one database
  *   in process).
  * - `one.*`: 1,000 subscribers of one session on one instance (Redis when it answers).
+ * - `turns.*`: 100 `turnEvents` subscribers of one session over the two instances, the writer on
+ *   the first calling reportUsage (each call a TurnUsageUpdated event) on the session's active turn.
  *
  * A writer appends one message every 50 ms (20 events/s); latency is measured from the moment the
  * mutation's response arrives to each socket's receipt (0 when the event beat the response),
@@ -34,6 +36,69 @@ const SUBSCRIPTION = `subscription ($id: ID!, $after: Int) {
 }`;
 const CREATE = `mutation { createSession(input: { title: "fan-out" }) { id } }`;
 const APPEND = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { session { messageCount } } }`;
+const TURN_SUBSCRIPTION = `subscription ($id: ID!, $after: Int) {
+  turnEvents(sessionId: $id, afterSequence: $after) {
+    sequence __typename at
+    ... on TurnUsageUpdated { agentId callId model delta { inputTokens outputTokens cost } total { inputTokens outputTokens cost } }
+  }
+}`;
+const START_TURN = `mutation ($input: StartTurnInput!) { startTurn(input: $input) { id } }`;
+const REPORT_USAGE = `mutation ($input: ReportUsageInput!) { reportUsage(input: $input) { id } }`;
+
+type Post = <T>(query: string, variables?: Record<string, unknown>) => Promise<T>;
+
+/**
+ * What the subscribers watch and what the writer does: after `setup`, the session's log is at
+ * `after` (subscribers start there), and each `write` adds exactly one event the stream delivers.
+ */
+interface Workload {
+  subscription: string;
+  field: 'sessionEvents' | 'turnEvents';
+  setup(post: Post): Promise<{ sessionId: string; after: number; write(label: string): Promise<unknown> }>;
+}
+
+const SESSION_EVENTS: Workload = {
+  subscription: SUBSCRIPTION,
+  field: 'sessionEvents',
+  async setup(post) {
+    const { createSession } = await post<{ createSession: { id: string } }>(CREATE);
+    const sessionId = createSession.id;
+    return {
+      sessionId,
+      after: 0,
+      write: (label) =>
+        post(APPEND, { input: { sessionId, messages: [{ role: 'ASSISTANT', text: `${label} ${'lorem ipsum '.repeat(8)}` }] } }),
+    };
+  },
+};
+
+const TURN_EVENTS: Workload = {
+  subscription: TURN_SUBSCRIPTION,
+  field: 'turnEvents',
+  async setup(post) {
+    const { createSession } = await post<{ createSession: { id: string } }>(CREATE);
+    const sessionId = createSession.id;
+    // TurnStarted is the session's event 1.
+    const { startTurn } = await post<{ startTurn: { id: string } }>(START_TURN, { input: { sessionId, agentIds: ['bench-agent'] } });
+    let call = 0;
+    return {
+      sessionId,
+      after: 1,
+      write: () =>
+        post(REPORT_USAGE, {
+          input: {
+            turnId: startTurn.id,
+            agentId: 'bench-agent',
+            callId: `call-${++call}`,
+            model: 'bench-model',
+            inputTokens: 1200,
+            outputTokens: 300,
+            cost: 0.0042,
+          },
+        }),
+    };
+  },
+};
 
 /** Receipts of one run: per sequence, the receive times of every socket. */
 class Receipts {
@@ -79,7 +144,7 @@ class Receipts {
 }
 
 /** Opens `count` raw graphql-transport-ws sockets to `urls` (round robin) and subscribes each. */
-async function openSubscribers(urls: string[], count: number, sessionId: string, after: number, receipts: Receipts) {
+async function openSubscribers(urls: string[], count: number, workload: Workload, sessionId: string, after: number, receipts: Receipts) {
   const sockets: WebSocket[] = [];
   let next = 0;
   const openOne = async (i: number) => {
@@ -92,15 +157,15 @@ async function openSubscribers(urls: string[], count: number, sessionId: string,
       socket.on('message', (raw) => {
         const message = JSON.parse(String(raw)) as {
           type: string;
-          payload?: { data?: { sessionEvents?: { sequence: number } }; errors?: unknown };
+          payload?: { data?: Record<string, { sequence: number } | undefined>; errors?: unknown };
         };
         if (message.type === 'connection_ack') {
           socket.send(
-            JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { id: sessionId, after } } }),
+            JSON.stringify({ id: '1', type: 'subscribe', payload: { query: workload.subscription, variables: { id: sessionId, after } } }),
           );
           resolve();
         } else if (message.type === 'next') {
-          const sequence = message.payload?.data?.sessionEvents?.sequence;
+          const sequence = message.payload?.data?.[workload.field]?.sequence;
           if (typeof sequence === 'number') onSequence(sequence);
           else reject(new Error(`unexpected payload ${JSON.stringify(message.payload)}`));
         } else if (message.type === 'error') {
@@ -177,8 +242,14 @@ async function paced(count: number, send: (i: number) => Promise<void>) {
 }
 
 /** Fan-out through the server: subscribers on `apps` (round robin), the writer on `apps[0]`. */
-async function throughServer(ctx: BenchContext, apps: App[], urls: string[], subscribers: number): Promise<Figures> {
-  const post = async <T>(query: string, variables?: Record<string, unknown>) => {
+async function throughServer(
+  ctx: BenchContext,
+  apps: App[],
+  urls: string[],
+  subscribers: number,
+  workload = SESSION_EVENTS,
+): Promise<Figures> {
+  const post: Post = async <T>(query: string, variables?: Record<string, unknown>) => {
     const response = await fetch(urls[0], {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -188,19 +259,20 @@ async function throughServer(ctx: BenchContext, apps: App[], urls: string[], sub
     if (!body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors)}`);
     return body.data;
   };
-  const { createSession } = await post<{ createSession: { id: string } }>(CREATE);
+  const { sessionId, after, write } = await workload.setup(post);
   const receipts = new Receipts();
-  const append = (text: string) => post(APPEND, { input: { sessionId: createSession.id, messages: [{ role: 'ASSISTANT', text }] } });
-  const sockets = await openSubscribers(urls, subscribers, createSession.id, 0, receipts);
+  const sockets = await openSubscribers(urls, subscribers, workload, sessionId, after, receipts);
   try {
     // A warm-up event every socket must see: from then on each subscription is live.
-    await append('warm-up');
-    await receipts.all([1], performance.now() + DEADLINE_MS);
-    if (receipts.count(1) < subscribers) throw new Error(`only ${receipts.count(1)} of ${subscribers} subscribers got the warm-up event`);
+    await write('warm-up');
+    await receipts.all([after + 1], performance.now() + DEADLINE_MS);
+    if (receipts.count(after + 1) < subscribers) {
+      throw new Error(`only ${receipts.count(after + 1)} of ${subscribers} subscribers got the warm-up event`);
+    }
     const sentAt = new Map<number, number>();
     await paced(EVENTS, async (i) => {
-      await append(`event ${i} ${'lorem ipsum '.repeat(8)}`);
-      sentAt.set(2 + i, performance.now());
+      await write(`event ${i}`);
+      sentAt.set(after + 2 + i, performance.now());
     });
     await receipts.all([...sentAt.keys()], performance.now() + DEADLINE_MS);
     return figures(receipts, sentAt, subscribers);
@@ -303,15 +375,15 @@ function rows(prefix: string, label: string, server: Figures, relay: Figures): R
 
 const fanout: Scenario = {
   name: 'fanout',
-  description: `live delivery of ${EVENTS} events at 20/s to 100 subscribers over two instances and 1,000 of one session, vs a raw Redis relay`,
+  description: `live delivery of ${EVENTS} events at 20/s to 100 subscribers over two instances (session events, then turn events from reportUsage) and 1,000 of one session, vs a raw Redis relay`,
   async run(ctx) {
     const out: Row[] = [];
     if (!(await redisAnswers())) {
       ctx.log(`Redis at ${REDIS_URL} does not answer: fan-out needs it for the relay baseline; skipped`);
       return out;
     }
-    // FANOUT_CASES=two or =one runs only that case (for comparing runs quickly).
-    const cases = (process.env.FANOUT_CASES ?? 'two,one').split(',');
+    // FANOUT_CASES=two, =turns or =one (or a comma list) runs only those cases (for comparing runs quickly).
+    const cases = (process.env.FANOUT_CASES ?? 'two,turns,one').split(',');
     const apps = await redisInstances(ctx, 2);
     try {
       const urls = await Promise.all(apps.map((a) => a.listen(0, '127.0.0.1')));
@@ -324,6 +396,16 @@ const fanout: Scenario = {
         out.push(...rows('two.100', '100 subscribers, two instances over Redis, writer on the first', two, twoRelay));
         ctx.log(
           `  server p50 ${two.median.toFixed(1)} ms p99 ${two.p99.toFixed(1)} ms lost ${two.lost}; relay p99 ${twoRelay.p99.toFixed(1)} ms`,
+        );
+      }
+      if (cases.includes('turns')) {
+        ctx.log('100 turnEvents subscribers over two instances, reportUsage on the first…');
+        await throughServer(ctx, apps, urls, 100, TURN_EVENTS);
+        const turns = await throughServer(ctx, apps, urls, 100, TURN_EVENTS);
+        const turnsRelay = await throughRelay(ctx, 2, 100);
+        out.push(...rows('turns.100', '100 turnEvents subscribers, two instances over Redis, reportUsage on the first', turns, turnsRelay));
+        ctx.log(
+          `  server p50 ${turns.median.toFixed(1)} ms p99 ${turns.p99.toFixed(1)} ms lost ${turns.lost} dup ${turns.duplicates}; relay p99 ${turnsRelay.p99.toFixed(1)} ms`,
         );
       }
       if (cases.includes('one')) {
