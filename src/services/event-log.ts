@@ -32,6 +32,29 @@ export function publishAll(bus: EventBus, events: SessionEventMessage[]) {
   for (const event of events) bus.publish(event);
 }
 
+/**
+ * Runs a write transaction (`run` collects the events it appends), again with fresh events on a
+ * serialization failure or deadlock (`retryable`), at most five times; publishes the events only
+ * once it has committed.
+ */
+export async function writeThenPublish<T>(
+  bus: EventBus,
+  run: (events: SessionEventMessage[]) => Promise<T>,
+  retryable: (error: unknown) => boolean,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const events: SessionEventMessage[] = [];
+    try {
+      const result = await run(events);
+      publishAll(bus, events);
+      return result;
+    } catch (error) {
+      if (attempt < 5 && retryable(error)) continue;
+      throw error;
+    }
+  }
+}
+
 const REPLAY_PAGE = 500;
 /** Live events a stream holds for a slow consumer before it falls back to reading the log. */
 const MAX_LIVE_BACKLOG = 1_000;

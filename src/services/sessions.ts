@@ -33,7 +33,7 @@ import { badInput, DomainError, notFound } from '../errors.js';
 import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import type { AssemblyCaches } from '../caches/index.js';
-import { publishAll, sessionDeletedEvent } from './event-log.js';
+import { sessionDeletedEvent, writeThenPublish } from './event-log.js';
 import { touchIfActive, turnStatusIn } from '../db/stores/turns.js';
 import { turnNotActive } from '../domain/turns.js';
 
@@ -65,18 +65,8 @@ export class SessionService {
     return this.retrying((events) => this.sql.transaction((sql) => work(sql, events)));
   }
 
-  private async retrying<T>(run: (events: SessionEventMessage[]) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      const events: SessionEventMessage[] = [];
-      try {
-        const result = await run(events);
-        publishAll(this.bus, events);
-        return result;
-      } catch (error) {
-        if (attempt < 5 && isRetryable(error)) continue;
-        throw error;
-      }
-    }
+  private retrying<T>(run: (events: SessionEventMessage[]) => Promise<T>): Promise<T> {
+    return writeThenPublish(this.bus, run, isRetryable);
   }
 
   async lock(db: SqlTarget, workspaceId: string, sessionId: string, clientId = sessionId): Promise<LockedSession> {

@@ -20,7 +20,7 @@ import {
 import { DomainError, notFound } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
-import { appendEvents, publishAll } from './event-log.js';
+import { appendEvents, publishAll, writeThenPublish } from './event-log.js';
 
 export type InitiatorKind = 'USER' | 'EXTENSION' | 'SYSTEM';
 
@@ -50,18 +50,8 @@ export class TurnService {
     readonly options: TurnServiceOptions,
   ) {}
 
-  private async write<T>(work: (sql: SqlClient, events: SessionEventMessage[]) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      const events: SessionEventMessage[] = [];
-      try {
-        const result = await this.sql.transaction((sql) => work(sql, events));
-        publishAll(this.bus, events);
-        return result;
-      } catch (error) {
-        if (attempt < 5 && isRetryableSqlError(error)) continue;
-        throw error;
-      }
-    }
+  private write<T>(work: (sql: SqlClient, events: SessionEventMessage[]) => Promise<T>): Promise<T> {
+    return writeThenPublish(this.bus, (events) => this.sql.transaction((sql) => work(sql, events)), isRetryableSqlError);
   }
 
   /** Locks the turn's session and reads the turn; NOT_FOUND outside the workspace. */

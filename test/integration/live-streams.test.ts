@@ -34,6 +34,18 @@ async function eventually(check: () => boolean | Promise<boolean>, what: string,
   }
 }
 
+/** Waits until the app's bus answers (after a private Redis started or restarted). */
+function redisReady(app: TestApp) {
+  return eventually(
+    () =>
+      app.runtime.bus.ping().then(
+        () => true,
+        () => false,
+      ),
+    'Redis to be ready',
+  );
+}
+
 async function newSession(app: TestApp, title = 'live') {
   const data = await gqlOk(app, CreateSession, { input: { title, messages: [{ role: 'USER', text: 'first' }] } }, auth);
   return data.createSession.id;
@@ -126,14 +138,7 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
   });
 
   it('holds one Redis channel per session however many local subscribers, and releases it when the last one leaves (20 cycles leave none)', async () => {
-    await eventually(
-      async () =>
-        app.runtime.bus.ping().then(
-          () => true,
-          () => false,
-        ),
-      'Redis to be ready',
-    );
+    await redisReady(app);
     const inspect = redis.client();
     const channels = () => inspect.pubsub('CHANNELS', `${app.redisPrefix}*`) as Promise<string[]>;
     try {
@@ -164,14 +169,7 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
   });
 
   it('recovers many streams of one session after a Redis restart with one counter read and one log read, not one per stream', async () => {
-    await eventually(
-      async () =>
-        app.runtime.bus.ping().then(
-          () => true,
-          () => false,
-        ),
-      'Redis to be ready',
-    );
+    await redisReady(app);
     const id = await newSession(app);
     const streams = Array.from({ length: 10 }, () => sessionEventStream(app.runtime.db.prisma, app.runtime.bus, rawIdOf(id), 0));
     for (const stream of streams) expect((await stream.next()).value).toMatchObject({ sequence: 1 });
@@ -194,14 +192,7 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
   });
 
   it('ends a stream with SESSION_DELETED when the session was deleted while Redis was down', async () => {
-    await eventually(
-      async () =>
-        app.runtime.bus.ping().then(
-          () => true,
-          () => false,
-        ),
-      'Redis to be ready',
-    );
+    await redisReady(app);
     const id = await newSession(app);
     const stream = sessionEventStream(app.runtime.db.prisma, app.runtime.bus, rawIdOf(id), 0);
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
@@ -220,14 +211,7 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
       const second = await createTestApp({ apiKeys: keys, shareWith: app, redisUrl: redis.url });
       try {
         const secondUrl = await second.listen(0, '127.0.0.1');
-        await eventually(
-          async () =>
-            app.runtime.bus.ping().then(
-              () => true,
-              () => false,
-            ),
-          'Redis to be ready',
-        );
+        await redisReady(app);
         const id = await newSession(app);
         const client = wsClient(secondUrl, wsAuth);
         const sub = subscribeWs(client, EVENTS, { id, after: 1 }, pick);
