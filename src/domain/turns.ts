@@ -103,17 +103,17 @@ export interface TurnState {
   agents: readonly { agentId: string; status: TurnAgentStatus; error: string | null }[];
 }
 
-export const turnNotActive = (status: TurnStatus, label: string) =>
-  new DomainError('TURN_NOT_ACTIVE', `Turn ${label} is ${status}, not ACTIVE; it no longer accepts this.`, { turnId: label, status });
+export const turnNotActive = (status: TurnStatus, clientId: string) =>
+  new DomainError('TURN_NOT_ACTIVE', `Turn ${clientId} is ${status}, not ACTIVE; it no longer accepts this.`, { turnId: clientId, status });
 
-export function requireActive(turn: { status: TurnStatus }, label: string) {
-  if (turn.status !== 'ACTIVE') throw turnNotActive(turn.status, label);
+export function requireActive(turn: { status: TurnStatus }, clientId: string) {
+  if (turn.status !== 'ACTIVE') throw turnNotActive(turn.status, clientId);
 }
 
-export function requireAgent(turn: TurnState, agentId: string, label: string) {
+export function requireAgent(turn: TurnState, agentId: string, clientId: string) {
   const agent = turn.agents.find((a) => a.agentId === agentId);
   if (!agent) {
-    throw badInput(`Agent "${agentId}" is not part of turn ${label} (its agents: ${turn.agents.map((a) => a.agentId).join(', ')}).`, {
+    throw badInput(`Agent "${agentId}" is not part of turn ${clientId} (its agents: ${turn.agents.map((a) => a.agentId).join(', ')}).`, {
       agentId,
     });
   }
@@ -136,10 +136,10 @@ export type CompletionDecision =
 export function decideCompletion(
   turn: TurnState,
   input: { agentId: string; success: boolean; error: string | null },
-  label: string,
+  clientId: string,
 ): CompletionDecision {
-  requireActive(turn, label);
-  const agent = requireAgent(turn, input.agentId, label);
+  requireActive(turn, clientId);
+  const agent = requireAgent(turn, input.agentId, clientId);
   if (agent.status !== 'ACTIVE') return { kind: 'unchanged' };
   const agentStatus = input.success ? 'COMPLETED' : 'FAILED';
   const after = turn.agents.map((a) =>

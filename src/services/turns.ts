@@ -55,10 +55,10 @@ export class TurnService {
   }
 
   /** Locks the turn's session and reads the turn; NOT_FOUND outside the workspace. */
-  private async lockTurn(sql: SqlClient, workspaceId: string, turnId: string, label: string) {
+  private async lockTurn(sql: SqlClient, workspaceId: string, turnId: string, clientId: string) {
     const session = await store.lockSessionOfTurn(sql, workspaceId, turnId);
     const turn = session && (await store.readTurn(sql, turnId));
-    if (!session || !turn) throw notFound('Turn', label);
+    if (!session || !turn) throw notFound('Turn', clientId);
     return { session, turn };
   }
 
@@ -70,21 +70,21 @@ export class TurnService {
       initiator?: { kind: InitiatorKind; id?: string | null } | null;
       clientTurnId?: string | null;
     },
-    label = input.sessionId,
+    clientId = input.sessionId,
   ): Promise<store.TurnRow> {
     const agentIds = validateAgentIds(input.agentIds);
     const clientTurnId = optionalKey(input.clientTurnId, 'turnId');
     const initiatorId = optionalKey(input.initiator?.id, 'initiator.id');
     return this.write(async (sql, events) => {
       const session = await store.lockSession(sql, workspaceId, input.sessionId);
-      if (!session) throw notFound('Session', label);
+      if (!session) throw notFound('Session', clientId);
       if (clientTurnId) {
         const existing = await store.findByClientTurnId(sql, session.id, clientTurnId);
         if (existing) return existing;
       }
       if (session.activeTurnId) {
-        throw new DomainError('TURN_ALREADY_ACTIVE', `Session ${label} already has an active turn; complete or cancel it first.`, {
-          sessionId: label,
+        throw new DomainError('TURN_ALREADY_ACTIVE', `Session ${clientId} already has an active turn; complete or cancel it first.`, {
+          sessionId: clientId,
         });
       }
       const now = new Date();
@@ -118,7 +118,7 @@ export class TurnService {
   async reportUsage(
     workspaceId: string,
     input: UsageReportInput & { turnId: string; agentId: string; callId?: string | null; model?: string | null },
-    label = input.turnId,
+    clientId = input.turnId,
   ): Promise<store.TurnRow> {
     const usage = validateUsage(input);
     const agentId = requiredKey(input.agentId, 'agentId');
@@ -146,13 +146,13 @@ export class TurnService {
       } catch (error) {
         if (attempt < 5 && isRetryableSqlError(error)) continue;
         // The turn's session was deleted while the statement ran.
-        if ((error as { code?: string }).code === '23503') throw notFound('Turn', label);
+        if ((error as { code?: string }).code === '23503') throw notFound('Turn', clientId);
         throw error;
       }
       if (!recorded) {
         const turn = await store.readTurnInWorkspace(this.sql, workspaceId, input.turnId);
-        if (!turn) throw notFound('Turn', label);
-        requireAgent(turn, agentId, label);
+        if (!turn) throw notFound('Turn', clientId);
+        requireAgent(turn, agentId, clientId);
         checkTotals(addUsage(turn, usage), 'the turn');
         // A repeated callId: the report was recorded before.
         return turn;
@@ -180,13 +180,13 @@ export class TurnService {
   async completeAgent(
     workspaceId: string,
     input: { turnId: string; agentId: string; success: boolean; error?: string | null },
-    label = input.turnId,
+    clientId = input.turnId,
   ): Promise<store.TurnRow> {
     const agentId = requiredKey(input.agentId, 'agentId');
     const error = errorText(input.error, 'error');
     return this.write(async (sql, events) => {
-      const { session, turn } = await this.lockTurn(sql, workspaceId, input.turnId, label);
-      const decision = decideCompletion(turn, { agentId, success: input.success, error }, label);
+      const { session, turn } = await this.lockTurn(sql, workspaceId, input.turnId, clientId);
+      const decision = decideCompletion(turn, { agentId, success: input.success, error }, clientId);
       if (decision.kind === 'unchanged') return turn;
       const now = new Date();
       await store.setAgentStatus(sql, turn.id, agentId, decision.agentStatus, error, now);
@@ -216,11 +216,15 @@ export class TurnService {
     });
   }
 
-  async cancelTurn(workspaceId: string, input: { turnId: string; reason?: string | null }, label = input.turnId): Promise<store.TurnRow> {
+  async cancelTurn(
+    workspaceId: string,
+    input: { turnId: string; reason?: string | null },
+    clientId = input.turnId,
+  ): Promise<store.TurnRow> {
     const reason = errorText(input.reason, 'reason');
     return this.write(async (sql, events) => {
-      const { session, turn } = await this.lockTurn(sql, workspaceId, input.turnId, label);
-      requireActive(turn, label);
+      const { session, turn } = await this.lockTurn(sql, workspaceId, input.turnId, clientId);
+      requireActive(turn, clientId);
       const ended = await store.endTurn(sql, {
         turnId: turn.id,
         status: 'CANCELLED',
@@ -234,10 +238,10 @@ export class TurnService {
   }
 
   /** Keeps an ACTIVE turn from being failed as stale. */
-  async heartbeatTurn(workspaceId: string, turnId: string, label = turnId): Promise<store.TurnRow> {
+  async heartbeatTurn(workspaceId: string, turnId: string, clientId = turnId): Promise<store.TurnRow> {
     return this.write(async (sql) => {
-      const { turn } = await this.lockTurn(sql, workspaceId, turnId, label);
-      requireActive(turn, label);
+      const { turn } = await this.lockTurn(sql, workspaceId, turnId, clientId);
+      requireActive(turn, clientId);
       return store.touchTurn(sql, turn.id, new Date());
     });
   }
