@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withClientIds } from '../../src/client-errors.js';
+import { LIMITS } from '../../src/domain/parts.js';
 import { backend, globalIdOf, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 
 /**
@@ -142,11 +143,11 @@ const cases: Case[] = [
       input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 'n'.repeat(1024 * 1024) } }] }] },
     }),
   ],
-  ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(5 * 1024 * 1024 + 1))] } })],
+  ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(LIMITS.stringLength + 1))] } })],
   [
     'texts adding up past the per-call cap',
     CREATE,
-    () => ({ input: { messages: Array.from({ length: 3 }, () => text('x'.repeat(3 * 1024 * 1024))) } }),
+    () => ({ input: { messages: Array.from({ length: 2 }, () => text('x'.repeat(LIMITS.stringLength))) } }),
   ],
   ['a wrong enum value', APPEND, () => ({ input: { sessionId, messages: [{ role: 'ROBOT', text: 'x' }] } })],
   ['a missing required variable', APPEND, () => ({})],
