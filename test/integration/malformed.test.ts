@@ -187,6 +187,11 @@ const cases: Case[] = [
   ],
   ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(LIMITS.stringLength + 1))] } })],
   [
+    "appendText taking a message's text past the string cap",
+    UPDATE_MESSAGE,
+    () => ({ input: { messageId, appendText: 'x'.repeat(LIMITS.stringLength) } }),
+  ],
+  [
     'texts adding up past the per-call cap',
     CREATE,
     () => ({ input: { messages: Array.from({ length: 2 }, () => text('x'.repeat(LIMITS.stringLength))) } }),
