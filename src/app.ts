@@ -17,6 +17,7 @@ import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { asClientError, useRequestParseErrors } from './client-errors.js';
+import { LIMITS } from './domain/parts.js';
 import { asServiceUnavailable, isOutage } from './faults.js';
 import { rateIdentity, rateLimitedBody, useHealthEndpoints, useJsonPostsOnly, useNoIntrospection, useRateLimit } from './http-guards.js';
 import { useQueryLimits } from './query-limits.js';
@@ -125,6 +126,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     landingPage: false,
     // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
     multipart: false,
+    // Bodies sent without a Content-Length are cut off here (useRequestParseErrors refuses the others).
+    maxRequestBodySize: LIMITS.requestBytes,
     cors: (request) => corsFor(request.headers.get('origin'), config.corsOrigins),
     plugins: [
       useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),

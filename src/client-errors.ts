@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { LIMITS } from './domain/parts.js';
 
 /** Codes graphql-yoga gives a refused request, which the contract spells BAD_USER_INPUT. */
 const YOGA_CLIENT_CODES = new Set(['BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
@@ -67,6 +68,13 @@ export function useRequestParseErrors(): Plugin {
           });
         });
         return;
+      }
+      const length = Number(request.headers.get('content-length'));
+      if (length > LIMITS.requestBytes) {
+        throw new GraphQLError(
+          `The request body is ${length} bytes, more than ${LIMITS.requestBytes}; send long text in several calls (strings hold at most ${LIMITS.stringLength} characters).`,
+          { extensions: { code: 'BAD_USER_INPUT', http: { status: 413 } } },
+        );
       }
       if (!requestParser) return;
       setRequestParser(async (request) => {

@@ -34,15 +34,24 @@ export interface DraftMessage {
   agentId: string | null;
 }
 
+/**
+ * The longest string argument, in UTF-16 units. Storing a string costs the request thread time in
+ * proportion to its size that cannot be moved off it (body parse, Prisma's parameter walk, the
+ * driver's bind message, PGlite's in-process insert); at 5 Mi characters that was 100-900 ms
+ * (`npm run bench -- pathological`), at 1 Mi it stays under the 50 ms rule on PostgreSQL.
+ */
+const STRING_CHARS = 1024 * 1024;
+
 export const LIMITS = {
   messagesPerCall: 1000,
   partsPerMessage: 1000,
   /** Client-chosen identifiers: agent ids, tool call ids, tool names, global IDs. */
   idLength: 256,
-  attachmentBytes: 5 * 1024 * 1024,
+  /** An attachment's content, in UTF-8 bytes (the same cost reasoning as `stringLength`). */
+  attachmentBytes: STRING_CHARS,
   titleChars: 10_000,
   /** Any other string argument (text, tool results, summaries, system prompts), in UTF-16 units. */
-  stringLength: 5 * 1024 * 1024,
+  stringLength: STRING_CHARS,
   /** Nesting of a JSON argument (settings, metadata, tool arguments, turn context). */
   jsonDepth: 64,
   /** A JSON argument's size as serialized, in UTF-16 units. */
@@ -50,9 +59,15 @@ export const LIMITS = {
   /**
    * All strings and JSON of one field's arguments together, in UTF-16 units: bounds what one
    * request can make the server count and store (1,000 messages of 1,000 parts each would
-   * otherwise pass every per-string cap).
+   * otherwise pass every per-string cap): one full-size string and the small arguments beside it.
    */
-  argumentsLength: 8 * 1024 * 1024,
+  argumentsLength: STRING_CHARS + 64 * 1024,
+  /**
+   * A request body, in bytes: room for a full-size string written as UTF-8 JSON (up to 3 bytes a
+   * character). Refused from its Content-Length before it is read, so an oversized body costs the
+   * request thread nothing (parsing a 5 MiB body alone took 20-50 ms of it).
+   */
+  requestBytes: 4 * 1024 * 1024,
 };
 
 /** Validates one message input and turns it into parts; `where` names it in errors. */

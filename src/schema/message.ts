@@ -133,9 +133,12 @@ builder.prismaObjectField(Message, 'forks', (t) =>
   ),
 );
 
+/** The string cap as quoted in input descriptions ("1,048,576"). */
+const maxChars = LIMITS.stringLength.toLocaleString('en-US');
+
 const TextPartInput = builder.inputType('TextPartInput', {
   description: 'A text part.',
-  fields: (t) => ({ text: t.string({ required: true, description: 'The text.' }) }),
+  fields: (t) => ({ text: t.string({ required: true, description: `The text (at most ${maxChars} characters).` }) }),
 });
 
 const ToolCallPartInput = builder.inputType('ToolCallPartInput', {
@@ -151,13 +154,13 @@ const ToolResultPartInput = builder.inputType('ToolResultPartInput', {
   description: 'A tool result (TOOL messages only). Its callId must name a tool call made earlier in the session.',
   fields: (t) => ({
     callId: t.string({ required: true, description: 'The id of the call this answers.' }),
-    content: t.string({ required: true, description: 'What the tool returned.' }),
+    content: t.string({ required: true, description: `What the tool returned (at most ${maxChars} characters).` }),
     isError: t.boolean({ required: false, description: 'True when the tool failed (default false).' }),
   }),
 });
 
 const AttachmentPartInput = builder.inputType('AttachmentPartInput', {
-  description: `A file to store with the message. Text content up to ${LIMITS.attachmentBytes / 1024 / 1024} MiB.`,
+  description: `A file to store with the message. Text content up to ${LIMITS.attachmentBytes / 1024 / 1024} MiB (UTF-8).`,
   fields: (t) => ({
     name: t.string({ required: true, description: 'File name.' }),
     mimeType: t.string({ required: true, description: 'MIME type, e.g. text/plain.' }),
@@ -180,7 +183,7 @@ export const MessageInput = builder.inputType('MessageInput', {
   description: 'A message to append. Give exactly one of `text` (a single text part) and `parts`.',
   fields: (t) => ({
     role: t.field({ type: MessageRoleEnum, required: true, description: 'Who the message is from.' }),
-    text: t.string({ required: false, description: 'The message as one text part.' }),
+    text: t.string({ required: false, description: `The message as one text part (at most ${maxChars} characters).` }),
     parts: t.field({ type: [MessagePartInput], required: false, description: 'The message as parts.' }),
     generating: t.boolean({
       required: false,

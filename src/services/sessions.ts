@@ -27,7 +27,8 @@ import {
   type MessageInputData,
   type PartInput,
 } from '../domain/parts.js';
-import { countTokens } from '../domain/tokens.js';
+import { countTokens, partTokenText } from '../domain/tokens.js';
+import { precount } from '../domain/token-precount.js';
 import type { StoredPart } from '../domain/types.js';
 import { badInput, DomainError, notFound } from '../errors.js';
 import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
@@ -182,9 +183,12 @@ export class SessionService {
       drafts.map((d) => d.parts),
     );
     const now = Date.now();
+    const stored: StoredPart[][] = [];
+    for (const draft of drafts) stored.push(await this.storeAttachments(tx, session, draft.parts));
+    await precountFinished(stored.filter((_, i) => !drafts[i].generating));
     const rows: Message[] = [];
     for (const [i, draft] of drafts.entries()) {
-      const parts = await this.storeAttachments(tx, session, draft.parts);
+      const parts = stored[i];
       rows.push(
         newMessageRow({
           id: uuidv7(),
@@ -305,6 +309,10 @@ export class SessionService {
       // Streaming into a turn's message is the turn's activity: it keeps the sweeper away.
       if (message.turnId) await touchIfActive(asSql(tx), message.turnId, new Date());
       const generating = input.generating ?? true;
+      if (hasAppend && joinedLength(parts) > LIMITS.stringLength) {
+        throw badInput(`appendText: the message's text would be longer than ${LIMITS.stringLength} characters; continue in a new message.`);
+      }
+      if (!generating) await precountFinished([parts]);
       const updated = await updateMessageContent(tx, messageId, parts, generating);
       const payload: Record<string, unknown> = { index: message.position, generating };
       if (hasAppend) payload.appendText = input.appendText;
@@ -446,4 +454,21 @@ function isRetryable(error: unknown): boolean {
   if (error.code === 'P2034') return true;
   const meta = error.meta as { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } | undefined;
   return isRetryableSqlError({ code: meta?.code ?? meta?.driverAdapterError?.cause?.originalCode });
+}
+
+/** Characters of a message's text parts together. */
+function joinedLength(parts: readonly StoredPart[]): number {
+  let length = 0;
+  for (const part of parts) if (part.type === 'text') length += part.text.length;
+  return length;
+}
+
+/**
+ * Counts the long token texts of finished messages in the token worker before their rows are
+ * built: not every one is an argument the schema boundary counted already (a tool call's
+ * arguments are JSON, a streamed message's text grew through many small appends), and counting
+ * a long one on the request thread would stall every other client.
+ */
+function precountFinished(messages: readonly (readonly StoredPart[])[]): Promise<void> {
+  return precount(messages.flatMap((parts) => parts.map(partTokenText)));
 }

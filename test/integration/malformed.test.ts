@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withClientIds } from '../../src/client-errors.js';
+import { LIMITS } from '../../src/domain/parts.js';
 import { backend, globalIdOf, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 
 /**
@@ -11,6 +12,8 @@ import { backend, globalIdOf, gql, gqlOk, type TestApp, useTestApp } from '../he
 let app: TestApp;
 let sessionId: string;
 let messageId: string;
+/** An active turn (on a session of its own, so the other cases see no turn). */
+let turnId: string;
 
 useTestApp((built) => {
   app = built;
@@ -35,6 +38,11 @@ const UPDATE_MESSAGE = 'mutation($input: UpdateMessageInput!) { updateMessage(in
 const COMPACT = 'mutation($input: CompactSessionInput!) { compactSession(input: $input) { id } }';
 const ASSEMBLE = 'mutation($input: AssembleContextInput!) { assembleContext(input: $input) { tokenCount } }';
 const FORK = 'mutation($input: ForkSessionInput!) { forkSession(input: $input) { session { id } } }';
+const START_TURN = 'mutation($input: StartTurnInput!) { startTurn(input: $input) { id } }';
+const REPORT = 'mutation($input: ReportUsageInput!) { reportUsage(input: $input) { id } }';
+const COMPLETE = 'mutation($input: CompleteAgentInput!) { completeAgent(input: $input) { id } }';
+const CANCEL = 'mutation($input: CancelTurnInput!) { cancelTurn(input: $input) { id } }';
+const HEARTBEAT = 'mutation($input: HeartbeatTurnInput!) { heartbeatTurn(input: $input) { id } }';
 
 /** JSON text nested `depth` levels (built as text: JSON.stringify itself overflows on it). */
 const nested = (depth: number) => new RawJson(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`);
@@ -72,6 +80,11 @@ beforeAll(async () => {
     },
   });
   messageId = appended.appendMessages.messages[1].id;
+  const other = await gqlOk<{ createSession: { id: string } }, unknown>(app, CREATE, { input: { title: 'Turns' } });
+  const started = await gqlOk<{ startTurn: { id: string } }, unknown>(app, START_TURN, {
+    input: { sessionId: other.createSession.id, agentIds: ['a'] },
+  });
+  turnId = started.startTurn.id;
 });
 
 type Case = [name: string, query: string, variables: () => Record<string, unknown>, code?: string];
@@ -117,8 +130,38 @@ const stringCases: Case[] = Object.entries(STRINGS).flatMap(([what, bad]): Case[
   [`${what} in turnContext`, ASSEMBLE, () => ({ input: { sessionId, turnContext: { note: bad } } })],
 ]);
 
+/** IDs that are no global ID at all (a well-formed ID of another type is NOT_FOUND instead). */
+const MALFORMED_IDS: Record<string, string> = {
+  'a malformed ID': 'not-an-id',
+  'a global ID without an id': Buffer.from('Turn:').toString('base64'),
+  'a 300-character ID': 'x'.repeat(300),
+};
+
+/** Every turn argument that takes an ID, with the rest of a valid input. */
+const turnIdCases: Case[] = Object.entries(MALFORMED_IDS).flatMap(([what, bad]): Case[] => [
+  [`${what} as startTurn's sessionId`, START_TURN, () => ({ input: { sessionId: bad, agentIds: ['a'] } })],
+  [`${what} as reportUsage's turnId`, REPORT, () => ({ input: { turnId: bad, agentId: 'a', inputTokens: 1 } })],
+  [`${what} as completeAgent's turnId`, COMPLETE, () => ({ input: { turnId: bad, agentId: 'a', success: true } })],
+  [`${what} as cancelTurn's turnId`, CANCEL, () => ({ input: { turnId: bad } })],
+  [`${what} as heartbeatTurn's turnId`, HEARTBEAT, () => ({ input: { turnId: bad } })],
+  [`${what} as appendMessages' turnId`, APPEND, () => ({ input: { sessionId, turnId: bad, messages: [text('x')] } })],
+  [`${what} as assembleContext's turnId`, ASSEMBLE, () => ({ input: { sessionId, turnId: bad } })],
+]);
+
+/** Counts a report cannot hold: coercion refuses fractions and 2^31, the domain negatives. */
+const reportCases: Case[] = [
+  ['1.5 inputTokens', REPORT, () => ({ input: { turnId, agentId: 'a', inputTokens: 1.5 } })],
+  ['2^31 outputTokens', REPORT, () => ({ input: { turnId, agentId: 'a', outputTokens: 2 ** 31 } })],
+  ['2^40 cacheReadTokens', REPORT, () => ({ input: { turnId, agentId: 'a', cacheReadTokens: 2 ** 40 } })],
+  ['a string for cacheWriteTokens', REPORT, () => ({ input: { turnId, agentId: 'a', cacheWriteTokens: '7' } })],
+  ['-1 inputTokens', REPORT, () => ({ input: { turnId, agentId: 'a', inputTokens: -1 } })],
+  ['a negative cost', REPORT, () => ({ input: { turnId, agentId: 'a', cost: -0.5 } })],
+];
+
 const cases: Case[] = [
   ...stringCases,
+  ...turnIdCases,
+  ...reportCases,
   ['settings nested 5,000 levels', CREATE, () => ({ input: { settings: nested(5000) } })],
   [
     'tool arguments nested 5,000 levels',
@@ -142,11 +185,16 @@ const cases: Case[] = [
       input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 'n'.repeat(1024 * 1024) } }] }] },
     }),
   ],
-  ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(5 * 1024 * 1024 + 1))] } })],
+  ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(LIMITS.stringLength + 1))] } })],
+  [
+    "appendText taking a message's text past the string cap",
+    UPDATE_MESSAGE,
+    () => ({ input: { messageId, appendText: 'x'.repeat(LIMITS.stringLength) } }),
+  ],
   [
     'texts adding up past the per-call cap',
     CREATE,
-    () => ({ input: { messages: Array.from({ length: 3 }, () => text('x'.repeat(3 * 1024 * 1024))) } }),
+    () => ({ input: { messages: Array.from({ length: 2 }, () => text('x'.repeat(LIMITS.stringLength))) } }),
   ],
   ['a wrong enum value', APPEND, () => ({ input: { sessionId, messages: [{ role: 'ROBOT', text: 'x' }] } })],
   ['a missing required variable', APPEND, () => ({})],
