@@ -131,6 +131,9 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     }),
     truncated: t.exposeBoolean('truncated', { description: 'True when maxMessages or maxTokens left messages out.' }),
     summaryIncluded: t.exposeBoolean('summaryIncluded', { description: 'True when a compaction summary stands for the first messages.' }),
+    hasCompression: t.exposeBoolean('hasCompression', {
+      description: "True when a compaction is in force for this session (its own, or one a fork inherits from its parent's history).",
+    }),
     elidedToolResultCount: t.exposeInt('elidedToolResultCount', {
       description: 'Tool results replaced by a short stub because they are older than keepToolCallRounds rounds.',
     }),

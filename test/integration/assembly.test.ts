@@ -20,6 +20,7 @@ const Assemble = graphql(`
       maxTokens
       truncated
       summaryIncluded
+      hasCompression
       droppedMessageCount
       elidedToolResultCount
       isFork
@@ -217,6 +218,38 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     // The latest compaction wins.
     await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 2, summary: 'Later, shorter.' } });
     expect(summaryText(await assemble(id))).toContain('Later, shorter.');
+  });
+
+  it('assembles a session whose compaction covers every user message, and a fork whose inherited one covers all it has', async () => {
+    const id = await conversation(5);
+    await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 5, summary: 'Everything so far.' } });
+    // A fork at messageIndex 4 holds messages [0, 4), all covered by the inherited compaction.
+    const parent = await conversation(6);
+    await gqlOk(app, Compact, { input: { sessionId: parent, uptoIndex: 4, summary: 'All of it.' } });
+    const inherited = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 4 } })).forkSession.session.id;
+    await gqlOk(app, AppendMessages, { input: { sessionId: inherited, messages: [{ role: 'ASSISTANT', text: 'after' }] } });
+    const bare = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 4 } })).forkSession.session.id;
+    for (const sessionId of [id, inherited, bare]) {
+      for (const extra of [
+        {},
+        { maxTokens: 200 },
+        { format: 'OPENAI_CHAT' },
+        { format: 'ANTHROPIC_MESSAGES' },
+        { format: 'ANTHROPIC_MESSAGES', maxTokens: 200 },
+      ]) {
+        const ctx = await assemble(sessionId, extra);
+        expect(ctx.hasCompression).toBe(true);
+        expect(ctx.summaryIncluded).toBe(true);
+        expect(ctx.messages[0].kind).toBe('SUMMARY');
+        if (extra.format === 'ANTHROPIC_MESSAGES') {
+          const payload = ctx.payload as { messages: Array<{ role: string; content: Array<{ text?: string }> }> };
+          expect(payload.messages[0].role).toBe('user');
+          expect(payload.messages[0].content[0].text).toBe(ctx.messages[0].text);
+        }
+      }
+    }
+    expect(sourceIndexes(await assemble(inherited))).toEqual([4]);
+    expect((await assemble(id)).decisions.map((d) => d.decision)).toEqual(Array(5).fill('SUMMARIZED'));
   });
 
   it('gives a fork the compactions its parent had before the cut, and never one made after', async () => {

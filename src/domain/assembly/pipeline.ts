@@ -78,7 +78,9 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   // 1. messages still being generated
   let list = applyWithRepair(dropGenerating(input.messages.map(toWork)), 'dropGenerating');
-  if (!list.some((w) => w.source.role === 'USER')) {
+  // With a compaction in force the summary stands for the user messages it covers (a fork's
+  // inherited compaction too), so only a session with neither has nothing to answer.
+  if (input.compaction === null && !list.some((w) => w.source.role === 'USER')) {
     throw badInput(
       'The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.',
     );
@@ -117,8 +119,12 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     contextAttachmentMaxChars: options.contextAttachmentMaxChars,
     encoding,
   });
-  // ANTHROPIC_MESSAGES must start with a user turn: a placeholder goes first when needed.
-  const leadBlock = format === 'ANTHROPIC_MESSAGES' ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
+  // ANTHROPIC_MESSAGES must start with a user turn. With a summary, the summary is that turn when
+  // needed (same framing, already counted among the fixed blocks); otherwise a placeholder goes
+  // first.
+  const summaryLeads = format === 'ANTHROPIC_MESSAGES' && summaryBlock !== null;
+  const leadBlock =
+    format === 'ANTHROPIC_MESSAGES' && !summaryLeads ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
   const leadCost = leadBlock
     ? (first: WorkMessage | null) => ((first === null ? turnContextBlock === null : first.shape.role !== 'USER') ? leadBlock.tokenCount : 0)
     : undefined;
@@ -157,6 +163,13 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     });
   });
   if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);
+  if (summaryLeads) {
+    const firstTurn = messages.findIndex((m) => m.role !== 'SYSTEM');
+    if (firstTurn < 0 || messages[firstTurn].role !== 'USER') {
+      const at = messages.indexOf(summaryBlock!);
+      messages[at] = { ...summaryBlock!, role: 'USER' };
+    }
+  }
   if (leadBlock) {
     const firstTurn = messages.findIndex((m) => m.role !== 'SYSTEM');
     if (firstTurn < 0) messages.push(leadBlock);
@@ -182,6 +195,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     // Every cut leaves at least one message out for its limit (the first that does not fit).
     truncated: decisions.some((d) => CUT_DECISIONS.has(d.decision)),
     summaryIncluded: summaryBlock !== null,
+    hasCompression: input.compaction !== null,
     elidedToolResultCount,
     isFork: input.flags.isFork,
     isFirstTurn: input.flags.isFirstTurn,

@@ -118,6 +118,8 @@ export interface AssembledContext {
   /** Messages were dropped by maxMessages or maxTokens. */
   truncated: boolean;
   summaryIncluded: boolean;
+  /** A compaction is in force (the session's own or one a fork inherits). */
+  hasCompression: boolean;
   /** Tool result parts in the context replaced by a stub. */
   elidedToolResultCount: number;
   isFork: boolean;
