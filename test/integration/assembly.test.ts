@@ -252,6 +252,26 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect((await assemble(id)).decisions.map((d) => d.decision)).toEqual(Array(5).fill('SUMMARIZED'));
   });
 
+  it('refuses tool call ids and tool names no provider accepts, writing nothing', async () => {
+    const id = await conversation(1);
+    for (const toolCall of [
+      { callId: 'call.1', name: 'search' },
+      { callId: 'call 1', name: 'search' },
+      { callId: 'c1', name: 'files.read' },
+      { callId: 'c1', name: 'x'.repeat(65) },
+    ]) {
+      const error = await gqlError(app, AppendMessages, {
+        input: { sessionId: id, messages: [{ role: 'ASSISTANT', parts: [{ toolCall }] }] },
+      });
+      expect(error.code).toBe('BAD_USER_INPUT');
+    }
+    expect(await app.runtime.db.prisma.message.count({ where: { sessionId: rawId(id) } })).toBe(1);
+    // The valid shapes are accepted, a name of 64 characters included.
+    await gqlOk(app, AppendMessages, {
+      input: { sessionId: id, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'call_1-A', name: 'x'.repeat(64) } }] }] },
+    });
+  });
+
   it('gives a fork the compactions its parent had before the cut, and never one made after', async () => {
     const parent = await conversation(10);
     await gqlOk(app, Compact, { input: { sessionId: parent, uptoIndex: 4, summary: 'P-early' } });

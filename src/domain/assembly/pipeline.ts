@@ -26,6 +26,7 @@ import { fitTokenBudget } from './fit-budget.js';
 import { buildPayload, framingTokens, framingTokensFor, LEADING_USER_TEXT, REPLY_PRIMING_TOKENS } from './formats.js';
 import { contextHash } from './hash.js';
 import { capMaxMessages } from './max-messages.js';
+import { applyProviderRules, sendsAnthropicContent } from './provider-rules.js';
 import { assertToolInvariants, repairToolPairs } from './tool-rounds.js';
 import { renderTurnContext } from './turn-context.js';
 import type {
@@ -126,7 +127,10 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   const leadBlock =
     format === 'ANTHROPIC_MESSAGES' && !summaryLeads ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
   const leadCost = leadBlock
-    ? (first: WorkMessage | null) => ((first === null ? turnContextBlock === null : first.shape.role !== 'USER') ? leadBlock.tokenCount : 0)
+    ? (first: WorkMessage | null) =>
+        (first === null ? turnContextBlock === null : first.shape.role !== 'USER' || !sendsAnthropicContent(first.source.parts))
+          ? leadBlock.tokenCount
+          : 0
     : undefined;
   const costOf = (w: WorkMessage) =>
     workContentTokens(w, encoding) +
@@ -141,7 +145,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   // 7. assemble: system prompt, summary, messages, turn context before the newest user message
   const forced = newestUserIndex(list);
-  const messages: AssembledMessage[] = [];
+  let messages: AssembledMessage[] = [];
   if (systemBlock) messages.push(systemBlock);
   if (summaryBlock) messages.push(summaryBlock);
   const kept = new Map<string, { elided: boolean; reason: string }>();
@@ -163,26 +167,34 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     });
   });
   if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);
+  // The first message the Anthropic payload sends (one without content blocks is left out of it).
+  const firstTurnOf = (list: readonly AssembledMessage[]) => list.findIndex((m) => m.role !== 'SYSTEM' && sendsAnthropicContent(m.parts));
   if (summaryLeads) {
-    const firstTurn = messages.findIndex((m) => m.role !== 'SYSTEM');
+    const firstTurn = firstTurnOf(messages);
     if (firstTurn < 0 || messages[firstTurn].role !== 'USER') {
       const at = messages.indexOf(summaryBlock!);
       messages[at] = { ...summaryBlock!, role: 'USER' };
     }
   }
   if (leadBlock) {
-    const firstTurn = messages.findIndex((m) => m.role !== 'SYSTEM');
+    const firstTurn = firstTurnOf(messages);
     if (firstTurn < 0) messages.push(leadBlock);
     else if (messages[firstTurn].role !== 'USER') messages.splice(firstTurn, 0, leadBlock);
   }
   assertToolInvariants(messages, 'resolveAttachments+turnContext');
 
+  const mapped = applyProviderRules(messages, format, encoding);
+  messages = mapped.messages;
   const payload = buildPayload(format, messages);
   let tokenCount = REPLY_PRIMING_TOKENS;
   let elidedToolResultCount = 0;
   for (const m of messages) {
     tokenCount += m.tokenCount;
     for (const p of m.parts) if (p.type === 'toolResult' && p.elided) elidedToolResultCount++;
+  }
+  for (const [id, notes] of mapped.notes) {
+    const k = kept.get(id);
+    if (k) kept.set(id, { ...k, reason: `${k.reason} In the ${format} payload: ${notes.join('; ')}.` });
   }
   const decisions = log.finish(kept);
   return {
