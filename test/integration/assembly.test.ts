@@ -420,6 +420,72 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     }
   });
 
+  it('fills the budget past a tool round the pipeline drops for pairing, whatever the paging (the issue 12 example)', async () => {
+    // 20 short messages, an assistant tool call with a 1,000-word argument and no result, a user message.
+    const messages = [
+      ...Array.from({ length: 20 }, (_, i) => ({ role: i % 2 === 0 ? ('USER' as const) : ('ASSISTANT' as const), text: `short ${i}` })),
+      { role: 'ASSISTANT' as const, parts: [{ toolCall: { callId: 'big', name: 'write', arguments: { text: 'word '.repeat(1000) } } }] },
+      { role: 'USER' as const, text: 'and now?' },
+    ];
+    const id = (await gqlOk(app, CreateSession, { input: { title: 'unanswered', messages } })).createSession.id;
+    // The same with the call's result still being generated.
+    const generating = (await gqlOk(app, CreateSession, { input: { title: 'generating', messages: messages.slice(0, 21) } })).createSession
+      .id;
+    await gqlOk(app, AppendMessages, {
+      input: {
+        sessionId: generating,
+        messages: [
+          { role: 'TOOL', generating: true, parts: [{ toolResult: { callId: 'big', content: 'partial' } }] },
+          { role: 'USER', text: 'and now?' },
+        ],
+      },
+    });
+    const { prisma, sql } = app.runtime.db;
+    const small = new AssemblyService(prisma, sql, { first: 4, min: 2, max: 8, margin: 1 });
+    for (const sessionId of [id, generating]) {
+      const whole = await assemble(sessionId, { format: 'OPENAI_CHAT' });
+      const budgeted = await assemble(sessionId, { format: 'OPENAI_CHAT', maxTokens: 500 });
+      expect(whole.tokenCount).toBeLessThan(500);
+      // Everything eligible fits: the same context as without a budget.
+      expect(budgeted.tokenCount).toBe(whole.tokenCount);
+      expect(budgeted.contextHash).toBe(whole.contextHash);
+      expect(budgeted.truncated).toBe(false);
+      expect(budgeted.decisions.slice(0, 20).map((d) => d.decision)).toEqual(Array(20).fill('KEPT'));
+      expect(budgeted.decisions[20].decision).toBe('DROPPED_TOOL_PAIR');
+
+      const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
+      const rows = await prisma.message.findMany({ where: { sessionId: session.id }, orderBy: { position: 'asc' } });
+      for (const maxTokens of [30, 60, 100, 140, 500]) {
+        const options = {
+          maxTokens,
+          maxMessages: null,
+          keepToolCallRounds: 2,
+          encoding: 'O200K_BASE' as const,
+          system: null,
+          turnContext: null,
+          format: 'OPENAI_CHAT' as const,
+          attachmentMaxChars: 20_000,
+          contextAttachmentMaxChars: 100_000,
+        };
+        const full = assembleEverything(rows, null, options);
+        const served = await small.assemble(session.workspaceId, { sessionId: session.id, ...options });
+        expect(served.contextHash, `${maxTokens}`).toBe(full.contextHash);
+        expect((await small.decisionsOf(served)).map((d) => d.decision)).toEqual(full.decisions.map((d) => d.decision));
+        // An independent greedy packer over the eligible messages (the short ones and the last user message), newest first.
+        const eligible = full.messages.length;
+        let budget = maxTokens - 3;
+        let kept = 0;
+        const costs = [...rows.slice(0, 20), rows[rows.length - 1]].map((r) => r.tokensO200k! + 4).reverse();
+        for (const cost of costs) {
+          if (cost > budget) break;
+          budget -= cost;
+          kept++;
+        }
+        expect(eligible, `${maxTokens}`).toBe(kept);
+      }
+    }
+  });
+
   it('reads the window in small pages across forks and compactions, and gives exactly what assembling everything gives', async () => {
     // Rounds of four (question, call, result, answer) of varying sizes, so page sizes adapt to costs.
     const rounds = (label: string, from: number, count: number) =>
