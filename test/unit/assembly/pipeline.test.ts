@@ -289,6 +289,23 @@ describe('assembleContext: the pipeline steps together', () => {
     expectWellFormed(r, [user(0, 'a'), assistant(1, 'b')]);
   });
 
+  it('never elides a failed tool result, however old', () => {
+    const messages = [
+      user(0, 'q'),
+      calls(1, ['c1']),
+      msg(2, 'TOOL', [result('c1', 'Error: permission denied on /etc/shadow', true)]),
+      calls(3, ['c2']),
+      results(4, ['c2']),
+      user(5, 'next'),
+    ];
+    const r = assemble(messages, { keepToolCallRounds: 0 });
+    expect(r.decisions.map((d) => d.decision)).toEqual(['KEPT', 'KEPT', 'KEPT', 'KEPT', 'ELIDED', 'KEPT']);
+    expect(r.elidedToolResultCount).toBe(1);
+    expect(r.messages.find((m) => m.sourceIndex === 2)!.parts).toEqual([
+      { type: 'toolResult', callId: 'c1', content: 'Error: permission denied on /etc/shadow', isError: true },
+    ]);
+  });
+
   it('keepToolCallRounds 0, 1 and more than exist', () => {
     const messages = [
       user(0, 'q'),
