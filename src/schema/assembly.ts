@@ -186,6 +186,12 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
       required: false,
       description: `Characters of one attachment inlined at most (default ${DEFAULT_ATTACHMENT_MAX_CHARS}).`,
     }),
+    keepSystemMessage: t.boolean({
+      required: false,
+      defaultValue: true,
+      description:
+        "Keep the session's leading SYSTEM message (its first message, when not compacted) outside maxMessages and first in the maxTokens budget (CONTEXT_BUDGET_TOO_SMALL when it cannot fit with the newest user message).",
+    }),
     contextAttachmentMaxChars: t.int({
       required: false,
       description: `Characters of all attachments of one context inlined at most (default ${DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS}).`,

@@ -486,6 +486,48 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     }
   });
 
+  it('keeps the leading system message whatever the window, and as the whole assembly does', async () => {
+    const messages = [
+      { role: 'SYSTEM' as const, text: 'You are terse.' },
+      ...Array.from({ length: 40 }, (_, i) => ({
+        role: i % 2 === 0 ? ('USER' as const) : ('ASSISTANT' as const),
+        text: `m${i} ${'x '.repeat(i)}`,
+      })),
+    ];
+    const id = (await gqlOk(app, CreateSession, { input: { title: 'pinned', messages } })).createSession.id;
+    const parentMessages = await assemble(id, { maxMessages: 2 });
+    expect(sourceIndexes(parentMessages)).toEqual([0, 39, 40]);
+    expect(sourceIndexes(await assemble(id, { maxMessages: 2, keepSystemMessage: false }))).toEqual([39, 40]);
+    const fork = (await gqlOk(app, ForkSession, { input: { sessionId: id, messageIndex: 31 } })).forkSession.session.id;
+    const { prisma, sql } = app.runtime.db;
+    const small = new AssemblyService(prisma, sql, { first: 4, min: 2, max: 8, margin: 1 });
+    for (const sessionId of [id, fork]) {
+      const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
+      const rows = await prisma.message.findMany({ where: segmentsWhere(visibleSegments(session)), orderBy: { position: 'asc' } });
+      for (const maxTokens of [60, 120, 200, 1_000]) {
+        const options = {
+          maxTokens,
+          maxMessages: null,
+          keepToolCallRounds: 2,
+          encoding: 'O200K_BASE' as const,
+          system: null,
+          turnContext: null,
+          format: 'ANTHROPIC_MESSAGES' as const,
+          attachmentMaxChars: 20_000,
+          contextAttachmentMaxChars: 100_000,
+        };
+        const full = assembleEverything(rows, null, options, session.parentId !== null);
+        const served = await small.assemble(session.workspaceId, { sessionId: session.id, ...options });
+        expect(served.contextHash, `${maxTokens}`).toBe(full.contextHash);
+        expect(served.messages[0].sourceIndex).toBe(0);
+        expect(served.droppedMessageCount).toBe(full.droppedMessageCount);
+        expect((await small.decisionsOf(served)).map((d) => [d.index, d.decision])).toEqual(
+          full.decisions.map((d) => [d.index, d.decision]),
+        );
+      }
+    }
+  });
+
   it('reads the window in small pages across forks and compactions, and gives exactly what assembling everything gives', async () => {
     // Rounds of four (question, call, result, answer) of varying sizes, so page sizes adapt to costs.
     const rounds = (label: string, from: number, count: number) =>

@@ -95,6 +95,13 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   const elided = elideOldToolResults(list, options.keepToolCallRounds);
   list = apply({ list: elided.list, removed: [] }, 'elideOldToolResults');
 
+  // The session's leading system message: outside maxMessages, first in the budget.
+  const pinned =
+    options.keepSystemMessage !== false && list.length > 0 && list[0].source.index === 0 && list[0].source.role === 'SYSTEM'
+      ? list[0]
+      : null;
+  if (pinned) list = list.slice(1);
+
   // 4. maxMessages
   list = apply(capMaxMessages(list, options.maxMessages), 'capMaxMessages');
 
@@ -136,7 +143,13 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     workContentTokens(w, encoding) +
     (w.shape.attachments > 0 ? resolver.resolve(w).tokens : 0) +
     framingTokensFor(format, w.shape.role, w.shape.calls.length, w.shape.results.length, w.shape.others);
+  if (pinned) {
+    const cost = costOf(pinned);
+    fixedTokens += cost;
+    fixedParts.push(`${cost} for the session's leading system message (keepSystemMessage)`);
+  }
   list = apply(fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost }), 'fitTokenBudget');
+  if (pinned) list = [pinned, ...list];
 
   // 6. attachments
   // Attachments become text parts and stubs keep their call ids: the structure is unchanged, and
@@ -163,7 +176,13 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     });
     kept.set(source.id, {
       elided: r.work.elided,
-      reason: r.work.elided ? elidedReason : i === forced ? 'Kept: the newest user message is always kept.' : 'Kept.',
+      reason: r.work.elided
+        ? elidedReason
+        : i === forced
+          ? 'Kept: the newest user message is always kept.'
+          : r.work === pinned
+            ? "Kept: the session's leading system message is kept outside maxMessages (keepSystemMessage)."
+            : 'Kept.',
     });
   });
   if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);

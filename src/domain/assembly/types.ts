@@ -27,6 +27,11 @@ export interface AssembleContextOptions {
   attachmentMaxChars: number;
   /** Cap for all attachments inlined in one context, same unit. */
   contextAttachmentMaxChars: number;
+  /**
+   * Keep the session's leading SYSTEM message (index 0, not summarized) outside maxMessages and
+   * ahead of every other message in the token budget. Default true.
+   */
+  keepSystemMessage?: boolean;
 }
 
 export const DEFAULT_ATTACHMENT_MAX_CHARS = 20_000;

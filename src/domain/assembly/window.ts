@@ -153,6 +153,8 @@ export interface EarlierWindow {
   compaction: { id: string; uptoIndex: number } | null;
   /** The budget (null: none, and then every message before the window is summarized). */
   maxTokens: number | null;
+  /** The leading system message (position 0) was loaded apart and decided by the pipeline. */
+  pinnedFirst?: boolean;
 }
 
 /**
@@ -163,7 +165,8 @@ export function earlierDecisions(messages: readonly { id: string; position: numb
   const upto = earlier.compaction?.uptoIndex ?? 0;
   const summarized = earlier.compaction ? summarizedReason(earlier.compaction) : '';
   const dropped = earlier.maxTokens === null ? '' : budgetReason(earlier.maxTokens);
-  return messages.map((m) =>
+  const rest = earlier.pinnedFirst ? messages.filter((m) => m.position !== 0) : messages;
+  return rest.map((m) =>
     m.position < upto
       ? { messageId: m.id, index: m.position, decision: 'SUMMARIZED', reason: summarized }
       : { messageId: m.id, index: m.position, decision: 'DROPPED_BUDGET', reason: dropped },

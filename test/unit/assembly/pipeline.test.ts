@@ -289,6 +289,40 @@ describe('assembleContext: the pipeline steps together', () => {
     expectWellFormed(r, [user(0, 'a'), assistant(1, 'b')]);
   });
 
+  it("keeps the session's leading system message outside maxMessages and first in the budget (keepSystemMessage)", () => {
+    const messages = [
+      msg(0, 'SYSTEM', [text('You are terse.')]),
+      user(1, 'a'),
+      assistant(2, 'b'),
+      user(3, 'c'),
+      assistant(4, 'd'),
+      user(5, 'e'),
+    ];
+    const capped = assemble(messages, { maxMessages: 1 });
+    expect(capped.messages.map((m) => m.sourceIndex)).toEqual([0, 5]);
+    expect(capped.decisions[0]).toMatchObject({ decision: 'KEPT', reason: expect.stringContaining('keepSystemMessage') });
+    const whole = assemble(messages);
+    const systemCost = whole.messages[0].tokenCount;
+    const userCost = whole.messages[5].tokenCount;
+    const tight = assemble(messages, { maxTokens: 3 + systemCost + userCost });
+    expect(tight.messages.map((m) => m.sourceIndex)).toEqual([0, 5]);
+    expect(tight.tokenCount).toBe(3 + systemCost + userCost);
+    const tooSmall = (() => {
+      try {
+        assemble(messages, { maxTokens: 3 + systemCost + userCost - 1 });
+      } catch (error) {
+        return error as { code: string; message: string };
+      }
+    })();
+    expect(tooSmall?.code).toBe('CONTEXT_BUDGET_TOO_SMALL');
+    expect(tooSmall?.message).toContain('leading system message');
+    // Switched off: an ordinary message again.
+    expect(assemble(messages, { maxMessages: 1, keepSystemMessage: false }).messages.map((m) => m.sourceIndex)).toEqual([5]);
+    // Summarized by a compaction: not kept (the summary stands for it).
+    const compacted = assemble(messages, { maxMessages: 1 }, { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } });
+    expect(compacted.messages.map((m) => m.sourceIndex)).toEqual([null, 5]);
+  });
+
   it('never elides a failed tool result, however old', () => {
     const messages = [
       user(0, 'q'),
