@@ -287,7 +287,7 @@ export class AssemblyService {
         this.firstRows.set(first.sessionId, row);
       }
     }
-    if (!row || row.role !== 'SYSTEM' || row.generating) return null;
+    if (row?.role !== 'SYSTEM' || row.generating) return null;
     return (await this.withParts([row]))[0];
   }
 
