@@ -1,3 +1,4 @@
+import { TOOL_CALL_ID_PATTERN, TOOL_NAME_PATTERN } from './assembly/provider-rules.js';
 import { badInput } from './errors.js';
 import type { MessageRole, StoredPart } from './types.js';
 
@@ -94,6 +95,15 @@ function draftPart(input: PartInput, where: string): DraftPart {
     const { callId, name } = input.toolCall;
     checkId(callId, `${where}.toolCall.callId`);
     if (!name.trim()) throw badInput(`${where}.toolCall.name must not be empty.`);
+    // No provider accepts other ids or names (Anthropic's tool_use rules; OpenAI's function names).
+    if (!TOOL_CALL_ID_PATTERN.test(callId)) {
+      throw badInput(`${where}.toolCall.callId "${callId}" may only hold letters, digits, "_" and "-" (providers refuse other ids).`);
+    }
+    if (!TOOL_NAME_PATTERN.test(name)) {
+      throw badInput(
+        `${where}.toolCall.name "${name}" must be 1 to 64 letters, digits, "_" or "-" (the tool-name rule of OpenAI and Anthropic).`,
+      );
+    }
     return { type: 'toolCall', callId, name, arguments: input.toolCall.arguments ?? {} };
   }
   if (input.toolResult) {

@@ -131,6 +131,9 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     }),
     truncated: t.exposeBoolean('truncated', { description: 'True when maxMessages or maxTokens left messages out.' }),
     summaryIncluded: t.exposeBoolean('summaryIncluded', { description: 'True when a compaction summary stands for the first messages.' }),
+    hasCompression: t.exposeBoolean('hasCompression', {
+      description: "True when a compaction is in force for this session (its own, or one a fork inherits from its parent's history).",
+    }),
     elidedToolResultCount: t.exposeInt('elidedToolResultCount', {
       description: 'Tool results replaced by a short stub because they are older than keepToolCallRounds rounds.',
     }),
@@ -182,6 +185,12 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
     attachmentMaxChars: t.int({
       required: false,
       description: `Characters of one attachment inlined at most (default ${DEFAULT_ATTACHMENT_MAX_CHARS}).`,
+    }),
+    keepSystemMessage: t.boolean({
+      required: false,
+      defaultValue: true,
+      description:
+        "Keep the session's leading SYSTEM message (its first message, when not compacted) outside maxMessages and first in the maxTokens budget (CONTEXT_BUDGET_TOO_SMALL when it cannot fit with the newest user message).",
     }),
     contextAttachmentMaxChars: t.int({
       required: false,

@@ -36,6 +36,8 @@ import { DEFAULT_CACHE_CONFIG } from '../config.js';
 
 export { DEFAULT_WINDOW_PAGING, type WindowPaging } from '../domain/assembly/window.js';
 
+const FIRST_ROWS_MAX = 10_000;
+
 /** A known session's newest messages [from, messageCount), newest first, read with the session. */
 interface NewestPage {
   from: number;
@@ -59,6 +61,7 @@ export interface AssembleRequest {
   format?: ContextFormat | null;
   attachmentMaxChars?: number | null;
   contextAttachmentMaxChars?: number | null;
+  keepSystemMessage?: boolean | null;
   /** Record the result as this turn's context (a turn of the session). */
   turnId?: string | null;
 }
@@ -84,6 +87,9 @@ export interface RecordedContext extends AssembledContext {
  * turn when asked. It never writes to the session's messages.
  */
 export class AssemblyService {
+  /** Position-0 light rows of root sessions (finished ones only), for the leading system message. */
+  private readonly firstRows = new Map<string, LightRow | null>();
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly sql: Sql,
@@ -102,6 +108,7 @@ export class AssemblyService {
       format: request.format ?? 'GENERIC',
       attachmentMaxChars: request.attachmentMaxChars ?? DEFAULT_ATTACHMENT_MAX_CHARS,
       contextAttachmentMaxChars: request.contextAttachmentMaxChars ?? DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
+      keepSystemMessage: request.keepSystemMessage ?? true,
     });
 
     // A session assembled before is known here: its lineage never changes, so its compaction and
@@ -138,10 +145,14 @@ export class AssemblyService {
             compactionRead.then((c) => c?.uptoIndex ?? 0),
           ),
     ]);
-    const { messages } = window;
+    const windowMessages = window.messages;
     this.remember(session, window);
     const upto = compaction?.uptoIndex ?? 0;
-    const lo = messages.length ? messages[0].index : session.messageCount;
+    const lo = windowMessages.length ? windowMessages[0].index : session.messageCount;
+    // The leading system message is kept whatever the window: loaded on its own when the window
+    // starts after it (and no compaction covers it).
+    const pinned = options.keepSystemMessage !== false && upto === 0 && lo > 0 ? await this.leadingSystemMessage(segments) : null;
+    const messages = pinned ? [pinned, ...windowMessages] : windowMessages;
     const attachments = await this.loadAttachments(session.workspaceId, messages);
     const fingerprint = settingsFingerprint(session.settings);
 
@@ -167,8 +178,14 @@ export class AssemblyService {
     const result: ServedContext =
       lo > 0
         ? {
-            ...withEarlier(assembled, lo, upto),
-            earlier: { lo, compaction: compaction ? { id: compaction.id, uptoIndex: upto } : null, maxTokens: options.maxTokens, segments },
+            ...withEarlier(assembled, lo, upto + (pinned ? 1 : 0)),
+            earlier: {
+              lo,
+              compaction: compaction ? { id: compaction.id, uptoIndex: upto } : null,
+              maxTokens: options.maxTokens,
+              segments,
+              pinnedFirst: pinned !== null,
+            },
           }
         : { ...assembled, earlier: null };
     if (request.turnId) {
@@ -252,6 +269,26 @@ export class AssemblyService {
     return { messages: await this.withParts(rows), costPerRow: plan.costPerRow };
   }
 
+  /**
+   * The message at position 0 when it is a finished SYSTEM message, with its parts. A finished
+   * row never changes, so it is read once per root session (bounded: oldest forgotten first).
+   */
+  private async leadingSystemMessage(segments: Segment[]): Promise<DomainMessage | null> {
+    const [first] = clipSegments(segments, 0, 1);
+    if (!first) return null;
+    let row = this.firstRows.get(first.sessionId);
+    if (row === undefined) {
+      const rows = await readLightPage(this.sql, first.sessionId, 0, 1);
+      row = rows[0] ?? null;
+      if (row && !row.generating) {
+        if (this.firstRows.size >= FIRST_ROWS_MAX) this.firstRows.delete(this.firstRows.keys().next().value!);
+        this.firstRows.set(first.sessionId, row);
+      }
+    }
+    if (row?.role !== 'SYSTEM' || row.generating) return null;
+    return (await this.withParts([row]))[0];
+  }
+
   /** Every message after the compaction: without a budget (or a countable one), nothing bounds the window. */
   private async loadAll(session: LineageSession, segments: Segment[], uptoRead: Promise<number>): Promise<LoadedWindow> {
     const scope = clipSegments(segments, await uptoRead, session.messageCount);
@@ -306,6 +343,8 @@ export class AssemblyService {
     const { earlier } = context;
     if (!earlier) return context.decisions;
     const rows = await readIdsAndPositions(this.prisma, clipSegments(earlier.segments, 0, earlier.lo));
+    // The leading system message loaded apart comes first (index 0), before the earlier ones.
+    if (earlier.pinnedFirst) return [context.decisions[0], ...earlierDecisions(rows, earlier), ...context.decisions.slice(1)];
     return [...earlierDecisions(rows, earlier), ...context.decisions];
   }
 

@@ -20,6 +20,7 @@ const Assemble = graphql(`
       maxTokens
       truncated
       summaryIncluded
+      hasCompression
       droppedMessageCount
       elidedToolResultCount
       isFork
@@ -219,6 +220,58 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(summaryText(await assemble(id))).toContain('Later, shorter.');
   });
 
+  it('assembles a session whose compaction covers every user message, and a fork whose inherited one covers all it has', async () => {
+    const id = await conversation(5);
+    await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 5, summary: 'Everything so far.' } });
+    // A fork at messageIndex 4 holds messages [0, 4), all covered by the inherited compaction.
+    const parent = await conversation(6);
+    await gqlOk(app, Compact, { input: { sessionId: parent, uptoIndex: 4, summary: 'All of it.' } });
+    const inherited = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 4 } })).forkSession.session.id;
+    await gqlOk(app, AppendMessages, { input: { sessionId: inherited, messages: [{ role: 'ASSISTANT', text: 'after' }] } });
+    const bare = (await gqlOk(app, ForkSession, { input: { sessionId: parent, messageIndex: 4 } })).forkSession.session.id;
+    for (const sessionId of [id, inherited, bare]) {
+      for (const extra of [
+        {},
+        { maxTokens: 200 },
+        { format: 'OPENAI_CHAT' },
+        { format: 'ANTHROPIC_MESSAGES' },
+        { format: 'ANTHROPIC_MESSAGES', maxTokens: 200 },
+      ]) {
+        const ctx = await assemble(sessionId, extra);
+        expect(ctx.hasCompression).toBe(true);
+        expect(ctx.summaryIncluded).toBe(true);
+        expect(ctx.messages[0].kind).toBe('SUMMARY');
+        if (extra.format === 'ANTHROPIC_MESSAGES') {
+          const payload = ctx.payload as { messages: Array<{ role: string; content: Array<{ text?: string }> }> };
+          expect(payload.messages[0].role).toBe('user');
+          expect(payload.messages[0].content[0].text).toBe(ctx.messages[0].text);
+        }
+      }
+    }
+    expect(sourceIndexes(await assemble(inherited))).toEqual([4]);
+    expect((await assemble(id)).decisions.map((d) => d.decision)).toEqual(Array(5).fill('SUMMARIZED'));
+  });
+
+  it('refuses tool call ids and tool names no provider accepts, writing nothing', async () => {
+    const id = await conversation(1);
+    for (const toolCall of [
+      { callId: 'call.1', name: 'search' },
+      { callId: 'call 1', name: 'search' },
+      { callId: 'c1', name: 'files.read' },
+      { callId: 'c1', name: 'x'.repeat(65) },
+    ]) {
+      const error = await gqlError(app, AppendMessages, {
+        input: { sessionId: id, messages: [{ role: 'ASSISTANT', parts: [{ toolCall }] }] },
+      });
+      expect(error.code).toBe('BAD_USER_INPUT');
+    }
+    expect(await app.runtime.db.prisma.message.count({ where: { sessionId: rawId(id) } })).toBe(1);
+    // The valid shapes are accepted, a name of 64 characters included.
+    await gqlOk(app, AppendMessages, {
+      input: { sessionId: id, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'call_1-A', name: 'x'.repeat(64) } }] }] },
+    });
+  });
+
   it('gives a fork the compactions its parent had before the cut, and never one made after', async () => {
     const parent = await conversation(10);
     await gqlOk(app, Compact, { input: { sessionId: parent, uptoIndex: 4, summary: 'P-early' } });
@@ -364,6 +417,114 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
         elided: full.elidedToolResultCount,
       });
       expect(served.decisions.map((d) => [d.index, d.decision])).toEqual(full.decisions.map((d) => [d.index, d.decision]));
+    }
+  });
+
+  it('fills the budget past a tool round the pipeline drops for pairing, whatever the paging (the issue 12 example)', async () => {
+    // 20 short messages, an assistant tool call with a 1,000-word argument and no result, a user message.
+    const messages = [
+      ...Array.from({ length: 20 }, (_, i) => ({ role: i % 2 === 0 ? ('USER' as const) : ('ASSISTANT' as const), text: `short ${i}` })),
+      { role: 'ASSISTANT' as const, parts: [{ toolCall: { callId: 'big', name: 'write', arguments: { text: 'word '.repeat(1000) } } }] },
+      { role: 'USER' as const, text: 'and now?' },
+    ];
+    const id = (await gqlOk(app, CreateSession, { input: { title: 'unanswered', messages } })).createSession.id;
+    // The same with the call's result still being generated.
+    const generating = (await gqlOk(app, CreateSession, { input: { title: 'generating', messages: messages.slice(0, 21) } })).createSession
+      .id;
+    await gqlOk(app, AppendMessages, {
+      input: {
+        sessionId: generating,
+        messages: [
+          { role: 'TOOL', generating: true, parts: [{ toolResult: { callId: 'big', content: 'partial' } }] },
+          { role: 'USER', text: 'and now?' },
+        ],
+      },
+    });
+    const { prisma, sql } = app.runtime.db;
+    const small = new AssemblyService(prisma, sql, { first: 4, min: 2, max: 8, margin: 1 });
+    for (const sessionId of [id, generating]) {
+      const whole = await assemble(sessionId, { format: 'OPENAI_CHAT' });
+      const budgeted = await assemble(sessionId, { format: 'OPENAI_CHAT', maxTokens: 500 });
+      expect(whole.tokenCount).toBeLessThan(500);
+      // Everything eligible fits: the same context as without a budget.
+      expect(budgeted.tokenCount).toBe(whole.tokenCount);
+      expect(budgeted.contextHash).toBe(whole.contextHash);
+      expect(budgeted.truncated).toBe(false);
+      expect(budgeted.decisions.slice(0, 20).map((d) => d.decision)).toEqual(Array(20).fill('KEPT'));
+      expect(budgeted.decisions[20].decision).toBe('DROPPED_TOOL_PAIR');
+
+      const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
+      const rows = await prisma.message.findMany({ where: { sessionId: session.id }, orderBy: { position: 'asc' } });
+      for (const maxTokens of [30, 60, 100, 140, 500]) {
+        const options = {
+          maxTokens,
+          maxMessages: null,
+          keepToolCallRounds: 2,
+          encoding: 'O200K_BASE' as const,
+          system: null,
+          turnContext: null,
+          format: 'OPENAI_CHAT' as const,
+          attachmentMaxChars: 20_000,
+          contextAttachmentMaxChars: 100_000,
+        };
+        const full = assembleEverything(rows, null, options);
+        const served = await small.assemble(session.workspaceId, { sessionId: session.id, ...options });
+        expect(served.contextHash, `${maxTokens}`).toBe(full.contextHash);
+        expect((await small.decisionsOf(served)).map((d) => d.decision)).toEqual(full.decisions.map((d) => d.decision));
+        // An independent greedy packer over the eligible messages (the short ones and the last user message), newest first.
+        const eligible = full.messages.length;
+        let budget = maxTokens - 3;
+        let kept = 0;
+        const costs = [...rows.slice(0, 20), rows[rows.length - 1]].map((r) => r.tokensO200k! + 4).reverse();
+        for (const cost of costs) {
+          if (cost > budget) break;
+          budget -= cost;
+          kept++;
+        }
+        expect(eligible, `${maxTokens}`).toBe(kept);
+      }
+    }
+  });
+
+  it('keeps the leading system message whatever the window, and as the whole assembly does', async () => {
+    const messages = [
+      { role: 'SYSTEM' as const, text: 'You are terse.' },
+      ...Array.from({ length: 40 }, (_, i) => ({
+        role: i % 2 === 0 ? ('USER' as const) : ('ASSISTANT' as const),
+        text: `m${i} ${'x '.repeat(i)}`,
+      })),
+    ];
+    const id = (await gqlOk(app, CreateSession, { input: { title: 'pinned', messages } })).createSession.id;
+    const parentMessages = await assemble(id, { maxMessages: 2 });
+    expect(sourceIndexes(parentMessages)).toEqual([0, 39, 40]);
+    expect(sourceIndexes(await assemble(id, { maxMessages: 2, keepSystemMessage: false }))).toEqual([39, 40]);
+    const fork = (await gqlOk(app, ForkSession, { input: { sessionId: id, messageIndex: 31 } })).forkSession.session.id;
+    const { prisma, sql } = app.runtime.db;
+    const small = new AssemblyService(prisma, sql, { first: 4, min: 2, max: 8, margin: 1 });
+    for (const sessionId of [id, fork]) {
+      const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
+      const rows = await prisma.message.findMany({ where: segmentsWhere(visibleSegments(session)), orderBy: { position: 'asc' } });
+      for (const maxTokens of [60, 120, 200, 1_000]) {
+        const options = {
+          maxTokens,
+          maxMessages: null,
+          keepToolCallRounds: 2,
+          encoding: 'O200K_BASE' as const,
+          system: null,
+          turnContext: null,
+          format: 'ANTHROPIC_MESSAGES' as const,
+          attachmentMaxChars: 20_000,
+          contextAttachmentMaxChars: 100_000,
+        };
+        const full = assembleEverything(rows, null, options, session.parentId !== null);
+        const served = await small.assemble(session.workspaceId, { sessionId: session.id, ...options });
+        expect(served.contextHash, `${maxTokens}`).toBe(full.contextHash);
+        expect(served.messages[0].sourceIndex).toBe(0);
+        expect(served.droppedMessageCount).toBe(full.droppedMessageCount);
+        expect((await small.decisionsOf(served)).map((d) => [d.index, d.decision])).toEqual(
+          full.decisions.map((d) => [d.index, d.decision]),
+        );
+      }
     }
   });
 

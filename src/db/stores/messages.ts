@@ -33,12 +33,13 @@ export const MESSAGE_COLUMNS: ColumnSet<Message> = {
 };
 export const MESSAGE_SQL = columnList(MESSAGE_COLUMNS);
 
-/** What windowing looks at of a message: its place, role, state, tool results and stored counts. */
+/** What windowing looks at of a message: its place, role, state, tool calls and results, and stored counts. */
 export const LIGHT_COLUMNS = {
   id: true,
   position: true,
   role: true,
   generating: true,
+  toolCallIds: true,
   toolResultIds: true,
   tokensO200k: true,
   tokensCl100k: true,

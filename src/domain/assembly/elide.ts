@@ -1,7 +1,8 @@
 /**
  * Step 3: tool results older than the last `keepToolCallRounds` rounds are replaced by a short stub
  * (`[tool result elided: 1234 characters]`); their calls stay, so every call still has a result
- * and the pair is intact. Rounds are counted over the whole list after compaction.
+ * and the pair is intact. Rounds are counted over the whole list after compaction. A TOOL message
+ * holding a failed result (`isError`) is never stubbed.
  * The stub text and its tokens are materialized lazily (`workParts`, `workContentTokens`).
  */
 import { buildUnits, isRoundHead } from './tool-rounds.js';
@@ -25,7 +26,9 @@ export function elideOldToolResults(list: readonly WorkMessage[], keepToolCallRo
     const unit = rounds[r];
     for (let i = unit.start + 1; i < unit.end; i++) {
       const w = out[i];
-      if (w.source.role !== 'TOOL' || w.elided) continue;
+      // A failed result is the model's record of what went wrong: never stubbed (nor the results
+      // sent beside it in the same message, which keeps elision per message).
+      if (w.source.role !== 'TOOL' || w.elided || w.source.parts.some((p) => p.type === 'toolResult' && p.isError)) continue;
       out[i] = { source: w.source, elided: true, shape: w.shape };
       elidedMessageIds.add(w.source.id);
     }

@@ -45,6 +45,30 @@
  * GENERIC: `{ messages: [{ role: 'system'|'user'|'assistant'|'tool', parts }] }` with parts
  *   `{type:'text', text}`, `{type:'toolCall', callId, name, arguments}`,
  *   `{type:'toolResult', callId, content, isError}`.
+ *
+ * PROVIDER RULES (every OPENAI_CHAT and ANTHROPIC_MESSAGES payload satisfies them for any stored
+ * session; each is tested in test/unit/assembly/provider-rules.test.ts):
+ * - Anthropic: the first message is a user turn and `messages` is never empty. Decision: map. The
+ *   summary is that user turn when the kept conversation has none first (it is counted the same
+ *   either way); without a summary, the placeholder `LEADING_USER_TEXT` is. A user message that
+ *   sends no content block (empty or whitespace-only text) is not a user turn for this rule.
+ * - Anthropic: text blocks must contain non-whitespace text. Decision: map. Whitespace-only text
+ *   parts are left out of the payload (the message's decision says so); a message left with no
+ *   block is left out of the payload.
+ * - Anthropic: final assistant content must not end with whitespace. Decision: map. The trailing
+ *   whitespace of the payload's last text block is trimmed when the last message is the
+ *   assistant's (its decision says so).
+ * - Anthropic and OpenAI: tool call ids unique within the request. Decision: map. A call id used by
+ *   an earlier call of the context is sent with the first suffix (`_2`, `_3`, …) still free, in its call and
+ *   its round's results (its decision says so). Refusing at write time would refuse what models
+ *   do (ids restart per response for some of them), and forks would make it a history-wide query.
+ * - Anthropic `tool_use.id` must match ^[a-zA-Z0-9_-]+$; tool names ^[a-zA-Z0-9_-]{1,64}$ (OpenAI's
+ *   function-name rule is the same). Decision: refuse at write time with BAD_USER_INPUT (no
+ *   provider accepts them, see domain/parts.ts); a message stored before that check gets a
+ *   deterministic stand-in (`safeCallId`, `safeToolName`: invalid characters become `_`, plus a
+ *   hash of the original) and its decision says so. OPENAI_CHAT counts the stand-in name.
+ * GENERIC is no provider's shape: it sends the stored ids, names and texts as they are.
+ *
  * Payload objects are built with their keys in sorted order (the canonical order the hash uses), so
  * hashing a large payload walks it without copying; providers do not care about key order.
  *
@@ -57,6 +81,7 @@ import { isImmutable, markImmutable } from '../immutable.js';
 import { toolArgumentsJson } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { seal } from './hash.js';
+import { hasVisibleText } from './provider-rules.js';
 import type { AssembledMessage, AssembledPart, ContextFormat } from './types.js';
 
 /**
@@ -215,7 +240,7 @@ function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
   const blocks: AnthropicBlock[] = [];
   for (const p of m.parts) {
     if (p.type === 'text') {
-      if (p.text.length > 0) blocks.push({ text: p.text, type: 'text' });
+      if (hasVisibleText(p.text)) blocks.push({ text: p.text, type: 'text' });
     } else if (p.type === 'toolCall') {
       blocks.push({ id: p.callId, input: toolInputObject(p.arguments), name: p.name, type: 'tool_use' });
     } else {
@@ -237,7 +262,7 @@ export function toAnthropicMessages(messages: readonly AssembledMessage[]): Anth
   for (const m of messages) {
     if (m.role === 'SYSTEM') {
       const text = textsOf(m.parts).join('\n\n');
-      if (text.length > 0) system.push(text);
+      if (hasVisibleText(text)) system.push(text);
       continue;
     }
     const message = pieceOf('ANTHROPIC_MESSAGES', m, anthropicMessageOf);
@@ -252,7 +277,17 @@ export function toAnthropicMessages(messages: readonly AssembledMessage[]): Anth
       lastMerged = false;
     }
   }
+  trimFinalAssistant(out);
   return system.length > 0 ? { messages: out, system: system.join('\n\n') } : { messages: out };
+}
+
+/** Anthropic refuses final assistant content ending in whitespace: the last text block is trimmed (a copy: pieces are sealed). */
+function trimFinalAssistant(out: AnthropicMessage[]): void {
+  const last = out[out.length - 1];
+  if (last?.role !== 'assistant') return;
+  const block = last.content[last.content.length - 1];
+  if (block.type !== 'text' || block.text === block.text.trimEnd()) return;
+  out[out.length - 1] = { content: [...last.content.slice(0, -1), { text: block.text.trimEnd(), type: 'text' }], role: last.role };
 }
 
 // ---------------------------------------------------------------- Generic

@@ -26,6 +26,7 @@ import { fitTokenBudget } from './fit-budget.js';
 import { buildPayload, framingTokens, framingTokensFor, LEADING_USER_TEXT, REPLY_PRIMING_TOKENS } from './formats.js';
 import { contextHash } from './hash.js';
 import { capMaxMessages } from './max-messages.js';
+import { applyProviderRules, sendsAnthropicContent } from './provider-rules.js';
 import { assertToolInvariants, repairToolPairs } from './tool-rounds.js';
 import { renderTurnContext } from './turn-context.js';
 import type {
@@ -78,7 +79,9 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   // 1. messages still being generated
   let list = applyWithRepair(dropGenerating(input.messages.map(toWork)), 'dropGenerating');
-  if (!list.some((w) => w.source.role === 'USER')) {
+  // With a compaction in force the summary stands for the user messages it covers (a fork's
+  // inherited compaction too), so only a session with neither has nothing to answer.
+  if (input.compaction === null && !list.some((w) => w.source.role === 'USER')) {
     throw badInput(
       'The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.',
     );
@@ -91,6 +94,13 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   // 3. old tool results
   const elided = elideOldToolResults(list, options.keepToolCallRounds);
   list = apply({ list: elided.list, removed: [] }, 'elideOldToolResults');
+
+  // The session's leading system message: outside maxMessages, first in the budget.
+  const pinned =
+    options.keepSystemMessage !== false && list.length > 0 && list[0].source.index === 0 && list[0].source.role === 'SYSTEM'
+      ? list[0]
+      : null;
+  if (pinned) list = list.slice(1);
 
   // 4. maxMessages
   list = apply(capMaxMessages(list, options.maxMessages), 'capMaxMessages');
@@ -117,16 +127,29 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     contextAttachmentMaxChars: options.contextAttachmentMaxChars,
     encoding,
   });
-  // ANTHROPIC_MESSAGES must start with a user turn: a placeholder goes first when needed.
-  const leadBlock = format === 'ANTHROPIC_MESSAGES' ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
+  // ANTHROPIC_MESSAGES must start with a user turn. With a summary, the summary is that turn when
+  // needed (same framing, already counted among the fixed blocks); otherwise a placeholder goes
+  // first.
+  const summaryLeads = format === 'ANTHROPIC_MESSAGES' && summaryBlock !== null;
+  const leadBlock =
+    format === 'ANTHROPIC_MESSAGES' && !summaryLeads ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
   const leadCost = leadBlock
-    ? (first: WorkMessage | null) => ((first === null ? turnContextBlock === null : first.shape.role !== 'USER') ? leadBlock.tokenCount : 0)
+    ? (first: WorkMessage | null) =>
+        (first === null ? turnContextBlock === null : first.shape.role !== 'USER' || !sendsAnthropicContent(first.source.parts))
+          ? leadBlock.tokenCount
+          : 0
     : undefined;
   const costOf = (w: WorkMessage) =>
     workContentTokens(w, encoding) +
     (w.shape.attachments > 0 ? resolver.resolve(w).tokens : 0) +
     framingTokensFor(format, w.shape.role, w.shape.calls.length, w.shape.results.length, w.shape.others);
+  if (pinned) {
+    const cost = costOf(pinned);
+    fixedTokens += cost;
+    fixedParts.push(`${cost} for the session's leading system message (keepSystemMessage)`);
+  }
   list = apply(fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost }), 'fitTokenBudget');
+  if (pinned) list = [pinned, ...list];
 
   // 6. attachments
   // Attachments become text parts and stubs keep their call ids: the structure is unchanged, and
@@ -135,7 +158,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   // 7. assemble: system prompt, summary, messages, turn context before the newest user message
   const forced = newestUserIndex(list);
-  const messages: AssembledMessage[] = [];
+  let messages: AssembledMessage[] = [];
   if (systemBlock) messages.push(systemBlock);
   if (summaryBlock) messages.push(summaryBlock);
   const kept = new Map<string, { elided: boolean; reason: string }>();
@@ -153,23 +176,44 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     });
     kept.set(source.id, {
       elided: r.work.elided,
-      reason: r.work.elided ? elidedReason : i === forced ? 'Kept: the newest user message is always kept.' : 'Kept.',
+      reason: r.work.elided
+        ? elidedReason
+        : i === forced
+          ? 'Kept: the newest user message is always kept.'
+          : r.work === pinned
+            ? "Kept: the session's leading system message is kept outside maxMessages (keepSystemMessage)."
+            : 'Kept.',
     });
   });
   if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);
+  // The first message the Anthropic payload sends (one without content blocks is left out of it).
+  const firstTurnOf = (list: readonly AssembledMessage[]) => list.findIndex((m) => m.role !== 'SYSTEM' && sendsAnthropicContent(m.parts));
+  if (summaryLeads) {
+    const firstTurn = firstTurnOf(messages);
+    if (firstTurn < 0 || messages[firstTurn].role !== 'USER') {
+      const at = messages.indexOf(summaryBlock!);
+      messages[at] = { ...summaryBlock!, role: 'USER' };
+    }
+  }
   if (leadBlock) {
-    const firstTurn = messages.findIndex((m) => m.role !== 'SYSTEM');
+    const firstTurn = firstTurnOf(messages);
     if (firstTurn < 0) messages.push(leadBlock);
     else if (messages[firstTurn].role !== 'USER') messages.splice(firstTurn, 0, leadBlock);
   }
   assertToolInvariants(messages, 'resolveAttachments+turnContext');
 
+  const mapped = applyProviderRules(messages, format, encoding);
+  messages = mapped.messages;
   const payload = buildPayload(format, messages);
   let tokenCount = REPLY_PRIMING_TOKENS;
   let elidedToolResultCount = 0;
   for (const m of messages) {
     tokenCount += m.tokenCount;
     for (const p of m.parts) if (p.type === 'toolResult' && p.elided) elidedToolResultCount++;
+  }
+  for (const [id, notes] of mapped.notes) {
+    const k = kept.get(id);
+    if (k) kept.set(id, { ...k, reason: `${k.reason} In the ${format} payload: ${notes.join('; ')}.` });
   }
   const decisions = log.finish(kept);
   return {
@@ -182,6 +226,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     // Every cut leaves at least one message out for its limit (the first that does not fit).
     truncated: decisions.some((d) => CUT_DECISIONS.has(d.decision)),
     summaryIncluded: summaryBlock !== null,
+    hasCompression: input.compaction !== null,
     elidedToolResultCount,
     isFork: input.flags.isFork,
     isFirstTurn: input.flags.isFirstTurn,

@@ -27,6 +27,11 @@ export interface AssembleContextOptions {
   attachmentMaxChars: number;
   /** Cap for all attachments inlined in one context, same unit. */
   contextAttachmentMaxChars: number;
+  /**
+   * Keep the session's leading SYSTEM message (index 0, not summarized) outside maxMessages and
+   * ahead of every other message in the token budget. Default true.
+   */
+  keepSystemMessage?: boolean;
 }
 
 export const DEFAULT_ATTACHMENT_MAX_CHARS = 20_000;
@@ -118,6 +123,8 @@ export interface AssembledContext {
   /** Messages were dropped by maxMessages or maxTokens. */
   truncated: boolean;
   summaryIncluded: boolean;
+  /** A compaction is in force (the session's own or one a fork inherits). */
+  hasCompression: boolean;
   /** Tool result parts in the context replaced by a stub. */
   elidedToolResultCount: number;
   isFork: boolean;

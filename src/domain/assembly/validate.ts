@@ -31,6 +31,9 @@ export function validateAssembleOptions(options: AssembleContextOptions): Assemb
   if (!CONTEXT_FORMATS.includes(options.format as ContextFormat)) {
     throw bad('format', `format must be one of ${CONTEXT_FORMATS.join(', ')}, got ${JSON.stringify(options.format)}.`);
   }
+  if (options.keepSystemMessage !== undefined && typeof options.keepSystemMessage !== 'boolean') {
+    throw bad('keepSystemMessage', 'keepSystemMessage must be true or false.');
+  }
   if (options.system !== null && typeof options.system !== 'string') {
     throw bad('system', 'system must be a string or null.');
   }

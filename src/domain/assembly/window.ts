@@ -7,7 +7,10 @@
  * of a message: its stored content tokens plus one framing token (every format frames a message
  * with at least MESSAGE_FRAMING_TOKENS, see formats.ts); a tool result counted at most as its
  * elision stub (work.ts's `toolResultStubTokens`: it may be elided); a generating message (dropped)
- * as nothing. Messages are taken until that point plus a margin and the newest user message (always
+ * as nothing; a tool round counted only once its assistant message is read and every call of it is
+ * answered by the finished results right after it, and as nothing otherwise (the pipeline drops an
+ * incomplete round for tool pairing, so counting it would stop the window early and drop older
+ * messages the budget has room for). Messages are taken until that point plus a margin and the newest user message (always
  * kept). Everything before is decided without being loaded: summarized when the compaction covers
  * it, dropped for the budget otherwise, with the same reasons the pipeline gives.
  */
@@ -36,6 +39,8 @@ export interface WindowRow {
   position: number;
   role: MessageRole;
   generating: boolean;
+  /** Call ids of an assistant message (absent: none). */
+  toolCallIds?: readonly string[];
   toolResultIds: readonly string[];
   tokensO200k: number | null;
   tokensCl100k: number | null;
@@ -54,6 +59,8 @@ export class WindowPlan {
   private margin: number | null = null;
   private userSeen = false;
   private readonly stub: number;
+  /** The run of tool-result rows read since the last other row (newer than it): their stub bounds and result ids. */
+  private run: Array<{ cost: number; ids: readonly string[] }> = [];
 
   constructor(
     private readonly budget: number,
@@ -80,13 +87,28 @@ export class WindowPlan {
     }
     const tokens = this.encoding === 'CL100K_BASE' ? row.tokensCl100k : row.tokensO200k;
     if (tokens === null && !row.generating) return false;
-    this.spent +=
-      row.generating || tokens === null
-        ? 0
-        : row.role === 'TOOL'
-          ? Math.min(tokens, row.toolResultIds.length * this.stub)
-          : tokens + FRAMING_LOWER_BOUND;
     this.counted++;
+    if (row.role === 'TOOL') {
+      // Counted with its round's assistant message, if that round is complete.
+      this.run.push(
+        row.generating || tokens === null
+          ? { cost: 0, ids: [] }
+          : { cost: Math.min(tokens, row.toolResultIds.length * this.stub), ids: row.toolResultIds },
+      );
+      return true;
+    }
+    const run = this.run;
+    this.run = [];
+    if (row.generating || tokens === null) return true;
+    const calls = row.role === 'ASSISTANT' ? (row.toolCallIds ?? []) : [];
+    if (calls.length > 0) {
+      const answered = new Set<string>();
+      for (const r of run) for (const id of r.ids) answered.add(id);
+      if (!calls.every((id) => answered.has(id))) return true;
+      const own = new Set(calls);
+      for (const r of run) if (r.ids.length > 0 && r.ids.every((id) => own.has(id))) this.spent += r.cost;
+    }
+    this.spent += tokens + FRAMING_LOWER_BOUND;
     if (this.spent > this.budget) this.margin = this.paging.margin;
     return true;
   }
@@ -131,6 +153,8 @@ export interface EarlierWindow {
   compaction: { id: string; uptoIndex: number } | null;
   /** The budget (null: none, and then every message before the window is summarized). */
   maxTokens: number | null;
+  /** The leading system message (position 0) was loaded apart and decided by the pipeline. */
+  pinnedFirst?: boolean;
 }
 
 /**
@@ -141,7 +165,8 @@ export function earlierDecisions(messages: readonly { id: string; position: numb
   const upto = earlier.compaction?.uptoIndex ?? 0;
   const summarized = earlier.compaction ? summarizedReason(earlier.compaction) : '';
   const dropped = earlier.maxTokens === null ? '' : budgetReason(earlier.maxTokens);
-  return messages.map((m) =>
+  const rest = earlier.pinnedFirst ? messages.filter((m) => m.position !== 0) : messages;
+  return rest.map((m) =>
     m.position < upto
       ? { messageId: m.id, index: m.position, decision: 'SUMMARIZED', reason: summarized }
       : { messageId: m.id, index: m.position, decision: 'DROPPED_BUDGET', reason: dropped },

@@ -289,6 +289,57 @@ describe('assembleContext: the pipeline steps together', () => {
     expectWellFormed(r, [user(0, 'a'), assistant(1, 'b')]);
   });
 
+  it("keeps the session's leading system message outside maxMessages and first in the budget (keepSystemMessage)", () => {
+    const messages = [
+      msg(0, 'SYSTEM', [text('You are terse.')]),
+      user(1, 'a'),
+      assistant(2, 'b'),
+      user(3, 'c'),
+      assistant(4, 'd'),
+      user(5, 'e'),
+    ];
+    const capped = assemble(messages, { maxMessages: 1 });
+    expect(capped.messages.map((m) => m.sourceIndex)).toEqual([0, 5]);
+    expect(capped.decisions[0]).toMatchObject({ decision: 'KEPT', reason: expect.stringContaining('keepSystemMessage') });
+    const whole = assemble(messages);
+    const systemCost = whole.messages[0].tokenCount;
+    const userCost = whole.messages[5].tokenCount;
+    const tight = assemble(messages, { maxTokens: 3 + systemCost + userCost });
+    expect(tight.messages.map((m) => m.sourceIndex)).toEqual([0, 5]);
+    expect(tight.tokenCount).toBe(3 + systemCost + userCost);
+    const tooSmall = (() => {
+      try {
+        assemble(messages, { maxTokens: 3 + systemCost + userCost - 1 });
+      } catch (error) {
+        return error as { code: string; message: string };
+      }
+    })();
+    expect(tooSmall?.code).toBe('CONTEXT_BUDGET_TOO_SMALL');
+    expect(tooSmall?.message).toContain('leading system message');
+    // Switched off: an ordinary message again.
+    expect(assemble(messages, { maxMessages: 1, keepSystemMessage: false }).messages.map((m) => m.sourceIndex)).toEqual([5]);
+    // Summarized by a compaction: not kept (the summary stands for it).
+    const compacted = assemble(messages, { maxMessages: 1 }, { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } });
+    expect(compacted.messages.map((m) => m.sourceIndex)).toEqual([null, 5]);
+  });
+
+  it('never elides a failed tool result, however old', () => {
+    const messages = [
+      user(0, 'q'),
+      calls(1, ['c1']),
+      msg(2, 'TOOL', [result('c1', 'Error: permission denied on /etc/shadow', true)]),
+      calls(3, ['c2']),
+      results(4, ['c2']),
+      user(5, 'next'),
+    ];
+    const r = assemble(messages, { keepToolCallRounds: 0 });
+    expect(r.decisions.map((d) => d.decision)).toEqual(['KEPT', 'KEPT', 'KEPT', 'KEPT', 'ELIDED', 'KEPT']);
+    expect(r.elidedToolResultCount).toBe(1);
+    expect(r.messages.find((m) => m.sourceIndex === 2)!.parts).toEqual([
+      { type: 'toolResult', callId: 'c1', content: 'Error: permission denied on /etc/shadow', isError: true },
+    ]);
+  });
+
   it('keepToolCallRounds 0, 1 and more than exist', () => {
     const messages = [
       user(0, 'q'),
@@ -471,10 +522,10 @@ describe('assembleContext: ANTHROPIC_MESSAGES starts with a user turn', () => {
     const messages = [user(0, 'a'), assistant(1, 'b'), user(2, 'c')];
     const compaction = { id: 'c', uptoIndex: 1, summary: 'S', tokens: null };
     const r = assemble(messages, { format: 'ANTHROPIC_MESSAGES' }, { compaction });
+    // The summary stands in for the user turn the API needs, instead of a placeholder.
     expect(r.payload).toEqual({
-      system: 'Summary of the earlier conversation (message 0):\n\nS',
       messages: [
-        { role: 'user', content: [{ type: 'text', text: LEADING_USER_TEXT }] },
+        { role: 'user', content: [{ type: 'text', text: 'Summary of the earlier conversation (message 0):\n\nS' }] },
         { role: 'assistant', content: [{ type: 'text', text: 'b' }] },
         { role: 'user', content: [{ type: 'text', text: 'c' }] },
       ],
@@ -486,6 +537,38 @@ describe('assembleContext: ANTHROPIC_MESSAGES starts with a user turn', () => {
       'message',
       'message',
     ]);
+  });
+
+  it('a compaction covering every user message is not a refusal: summary, then the recent messages', () => {
+    const compaction = { id: 'c', uptoIndex: 2, summary: 'S', tokens: null };
+    // What the service passes: only the messages after the compaction (or none at all).
+    for (const messages of [[assistant(2, 'b'), assistant(3, 'c')], [], [user(0, 'a'), assistant(1, 'x'), assistant(2, 'b')]]) {
+      for (const format of ['GENERIC', 'OPENAI_CHAT', 'ANTHROPIC_MESSAGES'] as const) {
+        const r = assemble(messages, { format }, { compaction });
+        expect(r.summaryIncluded).toBe(true);
+        expect(r.hasCompression).toBe(true);
+        expect(r.messages[0].kind).toBe('summary');
+        expect(r.messages.filter((m) => m.kind === 'message').map((m) => m.sourceIndex)).toEqual(
+          messages.filter((m) => m.index >= 2).map((m) => m.index),
+        );
+        if (format === 'ANTHROPIC_MESSAGES') {
+          const payload = r.payload as AnthropicMessagesPayload;
+          expect(payload.messages[0]).toEqual({
+            role: 'user',
+            content: [{ type: 'text', text: r.messages[0].parts[0].type === 'text' ? r.messages[0].parts[0].text : '' }],
+          });
+          expect(payload.messages.some((m) => m.content.some((b) => b.type === 'text' && b.text === LEADING_USER_TEXT))).toBe(false);
+        }
+        if (format === 'OPENAI_CHAT') expect((r.payload as OpenAiChatPayload).messages[0].role).toBe('system');
+        expect(r.tokenCount).toBe(r.messages.reduce((n, m) => n + m.tokenCount, 3));
+      }
+    }
+    // A budget that holds the summary but not the assistant messages keeps the summary alone.
+    const small = assemble([assistant(2, 'b '.repeat(50))], { format: 'ANTHROPIC_MESSAGES', maxTokens: 30 }, { compaction });
+    expect(small.messages.map((m) => m.kind)).toEqual(['summary']);
+    expect(small.tokenCount).toBeLessThanOrEqual(30);
+    // Without a compaction, no user message is still a refusal.
+    expect(codeOf(() => assemble([assistant(2, 'b')]))).toBe('BAD_USER_INPUT');
   });
 
   it('a compaction covering everything still sends one user turn', () => {

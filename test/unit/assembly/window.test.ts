@@ -19,15 +19,42 @@ describe('the window-paging rule', () => {
   it('counts a lower bound per message (a tool result at most as its stub, a generating one as nothing) and stops a margin past the budget once a user message is seen', () => {
     const plan = new WindowPlan(20, 'O200K_BASE', paging);
     expect(plan.take(row(9, 'ASSISTANT', 5))).toBe(true); // 6
-    expect(plan.take(row(8, 'TOOL', 1_000, { toolResultIds: ['a'] }))).toBe(true); // + stub
-    expect(plan.take(row(7, 'ASSISTANT', null, { generating: true }))).toBe(true); // + 0
-    expect(plan.costPerRow).toBe((6 + toolResultStubTokens(0, 'O200K_BASE')) / 3);
+    expect(plan.take(row(8, 'TOOL', 1_000, { toolResultIds: ['a'] }))).toBe(true); // + stub, once its call is read
+    expect(plan.take(row(7, 'ASSISTANT', 1, { toolCallIds: ['a'] }))).toBe(true); // + 2 + stub
+    expect(plan.take(row(6, 'ASSISTANT', null, { generating: true }))).toBe(true); // + 0
+    expect(plan.costPerRow).toBe((8 + toolResultStubTokens(0, 'O200K_BASE')) / 4);
     expect(plan.take(row(6, 'ASSISTANT', 100))).toBe(true); // over the budget: margin of 1 starts
     expect(plan.done).toBe(false);
     expect(plan.take(row(5, 'ASSISTANT', 1))).toBe(true);
     expect(plan.done).toBe(false); // no user message yet
     expect(plan.take(row(4, 'USER', 1))).toBe(true);
     expect(plan.done).toBe(true);
+  });
+
+  it('counts nothing of a round the pipeline drops for pairing (a call unanswered, or answered by a generating result)', () => {
+    const unanswered = new WindowPlan(20, 'O200K_BASE', paging);
+    unanswered.take(row(9, 'USER', 1));
+    unanswered.take(row(8, 'ASSISTANT', 5_000, { toolCallIds: ['a'] }));
+    expect(unanswered.done).toBe(false);
+    expect(unanswered.costPerRow).toBe(2 / 2);
+    const generating = new WindowPlan(20, 'O200K_BASE', paging);
+    generating.take(row(9, 'USER', 1));
+    generating.take(row(8, 'TOOL', null, { generating: true, toolResultIds: ['a'] }));
+    generating.take(row(7, 'ASSISTANT', 5_000, { toolCallIds: ['a'] }));
+    expect(generating.done).toBe(false);
+    const partial = new WindowPlan(20, 'O200K_BASE', paging);
+    partial.take(row(9, 'USER', 1));
+    partial.take(row(8, 'TOOL', 1, { toolResultIds: ['a'] }));
+    partial.take(row(7, 'ASSISTANT', 5_000, { toolCallIds: ['a', 'b'] }));
+    expect(partial.done).toBe(false);
+    // A complete round counts.
+    const complete = new WindowPlan(20, 'O200K_BASE', paging);
+    complete.take(row(9, 'USER', 1));
+    complete.take(row(8, 'TOOL', 1, { toolResultIds: ['a'] }));
+    complete.take(row(7, 'ASSISTANT', 5_000, { toolCallIds: ['a'] }));
+    complete.take(row(6, 'USER', 1));
+    complete.take(row(5, 'USER', 1));
+    expect(complete.done).toBe(true);
   });
 
   it('gives up bounding at a finished message without a stored count', () => {
