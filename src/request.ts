@@ -83,8 +83,3 @@ export async function createRequestContext(runtime: AppRuntime, source: { author
 export function contextForEvent(ctx: RequestContext): RequestContext {
   return { ...ctx, ...initContextCache(), loaders: createLoaders(ctx.prisma, ctx.workspaceId) };
 }
-
-/** Fresh loaders and Pothos caches for the next event of a long-lived subscription (hayes/pothos#1421). */
-export function resetRequestCaches(ctx: RequestContext) {
-  Object.assign(ctx, initContextCache(), { loaders: createLoaders(ctx.prisma, ctx.workspaceId) });
-}

@@ -1,4 +1,3 @@
-import { uuidv7 } from '../db/ids.js';
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
@@ -16,7 +15,10 @@ export const SESSION_DELETED = 'SESSION_DELETED';
  */
 export function sessionDeletedEvent(sessionId: string, lastSequence: number): SessionEventMessage {
   return {
-    id: uuidv7(),
+    // Never stored, so no log id can collide. Deterministic, so every stream that ends at the same
+    // sequence (the published event, or one made up by a stream that found the session gone)
+    // shares its execution; the sequence is part of it because shared results carry it.
+    id: `${sessionId}:deleted:${Number(lastSequence) + 1}`,
     sessionId,
     sequence: Number(lastSequence) + 1,
     type: SESSION_DELETED,
@@ -82,20 +84,6 @@ function sharedRead<T>(prisma: PrismaClient, key: string, trigger: number, read:
   };
   result.then(forget, forget);
   return result;
-}
-
-/** The end of a stream whose session is found gone (its live SESSION_DELETED may have been lost). */
-function deletedEvent(sessionId: string, sequence: number): SessionEventMessage {
-  return {
-    id: `${sessionId}:deleted`,
-    sessionId,
-    sequence,
-    type: SESSION_DELETED,
-    turnId: null,
-    messageId: null,
-    payload: {},
-    createdAt: new Date().toISOString(),
-  };
 }
 
 /** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
@@ -212,7 +200,7 @@ export function sessionEventStream(
           const current = await sharedRead(prisma, `sequence:${sessionId}`, startTrigger, () => currentEventSequence(prisma, sessionId));
           if (done) return;
           last ??= current ?? 0;
-          if (current === null) accept(deletedEvent(sessionId, last + 1));
+          if (current === null) accept(sessionDeletedEvent(sessionId, last));
           continue;
         }
         if (syncDue) {
@@ -221,7 +209,7 @@ export function sessionEventStream(
           const current = await sharedRead(prisma, `sequence:${sessionId}`, trigger, () => currentEventSequence(prisma, sessionId));
           if (done) return;
           if (current === null) {
-            accept(deletedEvent(sessionId, last + 1));
+            accept(sessionDeletedEvent(sessionId, last));
           } else if (current > last) {
             logUpTo = null;
             logTrigger = Math.max(logTrigger, trigger);
