@@ -7,6 +7,9 @@ import type { PrismaClient, Session } from './generated/prisma/client.js';
 import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
 import { createMessageRangeLoader } from './db/stores/messages.js';
+import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from './db/stores/attachments.js';
+import type { SqlClient } from './db/sql.js';
+import type { AttachmentShape } from './schema/attachment.js';
 import { findForksAt, findSessions } from './db/stores/sessions.js';
 import type { AssemblyCaches } from './caches/index.js';
 import type { AssemblyService } from './services/assembly.js';
@@ -41,8 +44,27 @@ export interface RequestContext {
   loaders: ReturnType<typeof createLoaders>;
 }
 
-function createLoaders(prisma: PrismaClient, workspaceId: string) {
+function createLoaders(prisma: PrismaClient, sql: SqlClient, workspaceId: string) {
   return {
+    /** Attachments of the workspace by id (no content), in the shape the Attachment type takes. */
+    attachmentById: new DataLoader<string, AttachmentShape | null>(async (ids) => {
+      const byId = new Map((await findAttachmentSummaries(sql, workspaceId, ids)).map((r) => [r.id, r]));
+      return ids.map((id) => {
+        const row = byId.get(id);
+        return row ? { attachmentId: row.id, name: row.name, mimeType: row.mimeType, size: row.size } : null;
+      });
+    }),
+    /** Pages of attachments' text asked for by the request, read in one statement. */
+    attachmentPages: new DataLoader<AttachmentPageRead, AttachmentPageRow | null, string>(
+      async (reads) => {
+        const rows = await readAttachmentPages(sql, workspaceId, reads);
+        const byOrd = new Map(rows.map((r) => [r.ord, r]));
+        return reads.map((_, i) => byOrd.get(i + 1) ?? null);
+      },
+      { cacheKeyFn: (r) => `${r.id}/${r.offset}/${r.length}` },
+    ),
+    /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */
+    attachmentCharsAsked: 0,
     messageRange: createMessageRangeLoader(prisma),
     /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
     forksByMessage: new DataLoader<string, Session[]>(async (messageIds) => {
@@ -75,11 +97,11 @@ export async function createRequestContext(runtime: AppRuntime, source: { author
     runtime,
     prisma,
     workspaceId,
-    loaders: createLoaders(prisma, workspaceId),
+    loaders: createLoaders(prisma, runtime.db.sql, workspaceId),
   };
 }
 
 /** A copy of a subscription's context with fresh loaders and Pothos caches, for one event (hayes/pothos#1421). */
 export function contextForEvent(ctx: RequestContext): RequestContext {
-  return { ...ctx, ...initContextCache(), loaders: createLoaders(ctx.prisma, ctx.workspaceId) };
+  return { ...ctx, ...initContextCache(), loaders: createLoaders(ctx.prisma, ctx.runtime.db.sql, ctx.workspaceId) };
 }

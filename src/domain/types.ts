@@ -46,8 +46,13 @@ export interface ResolvedAttachment {
   name: string;
   mimeType: string;
   size: number;
-  /** Text content, or null when the attachment is missing or not readable as text. */
+  /**
+   * Text content, or null when the attachment is not readable as text, or when it was not loaded
+   * (REFERENCE mode reads `chars` instead: a reference block does not need the content).
+   */
   content: string | null;
+  /** Characters (Unicode code points) of the text content, when known without `content`; absent when there is no text. */
+  chars?: number;
   /** Why `content` is null, when it is. */
   problem?: string;
 }

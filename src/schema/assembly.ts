@@ -31,6 +31,20 @@ const ContextFormatEnum = builder.enumType('ContextFormat', {
   } as const,
 });
 
+const AttachmentModeEnum = builder.enumType('AttachmentMode', {
+  description: 'How context assembly gives the model the attachments of the messages it keeps.',
+  values: {
+    INLINE: {
+      description:
+        'Their text inlined as escaped <attachment> blocks, within attachmentMaxChars and contextAttachmentMaxChars (cut or left out ones are in attachmentProblems).',
+    },
+    REFERENCE: {
+      description:
+        'A short <attachment_ref> block each instead: its ID, name, MIME type, size in bytes, length in characters and how to read it (the read_attachment tool, served by `attachment(id) { content(offset, length) }`). The caps do not apply; a missing or unreadable attachment is reported as in INLINE.',
+    },
+  } as const,
+});
+
 const ContextMessageKindEnum = builder.enumType('ContextMessageKind', {
   description: 'Where an assembled message comes from.',
   values: {
@@ -120,9 +134,20 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     'The context for the next model call: the messages that fit, in the requested provider shape, with exact token counts and a reason for every message left out.',
   fields: (t) => ({
     messages: t.field({ type: [ContextMessage], description: 'The assembled messages, in order.', resolve: (c) => c.messages }),
-    payload: t.field({ type: 'JSON', description: 'The messages in the wire shape of `format`.', resolve: (c) => c.payload }),
+    payload: t.field({
+      type: 'JSON',
+      description:
+        'The request body of `format` without the model settings: always an object, `{ messages }` (ANTHROPIC_MESSAGES: `{ system?, messages }`). With includeAttachmentTool it also has `tools`, the read_attachment definition in that provider\'s shape (OPENAI_CHAT `[{ type: "function", function: { name, description, parameters } }]`, ANTHROPIC_MESSAGES `[{ name, description, input_schema }]`, GENERIC `[{ name, description, parameters }]`).',
+      resolve: (c) => c.payload,
+    }),
     tokenCount: t.exposeInt('tokenCount', {
-      description: 'Tokens the provider will count for the payload, framing and reply priming included.',
+      description:
+        'Tokens the provider will count for the payload: every message with its framing, the reply priming, and the tool definitions when the payload has them (toolTokenCount).',
+    }),
+    toolTokenCount: t.int({
+      description:
+        "Tokens counted for the tool definitions in payload.tools (0 without): part of tokenCount and a fixed cost of the maxTokens budget. OPENAI_CHAT and GENERIC: OpenAI's published approximation for function definitions; ANTHROPIC_MESSAGES: an estimate (Anthropic's tool-use system prompt plus the definitions' JSON).",
+      resolve: (c) => c.toolTokenCount ?? 0,
     }),
     maxTokens: t.exposeInt('maxTokens', { nullable: true, description: 'The budget asked for (null: none).' }),
     maxMessages: t.exposeInt('maxMessages', { nullable: true, description: 'The message cap asked for (null: none).' }),
@@ -196,6 +221,19 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
       required: false,
       description: `Characters of all attachments of one context inlined at most (default ${DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS}).`,
     }),
+    attachmentMode: t.field({
+      type: AttachmentModeEnum,
+      required: false,
+      defaultValue: 'INLINE',
+      description:
+        "INLINE (default): attachments' text is inlined. REFERENCE: each becomes a short reference block the agent reads with the read_attachment tool. Either way the blocks are counted and fitted into maxTokens like the rest of their message.",
+    }),
+    includeAttachmentTool: t.boolean({
+      required: false,
+      defaultValue: false,
+      description:
+        'Put the read_attachment tool definition in payload.tools (every format; see payload). Independent of attachmentMode and of whether any attachment is kept, so the tool list stays the same from call to call. Its tokens are counted (toolTokenCount).',
+    }),
   }),
 });
 
@@ -203,7 +241,7 @@ builder.mutationField('assembleContext', (t) =>
   t.field({
     type: AssembledContext,
     description:
-      'Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens keeping the newest messages (never separating a tool call from its result), resolve attachments, put turnContext before the last user message. Never changes the session; with turnId, records the result on the turn.',
+      'Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens keeping the newest messages (never separating a tool call from its result), resolve attachments (inlined or by reference, attachmentMode), put turnContext before the last user message. Never changes the session; with turnId, records the result on the turn.',
     args: { input: t.arg({ type: AssembleContextInput, required: true }) },
     resolve: (_, { input }, ctx) =>
       ctx.runtime.assembly.assemble(
@@ -212,6 +250,7 @@ builder.mutationField('assembleContext', (t) =>
           ...input,
           sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
           turnId: input.turnId ? parseGlobalId(String(input.turnId), 'Turn', 'turnId') : null,
+          attachmentReferenceId: (id) => toGlobalId('Attachment', id),
         },
         String(input.sessionId),
       ),

@@ -45,7 +45,8 @@ export const builder = new SchemaBuilder<{
     clientMutationId: 'omit',
     cursorType: 'String',
     nodeQueryOptions: {
-      description: 'Fetches any object by its global ID (Session, Message, Turn). Null when it does not exist in your workspace.',
+      description:
+        'Fetches any object by its global ID (Session, Message, Turn, Attachment). Null when it does not exist in your workspace.',
     },
     nodesQueryOptions: false,
     nodeTypeOptions: { description: 'An object with a global, opaque ID that `node(id:)` resolves.' },

@@ -3,6 +3,7 @@ import { builder } from './builder.js';
 import { validateArguments } from './validate-args.js';
 import './scalars.js';
 import './turn.js';
+import './attachment.js';
 import './message.js';
 import './session.js';
 import './assembly.js';

@@ -1,7 +1,8 @@
-import { parseGlobalId, toGlobalId } from './ids.js';
+import { parseGlobalId } from './ids.js';
 import { resolveArrayConnection } from '@pothos/plugin-relay';
 import { builder } from './builder.js';
 import { Session } from './session.js';
+import { Attachment } from './attachment.js';
 import { LIMITS } from '../domain/parts.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
@@ -41,16 +42,6 @@ const ToolResultPart = builder.objectRef<ToolResultPartShape>('ToolResultPart').
     callId: t.exposeString('callId', { description: 'The id of the call this answers.' }),
     content: t.exposeString('content', { description: 'What the tool returned.' }),
     isError: t.exposeBoolean('isError', { description: 'True when the tool failed and `content` describes the failure.' }),
-  }),
-});
-
-export const Attachment = builder.objectRef<AttachmentPartShape>('Attachment').implement({
-  description: 'A file stored by the server; its text is inlined when context is assembled.',
-  fields: (t) => ({
-    id: t.id({ description: 'Opaque ID of the stored attachment.', resolve: (p) => toGlobalId('Attachment', p.attachmentId) }),
-    name: t.exposeString('name', { description: 'File name as given.' }),
-    mimeType: t.exposeString('mimeType', { description: 'MIME type as given, e.g. text/markdown.' }),
-    size: t.exposeInt('size', { description: 'Size of the content in bytes (UTF-8).' }),
   }),
 });
 

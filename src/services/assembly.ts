@@ -7,6 +7,7 @@ import {
   DEFAULT_KEEP_TOOL_CALL_ROUNDS,
   validateAssembleOptions,
   type AssembleContextOptions,
+  type AttachmentMode,
   type AssembledContext,
   type ContextDecision,
   type ContextFormat,
@@ -24,7 +25,7 @@ import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } fro
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
 import { markImmutable } from '../domain/immutable.js';
 import type { Sql } from '../db/sql.js';
-import { findAttachments } from '../db/stores/attachments.js';
+import { findAttachmentSummaries, findAttachments } from '../db/stores/attachments.js';
 import { latestCompaction, type CompactionRow } from '../db/stores/compactions.js';
 import { readIdsAndPositions, readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
 import { readAssemblyState, type AssemblyState } from '../db/stores/sessions.js';
@@ -62,6 +63,10 @@ export interface AssembleRequest {
   attachmentMaxChars?: number | null;
   contextAttachmentMaxChars?: number | null;
   keepSystemMessage?: boolean | null;
+  attachmentMode?: AttachmentMode | null;
+  includeAttachmentTool?: boolean | null;
+  /** The id reference blocks (and problem messages) give an attachment: the client's opaque ID. */
+  attachmentReferenceId?: (attachmentId: string) => string;
   /** Record the result as this turn's context (a turn of the session). */
   turnId?: string | null;
 }
@@ -109,6 +114,8 @@ export class AssemblyService {
       attachmentMaxChars: request.attachmentMaxChars ?? DEFAULT_ATTACHMENT_MAX_CHARS,
       contextAttachmentMaxChars: request.contextAttachmentMaxChars ?? DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
       keepSystemMessage: request.keepSystemMessage ?? true,
+      attachmentMode: request.attachmentMode ?? 'INLINE',
+      includeAttachmentTool: request.includeAttachmentTool ?? false,
     });
 
     // A session assembled before is known here: its lineage never changes, so its compaction and
@@ -153,7 +160,7 @@ export class AssemblyService {
     // starts after it (and no compaction covers it).
     const pinned = options.keepSystemMessage !== false && upto === 0 && lo > 0 ? await this.leadingSystemMessage(segments) : null;
     const messages = pinned ? [pinned, ...windowMessages] : windowMessages;
-    const attachments = await this.loadAttachments(session.workspaceId, messages);
+    const attachments = await this.loadAttachments(session.workspaceId, messages, options.attachmentMode === 'REFERENCE');
     const fingerprint = settingsFingerprint(session.settings);
 
     const assembled = runAssembly({
@@ -168,6 +175,7 @@ export class AssemblyService {
         : null,
       attachments,
       options,
+      attachmentReferenceId: request.attachmentReferenceId,
       flags: {
         isFork: session.parentId !== null,
         isFirstTurn: !session.hadTurn,
@@ -348,10 +356,33 @@ export class AssemblyService {
     return [...earlierDecisions(rows, earlier), ...context.decisions];
   }
 
-  private async loadAttachments(workspaceId: string, messages: DomainMessage[]): Promise<Map<string, ResolvedAttachment>> {
+  /** The attachments the messages reference; by reference, without their content (a reference block needs only its length). */
+  private async loadAttachments(
+    workspaceId: string,
+    messages: DomainMessage[],
+    byReference: boolean,
+  ): Promise<Map<string, ResolvedAttachment>> {
     const ids = new Set<string>();
     for (const message of messages) for (const part of message.parts) if (part.type === 'attachment') ids.add(part.attachmentId);
     if (ids.size === 0) return new Map();
+    if (byReference) {
+      const rows = await findAttachmentSummaries(this.sql, workspaceId, [...ids]);
+      return new Map(
+        rows.map((row) => [
+          row.id,
+          row.chars === null
+            ? {
+                id: row.id,
+                name: row.name,
+                mimeType: row.mimeType,
+                size: row.size,
+                content: null,
+                problem: 'the stored attachment has no text content',
+              }
+            : { id: row.id, name: row.name, mimeType: row.mimeType, size: row.size, content: null, chars: row.chars },
+        ]),
+      );
+    }
     const rows = await findAttachments(this.prisma, workspaceId, [...ids]);
     return new Map(
       rows.map((row) => [

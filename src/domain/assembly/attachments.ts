@@ -15,13 +15,27 @@
  * A missing, unreadable or non-text attachment becomes a short placeholder element, and every such
  * case (and every cut) is reported in `attachmentProblems`: nothing is dropped silently.
  *
+ * REFERENCE mode (`attachmentMode: REFERENCE`) inlines no content: every attachment with text
+ * content becomes a short reference block instead, whatever its MIME type (the agent reads it in
+ * pages with the read_attachment tool, see attachment-tool.ts; the MIME type tells it what it is):
+ *
+ *     <attachment_ref id="QXR0YWNo…" name="notes.md" mime="text/markdown" bytes="5120" chars="5003">
+ *     Not inlined. To read it, call read_attachment with this id, an offset and a length (in characters, at most 65536 per call).
+ *     </attachment_ref>
+ *
+ * `id` is the client's opaque attachment ID, `bytes` the stored size (UTF-8), `chars` the length
+ * in Unicode code points, the unit read_attachment pages in. The caps do not apply (nothing is
+ * inlined); a missing or unreadable attachment gets the same placeholder and problem as INLINE.
+ * The block is counted and fitted exactly as an inline block is.
+ *
  * Resolution has to be known while fitting the token budget, so it is done through a resolver
  * that the budget step calls in its own order (newest user message first, then newest first): the
  * per-context cap favours the messages that are kept. Results are memoized per message.
  */
-import { countTokens } from '../tokens.js';
+import { badInput } from '../errors.js';
+import { countCodePoints, countTokens } from '../tokens.js';
 import type { ResolvedAttachment, StoredPart, TokenEncoding } from '../types.js';
-import type { AssembledPart, AttachmentProblem, AttachmentProblemKind } from './types.js';
+import type { AssembledPart, AttachmentMode, AttachmentProblem, AttachmentProblemKind } from './types.js';
 import { newestUserIndex, workParts, type WorkMessage } from './work.js';
 
 const TEXT_APPLICATION_TYPES = new Set([
@@ -112,6 +126,88 @@ export function renderAttachmentPlaceholder(attachment: { name: string; mimeType
   return `<attachment name="${escapeXmlAttribute(attachment.name)}" mime="${escapeXmlAttribute(attachment.mimeType)}" omitted="${escapeXmlAttribute(omitted)}" />`;
 }
 
+/** Characters read_attachment returns when no length is given. */
+export const ATTACHMENT_READ_DEFAULT_CHARS = 16_384;
+/** Characters read_attachment returns at most per call (a larger length is refused). */
+export const ATTACHMENT_READ_MAX_CHARS = 65_536;
+
+/** Characters of attachment content one request may ask for in all (the sum of its reads' lengths). */
+export const ATTACHMENT_READ_REQUEST_CHARS = 1_048_576;
+
+/** What a reference block says of an attachment. */
+export interface AttachmentReference {
+  /** The client's opaque ID (what read_attachment takes). */
+  id: string;
+  name: string;
+  mimeType: string;
+  /** Stored size in bytes (UTF-8). */
+  size: number;
+  /** Length in Unicode code points (the unit of read_attachment's offset and length). */
+  chars: number;
+}
+
+export function renderAttachmentReference(ref: AttachmentReference): string {
+  const attrs =
+    `id="${escapeXmlAttribute(ref.id)}" name="${escapeXmlAttribute(ref.name)}" mime="${escapeXmlAttribute(ref.mimeType)}"` +
+    ` bytes="${ref.size}" chars="${ref.chars}"`;
+  return (
+    `<attachment_ref ${attrs}>\n` +
+    `Not inlined. To read it, call read_attachment with this id, an offset and a length (in characters, at most ${ATTACHMENT_READ_MAX_CHARS} per call).\n` +
+    `</attachment_ref>`
+  );
+}
+
+/** A read of an attachment's text: where it starts and how many characters (code points) at most. */
+export interface AttachmentRead {
+  offset: number;
+  length: number;
+}
+
+/**
+ * Checks read_attachment's (and `Attachment.content`'s) arguments: offset >= 0 (default 0), length
+ * 1..ATTACHMENT_READ_MAX_CHARS (default ATTACHMENT_READ_DEFAULT_CHARS). BAD_USER_INPUT otherwise.
+ */
+export function validateAttachmentRead(offset: number | null | undefined, length: number | null | undefined): AttachmentRead {
+  const at = offset ?? 0;
+  const size = length ?? ATTACHMENT_READ_DEFAULT_CHARS;
+  if (!Number.isInteger(at) || at < 0) throw badInput(`offset must be an integer of at least 0 (characters from the start), got ${at}.`);
+  if (!Number.isInteger(size) || size < 1 || size > ATTACHMENT_READ_MAX_CHARS) {
+    throw badInput(
+      `length must be an integer from 1 to ${ATTACHMENT_READ_MAX_CHARS} (characters), got ${size}; read longer text in several pages.`,
+    );
+  }
+  return { offset: at, length: size };
+}
+
+/** One page of an attachment's text. */
+export interface AttachmentPage {
+  offset: number;
+  /** Characters (code points) in `text`. */
+  length: number;
+  text: string;
+  /** Characters (code points) of the whole text. */
+  totalLength: number;
+  hasMore: boolean;
+  /** Where the next page starts; null at the end. */
+  nextOffset: number | null;
+}
+
+/**
+ * The page a read returned (`text`: the code points [offset, offset + length) of a text of
+ * `totalLength`). An offset past the end is refused (BAD_USER_INPUT naming `attachmentLabel`);
+ * an offset at the end gives an empty last page.
+ */
+export function attachmentPage(read: AttachmentRead, text: string, totalLength: number, attachmentLabel: string): AttachmentPage {
+  if (read.offset > totalLength) {
+    throw badInput(
+      `offset ${read.offset} is past the end of attachment ${attachmentLabel}, which has ${totalLength} characters: use an offset from 0 to ${totalLength}.`,
+    );
+  }
+  const length = countCodePoints(text);
+  const end = read.offset + length;
+  return { offset: read.offset, length, text, totalLength, hasMore: end < totalLength, nextOffset: end < totalLength ? end : null };
+}
+
 /** One attachment part resolved to text. */
 export interface ResolvedBlock {
   /** Index of the attachment part in the message's parts. */
@@ -132,6 +228,10 @@ export interface AttachmentCaps {
   attachmentMaxChars: number;
   contextAttachmentMaxChars: number;
   encoding: TokenEncoding;
+  /** Default INLINE. */
+  mode?: AttachmentMode;
+  /** The id a reference block gives (REFERENCE mode); default the attachment id. */
+  referenceId?: (attachmentId: string) => string;
 }
 
 export interface AttachmentResolver {
@@ -165,8 +265,16 @@ export function createAttachmentResolver(attachments: ReadonlyMap<string, Resolv
     });
 
     if (!stored) {
-      problem('MISSING', `Attachment "${meta.name}" (${part.attachmentId}) was not found; a placeholder was inlined instead.`);
+      const id = caps.referenceId ? caps.referenceId(part.attachmentId) : part.attachmentId;
+      problem('MISSING', `Attachment "${meta.name}" (${id}) was not found; a placeholder was inlined instead.`);
       return block(renderAttachmentPlaceholder(meta, 'missing'));
+    }
+    if (caps.mode === 'REFERENCE') {
+      const chars = stored.chars ?? (stored.content === null ? null : countCodePoints(stored.content));
+      if (chars !== null) {
+        const id = caps.referenceId ? caps.referenceId(part.attachmentId) : part.attachmentId;
+        return block(renderAttachmentReference({ id, name: meta.name, mimeType: meta.mimeType, size: stored.size, chars }));
+      }
     }
     if (!isTextMimeType(meta.mimeType)) {
       problem(

@@ -42,6 +42,8 @@
  *   roles alternate and tool_result blocks sit first in the user message right after the tool_use.
  *   The first message is always a user turn: when the kept conversation would start with an
  *   assistant turn, a short placeholder user turn (`LEADING_USER_TEXT`) goes first.
+ * TOOLS: with `includeAttachmentTool`, each shape above also has `tools` (the read_attachment
+ *   definition in the provider's shape; attachment-tool.ts has the shapes and how they are counted).
  * GENERIC: `{ messages: [{ role: 'system'|'user'|'assistant'|'tool', parts }] }` with parts
  *   `{type:'text', text}`, `{type:'toolCall', callId, name, arguments}`,
  *   `{type:'toolResult', callId, content, isError}`.
@@ -320,13 +322,23 @@ export function toGeneric(messages: readonly AssembledMessage[]): GenericPayload
   return { messages: messages.map((m) => pieceOf('GENERIC', m, genericMessageOf)) };
 }
 
-export function buildPayload(format: ContextFormat, messages: readonly AssembledMessage[]): unknown {
+/**
+ * The payload of `messages` in `format`; with `tools` (a list already in the format's wire shape,
+ * see attachment-tool.ts) the payload also has a `tools` key, its other keys unchanged.
+ */
+export function buildPayload(format: ContextFormat, messages: readonly AssembledMessage[], tools?: readonly object[]): unknown {
+  let payload: object;
   switch (format) {
     case 'OPENAI_CHAT':
-      return toOpenAiChat(messages);
+      payload = toOpenAiChat(messages);
+      break;
     case 'ANTHROPIC_MESSAGES':
-      return toAnthropicMessages(messages);
+      payload = toAnthropicMessages(messages);
+      break;
     case 'GENERIC':
-      return toGeneric(messages);
+      payload = toGeneric(messages);
+      break;
   }
+  // `tools` sorts after `messages` and `system`: the keys stay in canonical order.
+  return tools && tools.length > 0 ? { ...payload, tools } : payload;
 }

@@ -7,8 +7,17 @@ export { applyCompaction, renderSummary, type CompactionStepResult } from './com
 export { elideOldToolResults, type ElideStepResult } from './elide.js';
 export { capMaxMessages, keepNewestUnits, type KeepNewestOptions, type KeepNewestResult } from './max-messages.js';
 export { fitTokenBudget, type FitBudgetOptions, type FitBudgetResult } from './fit-budget.js';
+export * from './attachment-tool.js';
 export {
+  ATTACHMENT_READ_DEFAULT_CHARS,
+  ATTACHMENT_READ_MAX_CHARS,
+  attachmentPage,
   createAttachmentResolver,
+  renderAttachmentReference,
+  validateAttachmentRead,
+  type AttachmentPage,
+  type AttachmentRead,
+  type AttachmentReference,
   escapeXmlAttribute,
   escapeXmlText,
   isTextMimeType,

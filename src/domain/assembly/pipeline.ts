@@ -8,7 +8,8 @@
  *   3. elideOldToolResults     (results older than the last keepToolCallRounds rounds -> stubs)
  *   4. capMaxMessages          (newest; the newest user message always stays; rounds whole)
  *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole)
- *   6. resolveAttachments      (sized during step 5 so the budget counts them)
+ *   6. resolveAttachments      (sized during step 5 so the budget counts them; INLINE blocks or
+ *                               REFERENCE blocks, attachmentMode)
  *   7. turn context block right before the last user message; system prompt and summary first
  *      (ANTHROPIC_MESSAGES: a placeholder user turn first when the conversation would start with
  *      an assistant turn; it is reserved in step 5 only when the kept messages need it)
@@ -17,6 +18,7 @@
 import { badInput } from '../errors.js';
 import { countTokens } from '../tokens.js';
 import type { MessageRole } from '../types.js';
+import { attachmentToolDefinitions, attachmentToolTokens } from './attachment-tool.js';
 import { createAttachmentResolver, resolveAttachments } from './attachments.js';
 import { applyCompaction } from './compaction.js';
 import { createToolPairExplainer, DecisionLog } from './decisions.js';
@@ -112,6 +114,12 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   const turnContextBlock = turnContextText !== null ? syntheticBlock('turnContext', 'USER', turnContextText, format, encoding) : null;
   const fixedParts = [`${REPLY_PRIMING_TOKENS} of reply priming`];
   let fixedTokens = REPLY_PRIMING_TOKENS;
+  // Tool definitions are sent with the messages, so they are a fixed block of the budget too.
+  const toolTokenCount = options.includeAttachmentTool ? attachmentToolTokens(format, encoding) : 0;
+  if (toolTokenCount > 0) {
+    fixedTokens += toolTokenCount;
+    fixedParts.push(`${toolTokenCount} for the read_attachment tool definition`);
+  }
   for (const [name, block] of [
     ['system prompt', systemBlock],
     ['summary', summaryBlock],
@@ -126,6 +134,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     attachmentMaxChars: options.attachmentMaxChars,
     contextAttachmentMaxChars: options.contextAttachmentMaxChars,
     encoding,
+    mode: options.attachmentMode ?? 'INLINE',
+    referenceId: input.attachmentReferenceId,
   });
   // ANTHROPIC_MESSAGES must start with a user turn. With a summary, the summary is that turn when
   // needed (same framing, already counted among the fixed blocks); otherwise a placeholder goes
@@ -204,8 +214,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   const mapped = applyProviderRules(messages, format, encoding);
   messages = mapped.messages;
-  const payload = buildPayload(format, messages);
-  let tokenCount = REPLY_PRIMING_TOKENS;
+  const payload = buildPayload(format, messages, options.includeAttachmentTool ? attachmentToolDefinitions(format) : undefined);
+  let tokenCount = REPLY_PRIMING_TOKENS + toolTokenCount;
   let elidedToolResultCount = 0;
   for (const m of messages) {
     tokenCount += m.tokenCount;
@@ -220,6 +230,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     messages,
     payload,
     tokenCount,
+    toolTokenCount,
     maxTokens: options.maxTokens,
     maxMessages: options.maxMessages,
     droppedMessageCount: decisions.filter((d) => d.decision.startsWith('DROPPED_')).length,

@@ -7,6 +7,10 @@ import type { DomainCompaction, DomainMessage, MessageRole, ResolvedAttachment, 
 
 export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'ANTHROPIC_MESSAGES';
 
+/** How attachments reach the model: their text inlined, or a short reference block read with the read_attachment tool. */
+export type AttachmentMode = 'INLINE' | 'REFERENCE';
+export const ATTACHMENT_MODES: readonly AttachmentMode[] = ['INLINE', 'REFERENCE'];
+
 export const CONTEXT_FORMATS: readonly ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'ANTHROPIC_MESSAGES'];
 export const TOKEN_ENCODINGS: readonly TokenEncoding[] = ['O200K_BASE', 'CL100K_BASE', 'CHARS_DIV_4'];
 
@@ -32,6 +36,10 @@ export interface AssembleContextOptions {
    * ahead of every other message in the token budget. Default true.
    */
   keepSystemMessage?: boolean;
+  /** INLINE (default): attachments' text inlined within the caps. REFERENCE: a reference block each (attachments.ts). */
+  attachmentMode?: AttachmentMode;
+  /** Put the read_attachment tool's definition in the payload (attachment-tool.ts); default false. */
+  includeAttachmentTool?: boolean;
 }
 
 export const DEFAULT_ATTACHMENT_MAX_CHARS = 20_000;
@@ -52,6 +60,11 @@ export interface AssembleContextInput {
   /** By attachment id; a missing key means the attachment is missing. */
   attachments: ReadonlyMap<string, ResolvedAttachment>;
   options: AssembleContextOptions;
+  /**
+   * The id a reference block gives the model for an attachment (the client's opaque ID, which the
+   * read_attachment tool passes back). Default: the attachment id as it is.
+   */
+  attachmentReferenceId?: (attachmentId: string) => string;
   /** Computed by the caller and echoed in the output. */
   flags: AssembleContextFlags;
 }
@@ -114,8 +127,10 @@ export interface AssembledContext {
   messages: AssembledMessage[];
   /** The messages in the requested provider's wire shape. */
   payload: unknown;
-  /** Total the provider will see (every message's tokenCount plus the reply priming). */
+  /** Total the provider will see (every message's tokenCount, the reply priming and `toolTokenCount`). */
   tokenCount: number;
+  /** Tokens of the tool definitions in the payload (0 when it has none); part of tokenCount. */
+  toolTokenCount: number;
   maxTokens: number | null;
   maxMessages: number | null;
   /** Source messages not in the context (every DROPPED_* decision; summarized ones are not counted). */

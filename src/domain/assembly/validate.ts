@@ -4,7 +4,7 @@
  */
 import { badInput } from '../errors.js';
 import type { TokenEncoding } from '../types.js';
-import { CONTEXT_FORMATS, TOKEN_ENCODINGS, type AssembleContextOptions, type ContextFormat } from './types.js';
+import { ATTACHMENT_MODES, CONTEXT_FORMATS, TOKEN_ENCODINGS, type AssembleContextOptions, type ContextFormat } from './types.js';
 import { isPlainObject } from './turn-context.js';
 
 const bad = (field: string, message: string) => badInput(message, { field });
@@ -33,6 +33,15 @@ export function validateAssembleOptions(options: AssembleContextOptions): Assemb
   }
   if (options.keepSystemMessage !== undefined && typeof options.keepSystemMessage !== 'boolean') {
     throw bad('keepSystemMessage', 'keepSystemMessage must be true or false.');
+  }
+  if (options.attachmentMode !== undefined && !ATTACHMENT_MODES.includes(options.attachmentMode)) {
+    throw bad(
+      'attachmentMode',
+      `attachmentMode must be one of ${ATTACHMENT_MODES.join(', ')}, got ${JSON.stringify(options.attachmentMode)}.`,
+    );
+  }
+  if (options.includeAttachmentTool !== undefined && typeof options.includeAttachmentTool !== 'boolean') {
+    throw bad('includeAttachmentTool', 'includeAttachmentTool must be true or false.');
   }
   if (options.system !== null && typeof options.system !== 'string') {
     throw bad('system', 'system must be a string or null.');

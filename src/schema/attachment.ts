@@ -1,0 +1,89 @@
+import {
+  ATTACHMENT_READ_DEFAULT_CHARS,
+  ATTACHMENT_READ_MAX_CHARS,
+  ATTACHMENT_READ_REQUEST_CHARS,
+  attachmentPage,
+  validateAttachmentRead,
+  type AttachmentPage,
+} from '../domain/assembly/attachments.js';
+import { badInput, notFound } from '../errors.js';
+import { builder } from './builder.js';
+import { parseGlobalId, toGlobalId } from './ids.js';
+
+/** What the type needs of an attachment: a message's attachment part, or a loaded row (see `loaders.attachmentById`). */
+export interface AttachmentShape {
+  attachmentId: string;
+  name: string;
+  mimeType: string;
+  size: number;
+}
+
+const AttachmentContent = builder.objectRef<AttachmentPage>('AttachmentContent').implement({
+  description:
+    "One page of an attachment's text. Offsets and lengths count characters: Unicode code points (an emoji is one), the unit of the `chars` attribute of a reference block.",
+  fields: (t) => ({
+    offset: t.exposeInt('offset', { description: 'Where the page starts, in characters from the start.' }),
+    length: t.exposeInt('length', { description: 'Characters in `text` (fewer than asked at the end of the text).' }),
+    text: t.exposeString('text', { description: 'The text of the page.' }),
+    totalLength: t.exposeInt('totalLength', { description: 'Characters of the whole text.' }),
+    hasMore: t.exposeBoolean('hasMore', { description: 'True when text follows this page.' }),
+    nextOffset: t.exposeInt('nextOffset', { nullable: true, description: 'The offset of the next page; null after the last one.' }),
+  }),
+});
+
+export const Attachment = builder.node(
+  builder.objectRef<AttachmentShape>('Attachment'),
+  {
+    description:
+      'A file stored by the server. Context assembly inlines its text (attachmentMode INLINE) or a reference block the agent reads with the read_attachment tool, which `content` serves (REFERENCE).',
+    id: { resolve: (a) => a.attachmentId },
+    loadMany: (ids, ctx) => ids.map((id) => ctx.loaders.attachmentById.load(id)),
+  },
+  (t) => ({
+    name: t.exposeString('name', { description: 'File name as given.' }),
+    mimeType: t.exposeString('mimeType', { description: 'MIME type as given, e.g. text/markdown.' }),
+    size: t.exposeInt('size', { description: 'Size of the content in bytes (UTF-8).' }),
+    content: t.field({
+      type: AttachmentContent,
+      nullable: true,
+      description: `A page of the text: the characters (Unicode code points) [offset, offset + length). What the read_attachment tool returns. At most ${ATTACHMENT_READ_MAX_CHARS} characters per page and ${ATTACHMENT_READ_REQUEST_CHARS} per request (the sum of the lengths asked); an offset past the end, or a length out of range, is BAD_USER_INPUT. Null when the attachment has no text content.`,
+      args: {
+        offset: t.arg.int({ required: false, defaultValue: 0, description: 'Characters to skip from the start (0 to totalLength).' }),
+        length: t.arg.int({
+          required: false,
+          defaultValue: ATTACHMENT_READ_DEFAULT_CHARS,
+          description: `Characters to return at most, 1 to ${ATTACHMENT_READ_MAX_CHARS}.`,
+        }),
+      },
+      resolve: async (a, args, ctx) => {
+        const read = validateAttachmentRead(args.offset, args.length);
+        const loaders = ctx.loaders;
+        if (loaders.attachmentCharsAsked + read.length > ATTACHMENT_READ_REQUEST_CHARS) {
+          throw badInput(
+            `At most ${ATTACHMENT_READ_REQUEST_CHARS} characters of attachment content can be asked for in one request; read the rest in another request.`,
+          );
+        }
+        loaders.attachmentCharsAsked += read.length;
+        const id = toGlobalId('Attachment', a.attachmentId);
+        const row = await loaders.attachmentPages.load({ id: a.attachmentId, ...read });
+        if (!row) throw notFound('Attachment', id);
+        if (row.text === null || row.chars === null) return null;
+        return attachmentPage(read, row.text, row.chars, id);
+      },
+    }),
+  }),
+);
+
+builder.queryField('attachment', (t) =>
+  t.field({
+    type: Attachment,
+    description:
+      'An attachment of your workspace by ID (the id of a reference block, or of an AttachmentPart). NOT_FOUND when there is none in your workspace; `node(id:)` answers null instead.',
+    args: { id: t.arg.id({ required: true, description: 'The attachment ID.' }) },
+    resolve: async (_, { id }, ctx) => {
+      const attachment = await ctx.loaders.attachmentById.load(parseGlobalId(String(id), 'Attachment', 'id'));
+      if (!attachment) throw notFound('Attachment', String(id));
+      return attachment;
+    },
+  }),
+);
