@@ -38,7 +38,7 @@ interface Snapshot {
   fork: { id: string; title: string; messageCount: number };
 }
 
-const ids = { session: '', fork: '', user: '', generating: '', turn: '', betaSession: '' };
+const ids = { session: '', fork: '', user: '', generating: '', turn: '', betaSession: '', attachment: '' };
 
 async function alphaSnapshot() {
   const data = await gqlOk<Snapshot, unknown>(
@@ -89,6 +89,15 @@ beforeAll(async () => {
     data: { sessionId: rawIdOf(ids.session), number: 1, initiatorKind: 'USER' },
   });
   ids.turn = Buffer.from(`Turn:${turn.id}`).toString('base64');
+  const filed = await gqlOk<{ createSession: { messages: Edges<{ parts: { attachment: { id: string } }[] }> } }, unknown>(
+    app,
+    `mutation($input: CreateSessionInput!) {
+      createSession(input: $input) { messages(first: 1) { edges { node { parts { ... on AttachmentPart { attachment { id } } } } } } }
+    }`,
+    { input: { messages: [{ role: 'USER', parts: [{ attachment: { name: 'a.txt', mimeType: 'text/plain', content: 'secret file' } }] }] } },
+    alpha,
+  );
+  ids.attachment = filed.createSession.messages.edges[0].node.parts[0].attachment.id;
   const own = await gqlOk<{ createSession: { id: string } }, unknown>(
     app,
     `mutation { createSession(input: { title: "Beta", messages: [{ role: USER, text: "hi" }] }) { id } }`,
@@ -104,10 +113,13 @@ const M = (field: string, input: string) => `mutation($input: ${input}!) { ${fie
 
 /** Each root field, called from beta with alpha's IDs; several probes where a field takes several IDs. */
 const probes: Record<string, Probe[]> = {
-  'Query.node': ['session', 'fork', 'user', 'generating', 'turn'].map((k) => ({
+  'Query.node': ['session', 'fork', 'user', 'generating', 'turn', 'attachment'].map((k) => ({
     query: 'query($id: ID!) { node(id: $id) { id } }',
     variables: () => ({ id: ids[k as keyof typeof ids] }),
   })),
+  'Query.attachment': [
+    { query: 'query($id: ID!) { attachment(id: $id) { name content { text } } }', variables: () => ({ id: ids.attachment }) },
+  ],
   'Query.session': [{ query: 'query($id: ID!) { session(id: $id) { id title } }', variables: () => ({ id: ids.session }) }],
   'Query.sessions': [
     { query: 'query($p: ID) { sessions(first: 50, parentId: $p) { edges { node { id title } } } }', variables: () => ({ p: ids.session }) },
@@ -218,7 +230,8 @@ describe(`workspace isolation sweep (${backend.label})`, () => {
         ? await firstSseMessage(probe.query, probe.variables())
         : await gql(app, probe.query, probe.variables(), beta);
       const text = JSON.stringify(result);
-      for (const secret of ['Alpha secret', 'secret question', 'partial', rawIdOf(ids.session)]) expect(text).not.toContain(secret);
+      for (const secret of ['Alpha secret', 'secret question', 'partial', 'secret file', rawIdOf(ids.session)])
+        expect(text).not.toContain(secret);
       if (result?.errors?.length) {
         expect(result.errors.map((e) => e.extensions?.code)).toEqual(result.errors.map(() => 'NOT_FOUND'));
       } else if (field.startsWith('Query.')) {
