@@ -10,6 +10,15 @@ export const SESSION_ID = 'U2Vzc2lvbjowMTk2ZjVjMi03YTEwLTdjM2UtOWIxYS0yZjZkMWU0Y
 /** An ASSISTANT message still being generated (in a session of its own). */
 export const GENERATING_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTI=';
 
+/** An attachment (in a session of its own) that the attachment example reads. */
+export const ATTACHMENT_ID = 'QXR0YWNobWVudDowMTk2ZjVjMi03YjEwLTdjM2UtOWIxYS0yZjZkMWU0YzhhMDI=';
+/** What the test seeds as that attachment. */
+export const SEEDED_ATTACHMENT = {
+  name: 'packing.md',
+  mimeType: 'text/markdown',
+  content: '# Packing for Lisbon\n- comfortable shoes (the hills!)\n- a light jacket for Sintra\n- sunscreen 🌞\n',
+};
+
 /** The turn the startTurn example starts (the test takes the real ID from that example's response). */
 export const TURN_ID = 'VHVybjowMTk2ZjVjMi03YjAwLTdhYWEtOGJiYi0xYzJkM2U0ZjVhNmI=';
 
@@ -29,9 +38,9 @@ const SUMMARY = 'The user wants a weekend in Lisbon: Alfama, the castle, Belém.
 const SUMMARY_TEXT = `Summary of the earlier conversation (messages 0-1):\n\n${SUMMARY}`;
 
 export interface ApiExample {
-  /** The root field shown: a field of Mutation or Subscription. */
+  /** The root field shown: a field of Mutation or Subscription (every one has an example), or of Query. */
   field: string;
-  kind: 'mutation' | 'subscription';
+  kind: 'mutation' | 'subscription' | 'query';
   /** What the example does and what to notice (Markdown). */
   summary: string;
   document: string;
@@ -491,6 +500,43 @@ export const EXAMPLES: ApiExample[] = [
     ],
     response: {
       turnEvents: { __typename: 'TurnStarted', sequence: 5, at: '2026-11-23T12:00:00.000Z', number: 1, agentIds: ['planner'] },
+    },
+  },
+  {
+    field: 'attachment',
+    kind: 'query',
+    summary:
+      'Reads an attachment a page at a time, as an agent running the `read_attachment` tool does with the `id` of an `<attachment_ref>` block (`assembleContext` with `attachmentMode: REFERENCE`). Offsets and lengths count characters (Unicode code points: the emoji is one); read on from `nextOffset` until it is null.',
+    document: `query ReadAttachment($id: ID!, $offset: Int, $length: Int) {
+  attachment(id: $id) {
+    name
+    mimeType
+    size
+    content(offset: $offset, length: $length) {
+      text
+      offset
+      length
+      totalLength
+      hasMore
+      nextOffset
+    }
+  }
+}`,
+    variables: { id: ATTACHMENT_ID, offset: 0, length: 54 },
+    response: {
+      attachment: {
+        name: 'packing.md',
+        mimeType: 'text/markdown',
+        size: 99,
+        content: {
+          text: '# Packing for Lisbon\n- comfortable shoes (the hills!)\n',
+          offset: 0,
+          length: 54,
+          totalLength: 96,
+          hasMore: true,
+          nextOffset: 54,
+        },
+      },
     },
   },
 ];

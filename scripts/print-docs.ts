@@ -100,6 +100,8 @@ function exampleLines(example: ApiExample): string[] {
   ];
 }
 
+const ROOT_OF = { query: 'Query', mutation: 'Mutation', subscription: 'Subscription' } as const;
+
 function rootSection(title: string, type: GraphQLObjectType | null | undefined): string[] {
   if (!type) return [];
   const lines = [`## ${title}`, '', text(type.description)];
@@ -108,7 +110,7 @@ function rootSection(title: string, type: GraphQLObjectType | null | undefined):
     lines.push('', `### ${field.name}`, '', `\`${field.name}${args ? `(${args})` : ''}: ${field.type}\``, '');
     lines.push(`${text(field.description)}${deprecation(field.deprecationReason)}`, '', `Returns ${typeRef(field.type)}.`);
     if (field.args.length) lines.push('', 'Arguments:', '', ...argumentLines(field.args, ''));
-    const example = EXAMPLES.find((e) => e.field === field.name && type.name === (e.kind === 'mutation' ? 'Mutation' : 'Subscription'));
+    const example = EXAMPLES.find((e) => e.field === field.name && type.name === ROOT_OF[e.kind]);
     if (example) lines.push(...exampleLines(example));
   }
   return [...lines, ''];
@@ -165,9 +167,9 @@ export function printDocs(target: GraphQLSchema = schema): string {
     '`node(id:)` resolves any of them. Expected errors carry `extensions.code`. The printed schema is',
     '[`schema.graphql`](../schema.graphql).',
     '',
-    'Each mutation and subscription has a worked example. Apart from createSession (which makes a session of',
-    'its own) and updateMessage (which finishes an assistant message still generating), they act on a session',
-    'holding this conversation:',
+    'Each mutation and subscription has a worked example (and `attachment`, which reads a file seeded in a session',
+    'of its own). Apart from createSession (which makes a session of its own) and updateMessage (which finishes an',
+    'assistant message still generating), they act on a session holding this conversation:',
     '',
     ...SEEDED_MESSAGES.map((m, index) => `${index}. ${m.role}: ${m.text}`),
     '',
