@@ -4,13 +4,13 @@ import { asSql, isRetryableSqlError, type Sql, type SqlClient, type SqlTarget, t
 import { createAttachment } from '../db/stores/attachments.js';
 import { createCompaction } from '../db/stores/compactions.js';
 import { appendEvents } from '../db/stores/events.js';
+import { appendMessageRows, type AppendedMessage } from '../db/stores/append.js';
 import {
+  contentColumns,
   findGenerating,
   findMessageSession,
   findToolCalls,
-  insertMessages,
   lockMessage,
-  newMessageRow,
   updateMessageContent,
 } from '../db/stores/messages.js';
 import * as sessionStore from '../db/stores/sessions.js';
@@ -157,6 +157,17 @@ export class SessionService {
   ): Promise<{ session: Session; messages: Message[] }> {
     const drafts = draftBatch(inputs, false);
     if (options.agentId !== null && !options.agentId.trim()) throw badInput('agentId must not be empty.');
+    if (options.turnId === null && unansweredToolResults(drafts).size === 0 && !drafts.some(hasUpload)) {
+      // Nothing to check against the database and nothing to store but the rows: the append is one
+      // statement (see db/stores/append.ts), its tokens counted before it is sent.
+      const prepared = await prepareMessages(drafts as StoredDraft[], options.agentId);
+      return this.retrying(async (events) => {
+        const now = new Date();
+        const session = await appendMessageRows(this.sql, workspaceId, sessionId, null, prepared, now);
+        if (!session) throw notFound('Session', clientId ?? sessionId);
+        return this.appended(session, prepared, null, now, events);
+      });
+    }
     return this.write(async (tx, events) => {
       const session = await this.lock(tx, workspaceId, sessionId, clientId);
       if (options.turnId) {
@@ -182,53 +193,58 @@ export class SessionService {
       session,
       drafts.map((d) => d.parts),
     );
-    const now = Date.now();
-    const stored: StoredPart[][] = [];
-    for (const draft of drafts) stored.push(await this.storeAttachments(tx, session, draft.parts));
-    await precountFinished(stored.filter((_, i) => !drafts[i].generating));
-    const rows: Message[] = [];
-    for (const [i, draft] of drafts.entries()) {
-      const parts = stored[i];
-      rows.push(
-        newMessageRow({
-          id: uuidv7(),
-          sessionId: session.id,
-          position: session.messageCount + i,
-          role: draft.role,
-          parts,
-          generating: draft.generating,
-          turnId: options.turnId,
-          agentId: draft.agentId ?? options.agentId,
-          // Strictly increasing timestamps within a batch keep createdAt order equal to index order.
-          createdAt: new Date(now + i),
-        }),
-      );
-    }
-    await insertMessages(tx, rows);
-    const updated = await sessionStore.updateSession(tx, session.id, { messageCount: session.messageCount + rows.length });
-    events.push(
-      ...(await appendEvents(
-        tx,
-        session.id,
-        rows.map((row) => ({
-          type: 'MESSAGE_ADDED',
-          messageId: row.id,
-          turnId: row.turnId,
-          payload: { index: row.position, role: row.role, generating: row.generating },
-        })),
-      )),
+    const stored: StoredDraft[] = [];
+    for (const draft of drafts) stored.push({ ...draft, parts: await this.storeAttachments(tx, session, draft.parts) });
+    const prepared = await prepareMessages(stored, options.agentId);
+    const now = new Date();
+    const updated = await appendMessageRows(tx, session.workspaceId, session.id, options.turnId, prepared, now);
+    // The session is locked by this transaction: it cannot have gone.
+    return this.appended(updated!, prepared, options.turnId, now, events);
+  }
+
+  /** The rows an append wrote, and its events to publish, from the session row it left. */
+  private appended(
+    session: Session,
+    prepared: AppendedMessage[],
+    turnId: string | null,
+    now: Date,
+    events: SessionEventMessage[],
+  ): { session: Session; messages: Message[] } {
+    const firstPosition = session.messageCount - prepared.length;
+    const firstSequence = session.eventSequence - prepared.length + 1;
+    const messages = prepared.map(
+      (m, i): Message => ({
+        id: m.id,
+        sessionId: session.id,
+        position: firstPosition + i,
+        role: m.role,
+        ...m.content,
+        turnId,
+        agentId: m.agentId,
+        createdAt: m.createdAt,
+        updatedAt: m.createdAt,
+      }),
     );
-    return { session: updated, messages: rows };
+    events.push(
+      ...messages.map(
+        (row, i): SessionEventMessage => ({
+          id: prepared[i].eventId,
+          sessionId: session.id,
+          sequence: firstSequence + i,
+          type: 'MESSAGE_ADDED',
+          turnId,
+          messageId: row.id,
+          payload: { index: row.position, role: row.role, generating: row.generating },
+          createdAt: now.toISOString(),
+        }),
+      ),
+    );
+    return { session, messages };
   }
 
   /** A tool result must name a call made earlier in the session (or earlier in the same batch). */
   private async checkToolResults(tx: Tx, session: LockedSession, batches: DraftPart[][]) {
-    const seen = new Set<string>();
-    const missing = new Set<string>();
-    for (const parts of batches) {
-      for (const id of toolResultIdsOf(parts)) if (!seen.has(id)) missing.add(id);
-      for (const id of toolCallIdsOf(parts)) seen.add(id);
-    }
+    const missing = unansweredToolResults(batches.map((parts) => ({ parts })));
     if (missing.size === 0) return;
     const segments = visibleSegments(session);
     const findCalls = async (lo: number, hi: number) => {
@@ -428,6 +444,40 @@ export class SessionService {
       return updated;
     });
   }
+}
+
+/** A draft whose attachments are stored: its parts are the parts to store. */
+type StoredDraft = Omit<DraftMessage, 'parts'> & { parts: StoredPart[] };
+
+const hasUpload = (draft: DraftMessage) => draft.parts.some((part) => part.type === 'attachmentUpload');
+
+/** Tool results of the batch that no earlier message of the same batch answers. */
+function unansweredToolResults(batch: readonly { parts: readonly DraftPart[] }[]): Set<string> {
+  const seen = new Set<string>();
+  const missing = new Set<string>();
+  for (const { parts } of batch) {
+    for (const id of toolResultIdsOf(parts)) if (!seen.has(id)) missing.add(id);
+    for (const id of toolCallIdsOf(parts)) seen.add(id);
+  }
+  return missing;
+}
+
+/**
+ * Ids, token counts and the other content columns of messages to append, computed before any lock
+ * is taken: long texts are counted in the token worker, short ones here.
+ */
+async function prepareMessages(drafts: readonly StoredDraft[], agentId: string | null): Promise<AppendedMessage[]> {
+  await precountFinished(drafts.filter((d) => !d.generating).map((d) => d.parts));
+  const now = Date.now();
+  return drafts.map((draft, i) => ({
+    id: uuidv7(),
+    eventId: uuidv7(),
+    role: draft.role,
+    content: contentColumns(draft.parts, draft.generating),
+    agentId: draft.agentId ?? agentId,
+    // Strictly increasing timestamps within a batch keep createdAt order equal to index order.
+    createdAt: new Date(now + i),
+  }));
 }
 
 function draftBatch(inputs: MessageInputData[], allowEmpty: boolean): DraftMessage[] {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SqlParams, type SqlClient } from '../../src/db/sql.js';
+import { APPEND_INSERT_COLUMNS } from '../../src/db/stores/append.js';
 import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS } from '../../src/db/stores/events.js';
-import { MESSAGE_COLUMNS, newMessageRow } from '../../src/db/stores/messages.js';
+import { MESSAGE_COLUMNS } from '../../src/db/stores/messages.js';
 import { forkInsert, SESSION_COLUMNS, type NewFork } from '../../src/db/stores/sessions.js';
 import { TURN_AGENT_INSERT, TURN_INSERT, USAGE_EVENT_INSERT, USAGE_REPORT_INSERT } from '../../src/db/stores/turns.js';
 import { backend, type TestApp, useTestApp } from '../helpers/app.js';
@@ -32,23 +33,12 @@ const fork: NewFork = {
   createdAt: new Date(),
 };
 
-const message = newMessageRow({
-  id: 'm',
-  sessionId: 's',
-  position: 0,
-  role: 'USER',
-  parts: [{ type: 'text', text: 'q' }],
-  generating: false,
-  turnId: null,
-  agentId: null,
-  createdAt: new Date(),
-});
-
 /** What each hand-written write or whole-row read covers, by table. */
 const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'fork INSERT', table: 'Session', columns: Object.keys(forkInsert(fork, new SqlParams()).values) },
   { name: 'Session row decoder', table: 'Session', columns: Object.keys(SESSION_COLUMNS) },
-  { name: 'appendMessages row', table: 'Message', columns: Object.keys(message) },
+  { name: 'appendMessages Message INSERT', table: 'Message', columns: APPEND_INSERT_COLUMNS.Message },
+  { name: 'appendMessages event INSERT', table: 'SessionEvent', columns: APPEND_INSERT_COLUMNS.SessionEvent },
   { name: 'Message row decoder', table: 'Message', columns: Object.keys(MESSAGE_COLUMNS) },
   { name: 'event log INSERT', table: 'SessionEvent', columns: EVENT_INSERT_COLUMNS },
   { name: 'event log reads', table: 'SessionEvent', columns: Object.keys(EVENT_COLUMNS) },

@@ -1,15 +1,15 @@
 /**
  * Every statement on the `Message` table: the light rows windowing reads (plain SQL, newest first,
  * a page at a time), parts by id, the range reads of `Session.messages` (batched per request), and
- * the writes of appendMessages and updateMessage. `newMessageRow` is the one place a message row is
- * built: it names every column, so a new one breaks `tsc` here.
+ * the writes of updateMessage (appendMessages writes its rows in one statement with the session's
+ * counters and events: stores/append.ts).
  */
 import DataLoader from 'dataloader';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../../domain/lineage.js';
 import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
 import { countStoredTokens } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
-import type { Message, MessageRole, Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
 import type { SqlClient, Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
 
@@ -124,38 +124,6 @@ export function contentColumns(parts: StoredPart[], generating: boolean) {
     tokensO200k: tokens?.O200K_BASE ?? null,
     tokensCl100k: tokens?.CL100K_BASE ?? null,
   } satisfies Partial<Message>;
-}
-
-export interface NewMessage {
-  id: string;
-  sessionId: string;
-  position: number;
-  role: MessageRole;
-  parts: StoredPart[];
-  generating: boolean;
-  turnId: string | null;
-  agentId: string | null;
-  createdAt: Date;
-}
-
-/** The whole row of a new message: every column of `Message`, so a new column is a type error here. */
-export function newMessageRow(m: NewMessage): Message {
-  return {
-    id: m.id,
-    sessionId: m.sessionId,
-    position: m.position,
-    role: m.role,
-    ...contentColumns(m.parts, m.generating),
-    turnId: m.turnId,
-    agentId: m.agentId,
-    createdAt: m.createdAt,
-    updatedAt: m.createdAt,
-  };
-}
-
-/** Inserts whole rows (every column given: see `newMessageRow`). */
-export async function insertMessages(tx: Tx, rows: Message[]): Promise<void> {
-  await tx.message.createMany({ data: rows.map((row) => ({ ...row, parts: row.parts as Prisma.InputJsonValue })) });
 }
 
 /** The session of a message of the workspace, or null. */

@@ -1,0 +1,121 @@
+/**
+ * The append of messages to a session, as one statement: it takes the session row's lock (its
+ * UPDATE), numbers the messages and their events from the counters it bumps, and inserts both.
+ * Outside a transaction it is the whole write, in one round trip: concurrent appends to one session
+ * queue on the row lock, and each sees the counters the previous one left (READ COMMITTED re-reads
+ * the locked row), so positions and sequence numbers stay dense without a retry. Inside a
+ * transaction that already holds the lock (appends into a turn, tool results, attachments) it is
+ * the last statement of that transaction.
+ *
+ * A message's `text` column is derived from its parts in SQL, so a long text crosses the wire once.
+ */
+import type { Message, Session, SessionEvent } from '../../generated/prisma/client.js';
+import type { SqlTarget } from '../sql.js';
+import { asSql } from '../sql.js';
+import { columnList, insertSelectSql, type InsertValues } from './columns.js';
+import type { contentColumns } from './messages.js';
+import { SESSION_COLUMNS } from './sessions.js';
+
+/** One message to append: its row but for the columns the statement decides (position, text, session). */
+export interface AppendedMessage {
+  id: string;
+  /** The id of its MESSAGE_ADDED event. */
+  eventId: string;
+  role: Message['role'];
+  content: ReturnType<typeof contentColumns>;
+  agentId: string | null;
+  createdAt: Date;
+}
+
+/** The text parts of `parts` (a jsonb array) joined by newlines, as `joinText` does. */
+const JOINED_TEXT = `(SELECT coalesce(string_agg(x.p->>'text', E'\\n' ORDER BY x.o), '')
+     FROM jsonb_array_elements(u.parts) WITH ORDINALITY AS x(p, o) WHERE x.p->>'type' = 'text')`;
+
+/** Each new message's row, over the numbered input `u`: every column of `Message`. */
+const MESSAGE_INSERT: InsertValues<Message> = {
+  id: 'u.id',
+  sessionId: 'u.session_id',
+  position: 'u.position',
+  role: 'u.role::"MessageRole"',
+  parts: 'u.parts',
+  text: JOINED_TEXT,
+  toolCallIds: 'ARRAY(SELECT jsonb_array_elements_text(u.call_ids))',
+  toolResultIds: 'ARRAY(SELECT jsonb_array_elements_text(u.result_ids))',
+  generating: 'u.generating',
+  tokensO200k: 'u.o200k',
+  tokensCl100k: 'u.cl100k',
+  turnId: '$5',
+  agentId: 'u.agent_id',
+  createdAt: 'u.created_at',
+  updatedAt: 'u.created_at',
+};
+
+/** Each new message's MESSAGE_ADDED event: every column of `SessionEvent`. */
+const EVENT_INSERT: InsertValues<SessionEvent> = {
+  id: 'u.event_id',
+  sessionId: 'u.session_id',
+  sequence: 'u.sequence',
+  type: `'MESSAGE_ADDED'::"SessionEventType"`,
+  turnId: '$5',
+  messageId: 'u.id',
+  payload: `jsonb_build_object('index', u.position, 'role', u.role, 'generating', u.generating)`,
+  createdAt: '$4::timestamp(3)',
+};
+
+const SESSION_SQL = columnList(SESSION_COLUMNS);
+
+const APPEND_SQL = `WITH s AS (
+       UPDATE "Session"
+       SET "messageCount" = "messageCount" + $3::int, "eventSequence" = "eventSequence" + $3::int, "updatedAt" = $4::timestamp(3)
+       WHERE id = $1 AND "workspaceId" = $2
+       RETURNING ${SESSION_SQL}
+     ), u AS MATERIALIZED (
+       SELECT i.id, i.role, i.parts::jsonb AS parts, i.call_ids::jsonb AS call_ids, i.result_ids::jsonb AS result_ids,
+              i.generating, i.o200k, i.cl100k, i.agent_id, i.created_at, i.event_id, s.id AS session_id,
+              s."messageCount" - $3::int + i.ord::int - 1 AS position, s."eventSequence" - $3::int + i.ord::int AS sequence
+       FROM s, unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::boolean[], $12::int[], $13::int[],
+                      $14::text[], $15::timestamp(3)[], $16::text[])
+         WITH ORDINALITY AS i(id, role, parts, call_ids, result_ids, generating, o200k, cl100k, agent_id, created_at, event_id, ord)
+     ), m AS (
+       ${insertSelectSql({ table: 'Message', values: MESSAGE_INSERT }, 'FROM u')}
+     ), e AS (
+       ${insertSelectSql({ table: 'SessionEvent', values: EVENT_INSERT }, 'FROM u')}
+     )
+     SELECT ${SESSION_SQL} FROM s`;
+
+/**
+ * Appends `messages` at the end of the session (of the workspace) with their MESSAGE_ADDED events,
+ * in one statement. Returns the session row after the append, or null when the workspace has no
+ * such session (then nothing is written).
+ */
+export async function appendMessageRows(
+  db: SqlTarget,
+  workspaceId: string,
+  sessionId: string,
+  turnId: string | null,
+  messages: readonly AppendedMessage[],
+  now: Date,
+): Promise<Session | null> {
+  const [row] = await asSql(db).query<Session>(APPEND_SQL, [
+    sessionId,
+    workspaceId,
+    messages.length,
+    now.toISOString(),
+    turnId,
+    messages.map((m) => m.id),
+    messages.map((m) => m.role),
+    messages.map((m) => JSON.stringify(m.content.parts)),
+    messages.map((m) => JSON.stringify(m.content.toolCallIds)),
+    messages.map((m) => JSON.stringify(m.content.toolResultIds)),
+    messages.map((m) => m.content.generating),
+    messages.map((m) => m.content.tokensO200k),
+    messages.map((m) => m.content.tokensCl100k),
+    messages.map((m) => m.agentId),
+    messages.map((m) => m.createdAt.toISOString()),
+    messages.map((m) => m.eventId),
+  ]);
+  return row ?? null;
+}
+
+/** For the store-columns test: the columns these INSERTs write. */
+export const APPEND_INSERT_COLUMNS = { Message: Object.keys(MESSAGE_INSERT), SessionEvent: Object.keys(EVENT_INSERT) };
