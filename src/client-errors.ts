@@ -53,6 +53,20 @@ export function withClientIds(message: string): string {
   });
 }
 
+const bodyTooLarge = (size: string) =>
+  new GraphQLError(
+    `The request body is ${size}; send long text in several calls (strings hold at most ${LIMITS.stringLength} characters).`,
+    { extensions: { code: 'BAD_USER_INPUT', http: { status: 413 } } },
+  );
+
+/** Yoga's `maxRequestBodySize` refusal, however the body stream hands it on (as is, or as a cause). */
+function isYogaBodyTooLarge(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { extensions?: { code?: unknown } }).extensions?.code === 'REQUEST_ENTITY_TOO_LARGE') return true;
+  }
+  return false;
+}
+
 /**
  * Refuses multipart requests with a code, and turns a request graphql-yoga cannot read (`variables=%7Bbad` on a GET, whose JSON.parse throws
  * a plain SyntaxError) into a 400 with BAD_USER_INPUT instead of a masked internal error.
@@ -70,17 +84,15 @@ export function useRequestParseErrors(): Plugin {
         return;
       }
       const length = Number(request.headers.get('content-length'));
-      if (length > LIMITS.requestBytes) {
-        throw new GraphQLError(
-          `The request body is ${length} bytes, more than ${LIMITS.requestBytes}; send long text in several calls (strings hold at most ${LIMITS.stringLength} characters).`,
-          { extensions: { code: 'BAD_USER_INPUT', http: { status: 413 } } },
-        );
-      }
+      if (length > LIMITS.requestBytes) throw bodyTooLarge(`${length} bytes, more than ${LIMITS.requestBytes}`);
       if (!requestParser) return;
       setRequestParser(async (request) => {
         try {
           return await requestParser(request);
         } catch (error) {
+          // A body sent without a Content-Length (chunked) is cut off by Yoga's own limit while it
+          // is read: the same refusal as a declared length.
+          if (isYogaBodyTooLarge(error)) throw bodyTooLarge(`more than ${LIMITS.requestBytes} bytes`);
           if (error instanceof GraphQLError) throw error;
           throw new GraphQLError(`The request could not be read: ${(error as Error)?.message ?? String(error)}`, {
             extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },

@@ -13,6 +13,8 @@ export interface PathologicalInput {
   variables: (sessionId: string) => string;
   /** The code the answer must carry, or null when it must succeed. */
   code: string | null;
+  /** Sent as a stream, without a Content-Length (chunked), so only reading the body can find its size. */
+  chunked?: boolean;
 }
 
 const APPEND = 'mutation($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { tokenCount } } }';
@@ -42,6 +44,13 @@ export function pathologicalInputs(): PathologicalInput[] {
       query: APPEND,
       variables: (id) => appendText(id, 'x'.repeat(HUGE_TEXT)),
       code: 'BAD_USER_INPUT',
+    },
+    {
+      name: `text: 'x' x ${HUGE_TEXT}, chunked (no Content-Length)`,
+      query: APPEND,
+      variables: (id) => appendText(id, 'x'.repeat(HUGE_TEXT)),
+      code: 'BAD_USER_INPUT',
+      chunked: true,
     },
     {
       name: `text: base64 of ${HUGE_TEXT} chars`,
@@ -82,7 +91,12 @@ export async function sendWhileSampling(url: string, input: PathologicalInput, s
   const histogram = monitorEventLoopDelay({ resolution: 5 });
   histogram.enable();
   const started = performance.now();
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: input.chunked ? inChunks(body) : body,
+    ...(input.chunked ? { duplex: 'half' } : {}),
+  } as RequestInit);
   const answer = (await response.json()) as {
     data?: { appendMessages: { messages: { tokenCount: number }[] } };
     errors?: { message: string; extensions?: { code?: string } }[];
@@ -90,4 +104,16 @@ export async function sendWhileSampling(url: string, input: PathologicalInput, s
   const totalMs = performance.now() - started;
   histogram.disable();
   return { status: response.status, body: answer, maxStallMs: histogram.max / 1e6, totalMs };
+}
+
+/** `body` as a stream of 64 KiB chunks: fetch then sends it chunked, without a Content-Length. */
+function inChunks(body: Buffer): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (offset >= body.length) return controller.close();
+      controller.enqueue(body.subarray(offset, offset + 65536));
+      offset += 65536;
+    },
+  });
 }
