@@ -56,7 +56,8 @@ export function withClientIds(message: string): string {
 const bodyTooLarge = (size: string) =>
   new GraphQLError(
     `The request body is ${size}; send long text in several calls (strings hold at most ${LIMITS.stringLength} characters).`,
-    { extensions: { code: 'BAD_USER_INPUT', http: { status: 413 } } },
+    // The body is not read to its end: the connection cannot carry another request.
+    { extensions: { code: 'BAD_USER_INPUT', http: { status: 413, headers: { connection: 'close' } } } },
   );
 
 /** Yoga's `maxRequestBodySize` refusal, however the body stream hands it on (as is, or as a cause). */
