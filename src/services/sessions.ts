@@ -4,7 +4,7 @@ import { asSql, isRetryableSqlError, type Sql, type SqlClient, type SqlTarget, t
 import { createAttachment } from '../db/stores/attachments.js';
 import { createCompaction } from '../db/stores/compactions.js';
 import { appendEvents } from '../db/stores/events.js';
-import { appendMessageRows, type AppendedMessage } from '../db/stores/append.js';
+import { appendMessageRows, appendTextRow, type AppendedMessage } from '../db/stores/append.js';
 import {
   contentColumns,
   findGenerating,
@@ -297,6 +297,31 @@ export class SessionService {
     if (hasAppend && hasParts) throw badInput('updateMessage: give `appendText` or `parts`, not both.');
     if (!hasAppend && !hasParts && (input.generating === undefined || input.generating === null)) {
       throw badInput('updateMessage: nothing to change; give appendText, parts or generating.');
+    }
+    if (hasAppend && !hasParts && (input.generating ?? true)) {
+      // Streaming: one statement (see db/stores/append.ts). When it does not decide (unknown,
+      // finished or TOOL message, text near the cap), it writes nothing and the general path below
+      // answers with the exact reason.
+      const appendText = input.appendText!;
+      const streamed = await this.retrying(async (events) => {
+        const now = new Date();
+        const eventId = uuidv7();
+        const done = await appendTextRow(this.sql, workspaceId, messageId, appendText, eventId, now, LIMITS.stringLength);
+        if (!done) return null;
+        const { message, sequence } = done;
+        events.push({
+          id: eventId,
+          sessionId: message.sessionId,
+          sequence,
+          type: 'MESSAGE_UPDATED',
+          turnId: message.turnId,
+          messageId,
+          payload: { index: message.position, generating: true, appendText },
+          createdAt: now.toISOString(),
+        });
+        return message;
+      });
+      if (streamed) return streamed;
     }
     return this.write(async (tx, events) => {
       const found = await findMessageSession(tx, workspaceId, messageId);

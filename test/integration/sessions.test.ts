@@ -202,6 +202,48 @@ describe(`sessions and messages (${backend.label})`, () => {
     expect(page.session!.messages.edges[1].node.text).toBe('Once upon a time.');
   });
 
+  it('streams text onto the last text part or a new one, keeping text and events exact under concurrent writers', async () => {
+    const session = await newSession();
+    const MESSAGE = `mutation($input: UpdateMessageInput!) { updateMessage(input: $input) {
+      text generating parts { __typename ... on TextPart { text } ... on ToolCallPart { callId } } } }`;
+    type Updated = {
+      updateMessage: { text: string; generating: boolean; parts: { __typename: string; text?: string; callId?: string }[] };
+    };
+    const data = await gqlOk(app, AppendMessages, {
+      input: {
+        sessionId: session.id,
+        messages: [
+          { role: 'USER', text: 'Go' },
+          { role: 'ASSISTANT', generating: true, parts: [{ text: { text: 'a' } }, { toolCall: { callId: 'c1', name: 'f' } }] },
+          { role: 'ASSISTANT', generating: true, parts: [{ toolCall: { callId: 'c2', name: 'g' } }] },
+        ],
+      },
+    });
+    const [, afterCall, onlyCall] = data.appendMessages.messages;
+    const x = await gqlOk<Updated, unknown>(app, MESSAGE, { input: { messageId: afterCall.id, appendText: 'X' } });
+    expect(x.updateMessage.parts.map((p) => p.text ?? p.callId)).toEqual(['a', 'c1', 'X']);
+    expect(x.updateMessage).toMatchObject({ text: 'a\nX', generating: true });
+    const xy = await gqlOk<Updated, unknown>(app, MESSAGE, { input: { messageId: afterCall.id, appendText: 'Y' } });
+    expect(xy.updateMessage.parts.map((p) => p.text ?? p.callId)).toEqual(['a', 'c1', 'XY']);
+    expect(xy.updateMessage.text).toBe('a\nXY');
+    const z = await gqlOk<Updated, unknown>(app, MESSAGE, { input: { messageId: onlyCall.id, appendText: 'Z' } });
+    expect(z.updateMessage.parts.map((p) => p.text ?? p.callId)).toEqual(['c2', 'Z']);
+    expect(z.updateMessage.text).toBe('Z');
+
+    const writers = 12;
+    await Promise.all(
+      Array.from({ length: writers }, () => gqlOk(app, UpdateMessage, { input: { messageId: onlyCall.id, appendText: 'k;' } })),
+    );
+    const page = await gqlOk(app, SessionMessages, { id: session.id });
+    expect(page.session!.messages.edges[2].node.text).toBe(`Z${'k;'.repeat(writers)}`);
+    const dbId = Buffer.from(session.id, 'base64').toString().split(':')[1];
+    const events = await app.runtime.db.prisma.sessionEvent.findMany({ where: { sessionId: dbId }, orderBy: { sequence: 'asc' } });
+    expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+    const updates = events.filter((e) => e.type === 'MESSAGE_UPDATED');
+    expect(updates).toHaveLength(3 + writers);
+    expect(updates.at(-1)!.payload).toEqual({ index: 2, generating: true, appendText: 'k;' });
+  });
+
   it('updates title, settings and metadata, and validates them', async () => {
     const session = await newSession('Old');
     const data = await gqlOk(app, UpdateSession, { input: { sessionId: session.id, title: 'New', settings: { model: 'gpt-4o' } } });

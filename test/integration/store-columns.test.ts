@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SqlParams, type SqlClient } from '../../src/db/sql.js';
-import { APPEND_INSERT_COLUMNS } from '../../src/db/stores/append.js';
+import { APPEND_INSERT_COLUMNS, STREAM_EVENT_INSERT_COLUMNS } from '../../src/db/stores/append.js';
 import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS } from '../../src/db/stores/events.js';
 import { MESSAGE_COLUMNS } from '../../src/db/stores/messages.js';
 import { forkInsert, SESSION_COLUMNS, type NewFork } from '../../src/db/stores/sessions.js';
@@ -39,6 +39,7 @@ const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'Session row decoder', table: 'Session', columns: Object.keys(SESSION_COLUMNS) },
   { name: 'appendMessages Message INSERT', table: 'Message', columns: APPEND_INSERT_COLUMNS.Message },
   { name: 'appendMessages event INSERT', table: 'SessionEvent', columns: APPEND_INSERT_COLUMNS.SessionEvent },
+  { name: 'updateMessage(appendText) event INSERT', table: 'SessionEvent', columns: STREAM_EVENT_INSERT_COLUMNS },
   { name: 'Message row decoder', table: 'Message', columns: Object.keys(MESSAGE_COLUMNS) },
   { name: 'event log INSERT', table: 'SessionEvent', columns: EVENT_INSERT_COLUMNS },
   { name: 'event log reads', table: 'SessionEvent', columns: Object.keys(EVENT_COLUMNS) },

@@ -13,7 +13,7 @@ import type { Message, Session, SessionEvent } from '../../generated/prisma/clie
 import type { SqlTarget } from '../sql.js';
 import { asSql } from '../sql.js';
 import { columnList, insertSelectSql, type InsertValues } from './columns.js';
-import type { contentColumns } from './messages.js';
+import { type contentColumns, MESSAGE_COLUMNS } from './messages.js';
 import { SESSION_COLUMNS } from './sessions.js';
 
 /** One message to append: its row but for the columns the statement decides (position, text, session). */
@@ -119,3 +119,83 @@ export async function appendMessageRows(
 
 /** For the store-columns test: the columns these INSERTs write. */
 export const APPEND_INSERT_COLUMNS = { Message: Object.keys(MESSAGE_INSERT), SessionEvent: Object.keys(EVENT_INSERT) };
+
+/** Each streamed text's MESSAGE_UPDATED event, over the updated message `m` and session `s`. */
+const STREAM_EVENT_INSERT: InsertValues<SessionEvent> = {
+  id: '$4',
+  sessionId: 's.id',
+  sequence: 's."eventSequence"',
+  type: `'MESSAGE_UPDATED'::"SessionEventType"`,
+  turnId: 'm."turnId"',
+  messageId: 'm.id',
+  payload: `jsonb_build_object('index', m.position, 'generating', true, 'appendText', $3::text)`,
+  createdAt: '$5::timestamp(3)',
+};
+
+const LAST_PART_IS_TEXT = `jsonb_typeof(c.parts->-1) = 'object' AND c.parts->-1->>'type' = 'text'`;
+
+const APPEND_TEXT_SQL = `WITH l AS (
+       SELECT s.id FROM "Session" s
+       WHERE s.id = (SELECT "sessionId" FROM "Message" WHERE id = $1) AND s."workspaceId" = $2
+       FOR UPDATE
+     ), c AS (
+       SELECT m.id, m.parts, m.text, m.position, m."turnId",
+              (SELECT coalesce(sum(char_length(p->>'text')), 0) FROM jsonb_array_elements(m.parts) p WHERE p->>'type' = 'text') AS chars,
+              EXISTS (SELECT 1 FROM jsonb_array_elements(m.parts) p WHERE p->>'type' = 'text') AS has_text
+       FROM "Message" m, l
+       WHERE m.id = $1 AND m."sessionId" = l.id AND m.generating AND m.role <> 'TOOL'
+       FOR UPDATE OF m
+     ), ok AS (
+       SELECT * FROM c WHERE 2 * c.chars + $6::int <= $7::int
+     ), m AS (
+       UPDATE "Message" SET
+         parts = CASE WHEN ${LAST_PART_IS_TEXT}
+           THEN jsonb_set(c.parts, ARRAY[(jsonb_array_length(c.parts) - 1)::text, 'text'], to_jsonb((c.parts->-1->>'text') || $3::text))
+           ELSE c.parts || jsonb_build_array(jsonb_build_object('type', 'text', 'text', $3::text)) END,
+         text = CASE WHEN ${LAST_PART_IS_TEXT} THEN c.text || $3::text WHEN c.has_text THEN c.text || E'\\n' || $3::text ELSE $3::text END,
+         "updatedAt" = $5::timestamp(3)
+       FROM ok c WHERE "Message".id = c.id
+       RETURNING "Message".*
+     ), s AS (
+       UPDATE "Session" SET "eventSequence" = "eventSequence" + 1 FROM m WHERE "Session".id = m."sessionId"
+       RETURNING "Session".id, "Session"."eventSequence"
+     ), t AS (
+       UPDATE "Turn" SET "lastActivityAt" = $5::timestamp(3) FROM m WHERE "Turn".id = m."turnId" AND "Turn".status = 'ACTIVE'
+     ), e AS (
+       ${insertSelectSql({ table: 'SessionEvent', values: STREAM_EVENT_INSERT }, 'FROM m, s')}
+     )
+     SELECT ${columnList(MESSAGE_COLUMNS, 'm')}, s."eventSequence" AS "eventSequence" FROM m, s`;
+
+/**
+ * Streams `text` onto the end of a generating message's last text part (or a new text part), with
+ * its MESSAGE_UPDATED event and the turn's activity, in one statement that locks the session row
+ * first, then the message (the order every write takes). Returns the message after the change and
+ * the event's sequence, or null when this statement is not the one to decide: the message is not
+ * found in the workspace, is finished, is a TOOL message, or its text may come near the cap (the
+ * caller then takes the general path, which refuses with the exact reason). Nothing is written then.
+ */
+export async function appendTextRow(
+  db: SqlTarget,
+  workspaceId: string,
+  messageId: string,
+  text: string,
+  eventId: string,
+  now: Date,
+  maxChars: number,
+): Promise<{ message: Message; sequence: number } | null> {
+  const [row] = await asSql(db).query<Message & { eventSequence: number }>(APPEND_TEXT_SQL, [
+    messageId,
+    workspaceId,
+    text,
+    eventId,
+    now.toISOString(),
+    text.length,
+    maxChars,
+  ]);
+  if (!row) return null;
+  const { eventSequence, ...message } = row;
+  return { message, sequence: Number(eventSequence) };
+}
+
+/** For the store-columns test. */
+export const STREAM_EVENT_INSERT_COLUMNS = Object.keys(STREAM_EVENT_INSERT);
