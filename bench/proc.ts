@@ -22,6 +22,17 @@ export interface Proc {
   stop(): Promise<void>;
 }
 
+/** Children still running; killed if the runner exits without stopping them (a crash, ^C). */
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+function watch(child: ChildProcess) {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
 export function rssOf(pid: number): number {
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -34,11 +45,13 @@ export function rssOf(pid: number): number {
 /** Spawns `node …argv` and waits for a stdout line with "listening on URL". */
 export function startProcess(name: string, argv: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<Proc> {
   const started = performance.now();
-  const child = spawn(process.execPath, argv, {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = watch(
+    spawn(process.execPath, argv, {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
@@ -84,11 +97,13 @@ async function stopChild(child: ChildProcess, exited: Promise<number | null>) {
 
 /** The load process: runs one mode to its end and returns its JSON result. */
 export function runLoad<T>(mode: string, args: unknown): Promise<T> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load/main.ts'), mode], {
-    cwd: ROOT,
-    env: { ...process.env, BENCH_LOAD_ARGS: JSON.stringify(args) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = watch(
+    spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load/main.ts'), mode], {
+      cwd: ROOT,
+      env: { ...process.env, BENCH_LOAD_ARGS: JSON.stringify(args) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     out += chunk.toString();
@@ -108,11 +123,13 @@ export function runLoad<T>(mode: string, args: unknown): Promise<T> {
 
 /** A load process that holds its sockets open until `release()` (mode `hold`). */
 export async function holdLoad(args: unknown): Promise<{ ready: unknown; release(): Promise<unknown> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load/main.ts'), 'hold'], {
-    cwd: ROOT,
-    env: { ...process.env, BENCH_LOAD_ARGS: JSON.stringify(args) },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = watch(
+    spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load/main.ts'), 'hold'], {
+      cwd: ROOT,
+      env: { ...process.env, BENCH_LOAD_ARGS: JSON.stringify(args) },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    }),
+  );
   const lines: string[] = [];
   let buffer = '';
   let wake: (() => void) | null = null;

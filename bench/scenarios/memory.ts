@@ -22,7 +22,7 @@ const memory: ProcessScenario = {
     const db = await ctx.database();
     const server = await ctx.server(db, { redis: ctx.backend === 'postgres' });
     const bare = await ctx.bareYoga();
-    await sleep(3_000);
+    await sleep(ctx.smoke ? 1_000 : 3_000);
     const rows: Row[] = [];
     const idle = server.rss();
     rows.push(
@@ -31,7 +31,7 @@ const memory: ProcessScenario = {
         value: round(idle / MB, 1),
         unit: 'MB',
         target: ctx.backend === 'postgres' ? { op: '<', value: 150 } : null,
-        note: 'server RSS 3 s after start',
+        note: 'server RSS 3 s after start (1 s in smoke mode)',
       },
       { metric: 'memory.baseline.idle', value: round(bare.rss() / MB, 1), unit: 'MB', note: 'bare Yoga RSS 3 s after start' },
     );

@@ -29,8 +29,10 @@ const read: ProcessScenario = {
     const http = (url: string, connections: number, body: string[]) => () =>
       ctx.load<Round>('http', { url, connections, durationS, bodies: body });
     // Warm-up: JIT and caches of both processes.
-    await http(server.url, 10, bodies)();
-    await http(bare.url, 10, [HELLO])();
+    if (!ctx.smoke) {
+      await http(server.url, 10, bodies)();
+      await http(bare.url, 10, [HELLO])();
+    }
     const rows: Row[] = [];
     const target = { op: '>=' as const, value: ctx.backend === 'postgres' ? 0.4 : 0.25 };
     for (const connections of ctx.smoke ? [10] : [10, 50]) {

@@ -28,7 +28,9 @@ const usage: ProcessScenario = {
     const rounds: UsageRound[] = [];
     for (let r = 0; r < ctx.rounds; r++) {
       const { createSession } = await ctx.gql(server.url, CREATE_SESSION, { title: `usage ${r}` });
-      const { startTurn } = await ctx.gql(server.url, START_TURN, { input: { sessionId: createSession.id, agentIds: ['agent-0', 'agent-1', 'agent-2', 'agent-3', 'agent-4'] } });
+      const { startTurn } = await ctx.gql(server.url, START_TURN, {
+        input: { sessionId: createSession.id, agentIds: ['agent-0', 'agent-1', 'agent-2', 'agent-3', 'agent-4'] },
+      });
       const result = await ctx.load<UsageRound>('usage', {
         url: server.url,
         sessionId: createSession.id,
