@@ -18,6 +18,7 @@
  * Files whose name starts with `_` are not scenarios (put shared helpers there).
  */
 import type { App } from '../src/app.js';
+import type { Proc } from './proc.js';
 
 export type BackendKind = 'pglite' | 'postgres';
 
@@ -90,10 +91,68 @@ export interface BenchContext {
   log(message: string): void;
 }
 
-export interface Scenario {
+/** An in-process scenario: gets a fresh app per backend and calls it through `yoga.fetch`. */
+export interface InProcessScenario {
   name: string;
   description: string;
+  mode?: 'in-process';
   run(ctx: BenchContext): Promise<Row[]>;
+}
+
+/**
+ * A scenario over real sockets: the server under test, its baseline and the load each run as their
+ * own process (bench/proc.ts); the runner builds dist/ first and stops whatever a scenario started.
+ */
+export interface ProcessScenario {
+  name: string;
+  description: string;
+  mode: 'process';
+  run(ctx: ProcessContext): Promise<Row[]>;
+}
+
+export type Scenario = InProcessScenario | ProcessScenario;
+
+/** A database for server processes: a new PostgreSQL database, or a new PGlite folder (migrated). */
+export interface BenchDatabase {
+  backend: BackendKind;
+  /** PostgreSQL only. */
+  url: string | null;
+  /** PGlite only: the data folder. */
+  dataDir: string | null;
+  /** The environment a server (or a raw baseline) needs to open it. */
+  env: Record<string, string>;
+}
+
+export interface ProcessContext {
+  backend: BackendKind;
+  /** `--smoke`: one short round, small sizes; checks that nothing crashes or loses deliveries. */
+  smoke: boolean;
+  /** Rounds per measurement (3, or 1 in smoke mode); figures are the median over rounds. */
+  rounds: number;
+  /** Seconds of the memory soak (`--soak=S`; 300 by default, a few in smoke mode). */
+  soakSeconds: number;
+  /** Redis for the fan-out and two-instance cases, or null when it does not answer. */
+  redisUrl: string | null;
+  /** A fresh database of this backend (PostgreSQL: created, dropped at the end; PGlite: a migrated folder). */
+  database(): Promise<BenchDatabase>;
+  /** A new empty PGlite folder (never migrated), for the start-up scenario. */
+  emptyDataDir(): string;
+  /**
+   * Starts the server under test on `db`: `node dist/main.js` (what `npm start` runs) or, with
+   * runtime 'tsx', `tsx src/main.ts`. Rate limiting off, logging at error level, a random port.
+   */
+  server(db: BenchDatabase, options?: { redis?: boolean; runtime?: 'dist' | 'tsx'; env?: Record<string, string> }): Promise<Proc>;
+  /** The bare graphql-yoga `{ hello }` process (bench/servers/bare-yoga.mjs). */
+  bareYoga(): Promise<Proc>;
+  /** The raw relay / update + publish process (bench/servers/raw.mjs). */
+  raw(env: Record<string, string>): Promise<Proc>;
+  /** Runs the load process in one mode (bench/load/main.ts) and returns its result. */
+  // biome-ignore lint/suspicious/noExplicitAny: load results are JSON
+  load<T = any>(mode: string, args: unknown): Promise<T>;
+  /** GraphQL over HTTP from the runner, for setup (not timed); throws on errors. */
+  // biome-ignore lint/suspicious/noExplicitAny: scenarios read untyped response data by path
+  gql<T = any>(url: string, query: string, variables?: Record<string, unknown>): Promise<T>;
+  log(message: string): void;
 }
 
 /** The value at quantile q (0..1) of the samples, linear interpolation. */
@@ -108,6 +167,7 @@ export function quantile(samples: number[], q: number): number {
 
 export const median = (samples: number[]) => quantile(samples, 0.5);
 export const p95 = (samples: number[]) => quantile(samples, 0.95);
+export const p99 = (samples: number[]) => quantile(samples, 0.99);
 
 export function meets(value: number, target: Target): boolean {
   switch (target.op) {

@@ -1,5 +1,10 @@
 /**
- * `npm run bench [-- <scenario> …] [--backend=pglite|postgres]`
+ * `npm run bench [-- <scenario> …] [--backend=pglite|postgres] [--smoke] [--rounds=N] [--soak=SECONDS]`
+ *
+ * `--smoke` (CI): one short round of each scenario with small sizes, nothing written to bench/results.*;
+ * exits non-zero only when a scenario crashes or a delivery/error count that must be 0 is not.
+ * `--rounds=N` rounds per measurement (default 3); `--soak=S` length of the memory soak (default 300 s).
+ * See bench/README.md for what each scenario measures and how to read the results.
  *
  * Runs the scenarios of bench/scenarios/ (all by default, or those named) on PGlite, and on
  * PostgreSQL when one answers: BENCH_DATABASE_URL, else postgres://root@127.0.0.1:5432/test if it
@@ -9,8 +14,9 @@
  * See bench/lib.ts for the scenario interface.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
@@ -18,12 +24,24 @@ import { buildApp, type App } from '../src/app.js';
 import { loadConfig, type AppConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
 import { parseGlobalId } from '../src/schema/ids.js';
-import { meets, type BackendKind, type BenchContext, type ResultRow, type Row, type Scenario } from './lib.js';
+import { Redis } from 'ioredis';
+import {
+  type BackendKind,
+  type BenchContext,
+  type BenchDatabase,
+  meets,
+  type ProcessContext,
+  type ResultRow,
+  type Row,
+  type Scenario,
+} from './lib.js';
+import { type Proc, ROOT, runLoad, startProcess } from './proc.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const RESULTS_JSON = join(here, 'results.json');
 const RESULTS_MD = join(here, 'results.md');
 const DEFAULT_POSTGRES = 'postgres://root@127.0.0.1:5432/test';
+const DEFAULT_REDIS = 'redis://127.0.0.1:6379';
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
 const startLoad = loadavg().map((l) => Number(l.toFixed(2)));
@@ -170,17 +188,174 @@ function context(backend: BackendKind, app: App, workspaceId: string): BenchCont
   };
 }
 
+async function redisAnswers(url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Builds dist/ (what `npm start` runs) once per run, before the first process scenario. */
+let built = false;
+function buildDist() {
+  if (built) return;
+  log('building dist/ (npm run build)…');
+  const result = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  if (result.status !== 0) throw new Error('npm run build failed');
+  built = true;
+}
+
+/** A migrated PGlite folder made once per run; each PGlite server gets a copy. */
+let pgliteTemplate: string | null = null;
+const scratch = mkdtempSync(join(tmpdir(), 'sg-bench-'));
+process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
+
+async function migratedTemplate(): Promise<string> {
+  if (pgliteTemplate) return pgliteTemplate;
+  const dir = join(scratch, 'template');
+  const database = await createDatabase({ kind: 'pglite', dataDir: dir });
+  await database.migrate();
+  await database.close();
+  pgliteTemplate = dir;
+  return dir;
+}
+
+function processContext(
+  backend: BackendKind,
+  postgresUrl: string | null,
+  redisUrl: string | null,
+  options: { smoke: boolean; rounds: number; soak: number },
+) {
+  const procs: Proc[] = [];
+  const drops: (() => Promise<void>)[] = [];
+  const track = (proc: Proc) => {
+    procs.push(proc);
+    const stop = proc.stop;
+    proc.stop = async () => {
+      procs.splice(procs.indexOf(proc), 1);
+      await stop();
+    };
+    return proc;
+  };
+  let folders = 0;
+  const ctx: ProcessContext = {
+    backend,
+    smoke: options.smoke,
+    rounds: options.rounds,
+    soakSeconds: options.soak,
+    redisUrl,
+    async database(): Promise<BenchDatabase> {
+      if (backend === 'pglite') {
+        const dir = join(scratch, `db-${++folders}-${randomBytes(3).toString('hex')}`);
+        cpSync(await migratedTemplate(), dir, { recursive: true });
+        drops.push(async () => rmSync(dir, { recursive: true, force: true }));
+        return { backend, url: null, dataDir: dir, env: { DATA_DIR: dir } };
+      }
+      const admin = new pg.Client({ connectionString: postgresUrl! });
+      await admin.connect();
+      const name = `sg_bench_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+      await admin.query(`CREATE DATABASE ${name}`);
+      await admin.end();
+      drops.push(async () => {
+        const c = new pg.Client({ connectionString: postgresUrl! });
+        await c.connect();
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await c.end();
+      });
+      const url = new URL(postgresUrl!);
+      url.pathname = `/${name}`;
+      return { backend, url: url.toString(), dataDir: null, env: { DATABASE_URL: url.toString() } };
+    },
+    emptyDataDir() {
+      const dir = join(scratch, `empty-${++folders}-${randomBytes(3).toString('hex')}`);
+      drops.push(async () => rmSync(dir, { recursive: true, force: true }));
+      return dir;
+    },
+    async server(db, opts = {}) {
+      const argv =
+        opts.runtime === 'tsx' ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : ['--enable-source-maps', join(ROOT, 'dist/main.js')];
+      const env: Record<string, string> = {
+        NODE_ENV: 'production',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'error',
+        RATE_LIMIT: '0',
+        DATABASE_URL: '',
+        DATA_DIR: '',
+        REDIS_URL: opts.redis && redisUrl ? redisUrl : '',
+        REDIS_PREFIX: `sgbench:${process.pid}:${backend}:`,
+        API_KEYS: '',
+        AUTH_REQUIRED: 'false',
+        ...db.env,
+        ...opts.env,
+      };
+      const proc = track(await startProcess(`server (${opts.runtime ?? 'dist'})`, argv, env));
+      ctx.log(`server (${opts.runtime ?? 'dist'}) ready in ${(proc.readyMs / 1000).toFixed(1)} s`);
+      return proc;
+    },
+    async bareYoga() {
+      return track(await startProcess('bare Yoga', [join(ROOT, 'bench/servers/bare-yoga.mjs')], { PORT: '0' }));
+    },
+    async raw(env) {
+      return track(
+        await startProcess('raw baseline', [join(ROOT, 'bench/servers/raw.mjs')], {
+          PORT: '0',
+          DATABASE_URL: '',
+          DATA_DIR: '',
+          REDIS_URL: '',
+          ...env,
+        }),
+      );
+    },
+    load: (mode, args) => runLoad(mode, args),
+    async gql(url, query, variables) {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query, variables }),
+      });
+      const body = (await response.json()) as { data?: unknown; errors?: unknown[] };
+      if (body.errors?.length || !body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors ?? body)}`);
+      // biome-ignore lint/suspicious/noExplicitAny: scenarios read untyped response data by path
+      return body.data as any;
+    },
+    log: (message) => log(`  [${backend}] ${message}`),
+  };
+  return {
+    ctx,
+    async dispose() {
+      for (const proc of [...procs]) await proc.stop().catch(() => {});
+      for (const drop of drops.splice(0)) await drop().catch((error) => log(`  cleanup: ${(error as Error).message}`));
+    },
+  };
+}
+
 function parseArgs(argv: string[]) {
   const names: string[] = [];
   let backends: BackendKind[] | null = null;
   let list = false;
+  let smoke = false;
+  let rounds: number | null = null;
+  let soak: number | null = null;
   for (const arg of argv) {
     if (arg === '--list') list = true;
+    else if (arg === '--smoke') smoke = true;
+    else if (arg.startsWith('--rounds=')) rounds = Math.max(1, Number.parseInt(arg.slice('--rounds='.length), 10) || 1);
+    else if (arg.startsWith('--soak=')) soak = Math.max(1, Number.parseInt(arg.slice('--soak='.length), 10) || 1);
     else if (arg.startsWith('--backend=')) backends = arg.slice('--backend='.length).split(',') as BackendKind[];
     else if (arg.startsWith('-')) throw new Error(`unknown option ${arg}`);
     else names.push(arg);
   }
-  return { names, backends, list };
+  return { names, backends, list, smoke, rounds: rounds ?? (smoke ? 1 : 3), soak: soak ?? (smoke ? 5 : 300) };
 }
 
 function readResults(): ResultRow[] {
@@ -210,7 +385,9 @@ function writeResults(rows: ResultRow[]) {
     '',
     `Written by \`npm run bench\` (bench/run.ts); last run ${updatedAt} on Node ${environment.node}, ${environment.platform}, ${environment.cpu};`,
     `load average (1/5/15 min) ${environment.loadAverage.atStart.join(' / ')} at the start, ${environment.loadAverage.atEnd.join(' / ')} at the end.`,
-    'Each row shows when its scenario last ran. Latencies are in-process GraphQL requests (`yoga.fetch`), database included.',
+    'Each row shows when its scenario last ran. The in-process scenarios (context, fork, pathological, turns) time `yoga.fetch` calls, database included;',
+    'the others run the server (compiled dist/) as its own process, loaded over real sockets from a separate load process, with their baseline in the same run',
+    '(bench/README.md says how to read them: on this shared 2-core machine the ratios count, not the absolute figures).',
     '',
     '| scenario | backend | metric | value | unit | target | pass | note | ran at |',
     '|---|---|---|---:|---|---|---|---|---|',
@@ -234,30 +411,60 @@ async function main() {
   }
   const unknown = args.names.filter((n) => !all.some((s) => s.name === n));
   if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')}; known: ${all.map((s) => s.name).join(', ')}`);
-  const selected = args.names.length ? all.filter((s) => args.names.includes(s.name)) : all;
+  // A smoke run covers the scenarios over sockets; the in-process ones run full size and are left to named runs.
+  const selected = args.names.length
+    ? all.filter((s) => args.names.includes(s.name))
+    : args.smoke
+      ? all.filter((s) => s.mode === 'process')
+      : all;
 
-  const wanted = args.backends ?? ['pglite', 'postgres'];
+  // A smoke run (CI) uses one backend unless told: PostgreSQL + Redis when they answer, else PGlite.
+  const wanted = args.backends ?? (args.smoke ? ['postgres'] : ['pglite', 'postgres']);
   const postgresUrl = wanted.includes('postgres') ? await findPostgres() : null;
-  const backends = wanted.filter((b) => b === 'pglite' || (b === 'postgres' && postgresUrl)) as BackendKind[];
+  let backends = wanted.filter((b) => b === 'pglite' || (b === 'postgres' && postgresUrl)) as BackendKind[];
+  if (!backends.length) backends = ['pglite'];
+
+  const redisUrl = selected.some((s) => s.mode === 'process')
+    ? (await redisAnswers(process.env.BENCH_REDIS_URL ?? DEFAULT_REDIS))
+      ? (process.env.BENCH_REDIS_URL ?? DEFAULT_REDIS)
+      : null
+    : null;
+  if (selected.some((s) => s.mode === 'process') && !redisUrl)
+    log('Redis does not answer: the fan-out and two-instance cases are skipped.');
 
   const fresh: ResultRow[] = [];
   const ran = new Set<string>();
   let failures = 0;
+  const runStarted = performance.now();
   for (const scenario of selected) {
     for (const backend of backends) {
       log(`${scenario.name} on ${backend}: ${scenario.description}`);
       const started = performance.now();
-      const { app, dispose } = await freshApp(backend, postgresUrl);
       let rows: Row[];
-      try {
-        const workspaceId = await app.runtime.auth.workspaceFor(null);
-        rows = await scenario.run(context(backend, app, workspaceId));
-      } catch (error) {
-        failures++;
-        log(`  [${backend}] FAILED: ${(error as Error).stack ?? error}`);
-        continue;
-      } finally {
-        await dispose();
+      if (scenario.mode === 'process') {
+        const { ctx, dispose } = processContext(backend, postgresUrl, redisUrl, args);
+        try {
+          buildDist();
+          rows = await scenario.run(ctx);
+        } catch (error) {
+          failures++;
+          log(`  [${backend}] FAILED: ${(error as Error).stack ?? error}`);
+          continue;
+        } finally {
+          await dispose();
+        }
+      } else {
+        const { app, dispose } = await freshApp(backend, postgresUrl);
+        try {
+          const workspaceId = await app.runtime.auth.workspaceFor(null);
+          rows = await scenario.run(context(backend, app, workspaceId));
+        } catch (error) {
+          failures++;
+          log(`  [${backend}] FAILED: ${(error as Error).stack ?? error}`);
+          continue;
+        } finally {
+          await dispose();
+        }
       }
       const at = new Date().toISOString();
       ran.add(`${scenario.name}\u0000${backend}`);
@@ -278,10 +485,20 @@ async function main() {
         const verdict = result.pass === null ? '' : result.pass ? '  ok' : '  MISSED';
         log(`  [${backend}] ${row.metric} = ${fmt(row.value)} ${row.unit}${result.target ? ` (target ${result.target})` : ''}${verdict}`);
       }
-      log(`  [${backend}] done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      log(
+        `  [${backend}] done in ${((performance.now() - started) / 1000).toFixed(1)} s (${((performance.now() - runStarted) / 60_000).toFixed(1)} min so far)`,
+      );
     }
   }
 
+  // Rows that say nothing may be lost or fail (deliveries, errors): these fail a smoke run, ratios never do.
+  const broken = fresh.filter((r) => r.pass === false && (r.unit === 'deliveries' || r.unit === 'errors'));
+  if (args.smoke) {
+    log(`smoke run: ${fresh.length} rows, ${failures} scenario(s) crashed, ${broken.length} correctness row(s) failed; nothing written.`);
+    for (const r of broken) log(`  ${r.scenario}/${r.backend}/${r.metric} = ${r.value} (must be ${r.target})`);
+    if (failures || broken.length) process.exitCode = 1;
+    return;
+  }
   const kept = readResults().filter((r) => !ran.has(`${r.scenario}\u0000${r.backend}`));
   const order = (r: ResultRow) => `${r.scenario}\u0000${r.backend === 'pglite' ? 0 : 1}`;
   const merged = [...kept, ...fresh].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
@@ -289,7 +506,9 @@ async function main() {
   log(`wrote bench/results.json and bench/results.md (${fresh.length} new rows, ${kept.length} kept)`);
   const missed = fresh.filter((r) => r.pass === false);
   if (missed.length) log(`${missed.length} target(s) missed: ${missed.map((r) => `${r.scenario}/${r.backend}/${r.metric}`).join(', ')}`);
-  if (failures) process.exitCode = 1;
+  if (broken.length)
+    log(`${broken.length} correctness row(s) failed: ${broken.map((r) => `${r.scenario}/${r.backend}/${r.metric}`).join(', ')}`);
+  if (failures || broken.length) process.exitCode = 1;
 }
 
 main().catch((error) => {

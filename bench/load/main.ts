@@ -1,0 +1,685 @@
+/**
+ * The load process: `node --import tsx bench/load/main.ts <mode>` with its arguments as JSON in
+ * BENCH_LOAD_ARGS. It runs apart from the server under test and the runner, talks to them over real
+ * sockets only, prints progress on stderr and its result as one JSON line on stdout.
+ *
+ * Modes:
+ * - `http`: autocannon POSTing GraphQL bodies (one per connection, cycled) for a duration; counts
+ *   responses that are not 200 or carry `errors`.
+ * - `raw-writes`: the write baseline, no server: the locked insert (BEGIN; SELECT … FOR UPDATE on the
+ *   session; INSERT the message at the next position; UPDATE the session's counters; COMMIT) from
+ *   `clients` concurrent loops through `pg` (pool of 10, as the server's) or PGlite.
+ * - `fanout`: graphql-transport-ws subscribers (or raw relay sockets) in groups per session, a paced
+ *   writer; per-delivery latency from the moment each write is sent, lost and duplicate deliveries.
+ * - `stream`: watchers of one generating message; one writer sends `updates` appendText updates back
+ *   to back (updateMessage, or the raw server's update + publish); updates/s until every watcher
+ *   has the last one.
+ * - `usage`: a reportUsage burst from `clients` concurrent clients to one turn, with turnEvents
+ *   subscribers counting their deliveries.
+ * - `append`: appends `total` messages in batches (setup for the memory scenario).
+ * - `hold`: opens `count` subscribers, prints `{"ready":…}`, keeps them until stdin ends.
+ * - `soak`: mixed load (readers, a paced writer, subscribers) for a duration.
+ */
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import WebSocket from 'ws';
+
+// biome-ignore lint/suspicious/noExplicitAny: arguments arrive as JSON
+const args = JSON.parse(process.env.BENCH_LOAD_ARGS ?? '{}') as any;
+const mode = process.argv[2];
+const log = (message: string) => process.stderr.write(`    (load) ${message}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function quantile(samples: number[], q: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = Float64Array.from(samples).sort();
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: GraphQL data read by path
+async function gql(url: string, query: string, variables?: Record<string, unknown>): Promise<any> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  const text = await response.text();
+  let body: { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] };
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(`HTTP ${response.status}: ${text.slice(0, 200)}`);
+  }
+  if (body.errors?.length || !body.data) {
+    const error = new Error(`GraphQL error: ${JSON.stringify(body.errors ?? body).slice(0, 300)}`) as Error & { code?: string };
+    error.code = body.errors?.[0]?.extensions?.code;
+    throw error;
+  }
+  return body.data;
+}
+
+/** Runs `count` tasks with at most `concurrency` at once. */
+async function pool(count: number, concurrency: number, task: (i: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Subscribers
+
+/** Receipts by key (`group:sequence`): receive times, one per socket; duplicates counted. */
+class Receipts {
+  readonly seen = new Map<string, number[]>();
+  duplicates = 0;
+  errors: string[] = [];
+  private waiters: (() => void)[] = [];
+
+  socket(): (key: string) => void {
+    const mine = new Set<string>();
+    return (key) => {
+      const at = performance.now();
+      if (mine.has(key)) {
+        this.duplicates++;
+        return;
+      }
+      mine.add(key);
+      let times = this.seen.get(key);
+      if (!times) this.seen.set(key, (times = []));
+      times.push(at);
+      if (this.waiters.length) for (const wake of this.waiters.splice(0)) wake();
+    };
+  }
+
+  count(key: string) {
+    return this.seen.get(key)?.length ?? 0;
+  }
+
+  /** Waits until each key has `want(key)` receipts, or the deadline passes. */
+  async all(keys: string[], want: (key: string) => number, deadline: number) {
+    while (keys.some((k) => this.count(k) < want(k)) && performance.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, Math.min(1_000, deadline - performance.now())));
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+}
+
+interface Group {
+  /** The session's global ID (server) or the relay channel (relay). */
+  sessionId: string;
+  channel?: string;
+  after: number;
+  subscribers: number;
+}
+
+/** Opens graphql-transport-ws subscriptions (server) or relay sockets, round robin over `urls`. */
+async function openSockets(options: {
+  target: 'server' | 'relay';
+  urls: string[];
+  groups: Group[];
+  subscription?: string;
+  field?: string;
+  receipts: Receipts;
+  concurrency?: number;
+}): Promise<WebSocket[]> {
+  const plan: number[] = [];
+  options.groups.forEach((g, gi) => {
+    for (let i = 0; i < g.subscribers; i++) plan.push(gi);
+  });
+  const sockets: WebSocket[] = [];
+  await pool(plan.length, options.concurrency ?? 50, async (i) => {
+    const gi = plan[i];
+    const group = options.groups[gi];
+    const onKey = options.receipts.socket();
+    const base = options.urls[i % options.urls.length].replace(/^http/, 'ws');
+    if (options.target === 'relay') {
+      const socket = new WebSocket(`${base}?channel=${encodeURIComponent(group.channel ?? group.sessionId)}`);
+      sockets.push(socket);
+      socket.on('message', (raw) => onKey(`${gi}:${(JSON.parse(String(raw)) as { sequence: number }).sequence}`));
+      await new Promise((resolve, reject) => {
+        socket.once('open', resolve);
+        socket.once('error', reject);
+      });
+      return;
+    }
+    const socket = new WebSocket(base, 'graphql-transport-ws');
+    sockets.push(socket);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
+      socket.on('message', (raw) => {
+        const message = JSON.parse(String(raw)) as {
+          type: string;
+          payload?: { data?: Record<string, { sequence: number } | undefined>; errors?: unknown };
+        };
+        if (message.type === 'connection_ack') {
+          socket.send(
+            JSON.stringify({
+              id: '1',
+              type: 'subscribe',
+              payload: { query: options.subscription, variables: { id: group.sessionId, after: group.after } },
+            }),
+          );
+          resolve();
+        } else if (message.type === 'next') {
+          const sequence = message.payload?.data?.[options.field ?? 'sessionEvents']?.sequence;
+          if (typeof sequence === 'number') onKey(`${gi}:${sequence}`);
+          else if (options.receipts.errors.length < 5) options.receipts.errors.push(JSON.stringify(message.payload).slice(0, 300));
+        } else if (message.type === 'error') {
+          if (options.receipts.errors.length < 5) options.receipts.errors.push(JSON.stringify(message.payload).slice(0, 300));
+          reject(new Error(JSON.stringify(message.payload)));
+        }
+      });
+    });
+  });
+  return sockets;
+}
+
+const SESSION_EVENTS = `subscription ($id: ID!, $after: Int) {
+  sessionEvents(sessionId: $id, afterSequence: $after) {
+    sequence __typename at
+    ... on MessageAdded { index message { id role text tokenCount } }
+    ... on MessageUpdated { appendText finished message { id generating } }
+  }
+}`;
+const TURN_EVENTS = `subscription ($id: ID!, $after: Int) {
+  turnEvents(sessionId: $id, afterSequence: $after) {
+    sequence __typename at
+    ... on TurnUsageUpdated { agentId callId model delta { inputTokens outputTokens cost } total { inputTokens outputTokens cost } }
+  }
+}`;
+const APPEND = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { session { messageCount } } }`;
+const REPORT_USAGE = `mutation ($input: ReportUsageInput!) { reportUsage(input: $input) { id } }`;
+const UPDATE_MESSAGE = `mutation ($input: UpdateMessageInput!) { updateMessage(input: $input) { id } }`;
+const FILLER = 'lorem ipsum '.repeat(8);
+
+// ---------------------------------------------------------------------------------------------
+// Modes
+
+async function http() {
+  const { url, connections, durationS, bodies } = args as { url: string; connections: number; durationS: number; bodies: string[] };
+  let nextConnection = 0;
+  let failed = 0;
+  const firstErrors: string[] = [];
+  const result = await autocannon({
+    url,
+    connections,
+    duration: durationS,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    requests: [
+      {
+        setupRequest: (request, context: { body?: string }) => {
+          if (context.body === undefined) context.body = bodies[nextConnection++ % bodies.length];
+          return { ...request, body: context.body };
+        },
+        onResponse: (status, body) => {
+          if (status !== 200 || body.includes('"errors"')) {
+            failed++;
+            if (firstErrors.length < 3) firstErrors.push(`${status} ${body.slice(0, 300)}`);
+          }
+        },
+      },
+    ],
+  });
+  return {
+    rps: result.requests.total / result.duration,
+    total: result.requests.total,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    failed: failed + result.errors + result.timeouts,
+    firstErrors,
+  };
+}
+
+async function rawWrites() {
+  const { databaseUrl, dataDir, sessions, clients, durationS } = args as {
+    databaseUrl?: string;
+    dataDir?: string;
+    sessions: string[];
+    clients: number;
+    durationS: number;
+  };
+  const text = `raw ${FILLER}`;
+  const parts = JSON.stringify([{ type: 'text', text }]);
+  const LOCK = 'SELECT "messageCount" FROM "Session" WHERE id = $1 FOR UPDATE';
+  const INSERT = `INSERT INTO "Message" (id, "sessionId", position, role, parts, text, "toolCallIds", "toolResultIds",
+      generating, "tokensO200k", "tokensCl100k", "createdAt", "updatedAt")
+    VALUES (gen_random_uuid()::text, $1, $2, 'ASSISTANT', $3::jsonb, $4, '{}', '{}', false, 20, 20, now(), now())`;
+  const BUMP = `UPDATE "Session" SET "messageCount" = "messageCount" + 1, "eventSequence" = "eventSequence" + 1, "updatedAt" = now() WHERE id = $1`;
+  type Q = (sql: string, params: unknown[]) => Promise<{ rows: { messageCount: number }[] }>;
+  let transaction: (work: (q: Q) => Promise<void>) => Promise<void>;
+  let close: () => Promise<void>;
+  if (databaseUrl) {
+    const { default: pg } = await import('pg');
+    const pgPool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+    transaction = async (work) => {
+      const client = await pgPool.connect();
+      try {
+        await client.query('BEGIN');
+        await work((sql, params) => client.query(sql, params));
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    };
+    close = () => pgPool.end();
+  } else {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const db = new PGlite(dataDir);
+    await db.waitReady;
+    transaction = (work) => db.transaction((tx) => work((sql, params) => tx.query(sql, params) as ReturnType<Q>));
+    close = () => db.close();
+  }
+  const latencies: number[] = [];
+  let errors = 0;
+  const firstErrors: string[] = [];
+  const started = performance.now();
+  const deadline = started + durationS * 1000;
+  await Promise.all(
+    Array.from({ length: clients }, async (_, i) => {
+      const sessionId = sessions[i % sessions.length];
+      while (performance.now() < deadline) {
+        const t = performance.now();
+        try {
+          await transaction(async (q) => {
+            const { rows } = await q(LOCK, [sessionId]);
+            await q(INSERT, [sessionId, rows[0].messageCount, parts, text]);
+            await q(BUMP, [sessionId]);
+          });
+        } catch (error) {
+          errors++;
+          if (firstErrors.length < 3) firstErrors.push((error as Error).message);
+        }
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  await close();
+  return {
+    rps: latencies.length / elapsed,
+    total: latencies.length,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    failed: errors,
+    firstErrors,
+  };
+}
+
+async function fanout() {
+  const { target, urls, groups, events, intervalMs, write, turnIds, redisUrl, relayPrefix, deadlineMs, payloadBytes } = args as {
+    target: 'server' | 'relay';
+    urls: string[];
+    groups: Group[];
+    events: number;
+    intervalMs: number;
+    write: 'append' | 'usage';
+    turnIds?: string[];
+    redisUrl?: string;
+    relayPrefix?: string;
+    deadlineMs?: number;
+    payloadBytes?: number;
+  };
+  const receipts = new Receipts();
+  const total = groups.reduce((n, g) => n + g.subscribers, 0);
+  const opened = performance.now();
+  const sockets = await openSockets({
+    target,
+    urls,
+    groups,
+    subscription: write === 'usage' ? TURN_EVENTS : SESSION_EVENTS,
+    field: write === 'usage' ? 'turnEvents' : 'sessionEvents',
+    receipts,
+  });
+  log(`${total} ${target} sockets open in ${((performance.now() - opened) / 1000).toFixed(1)} s`);
+  const publisher = target === 'relay' ? new Redis(redisUrl ?? 'redis://127.0.0.1:6379') : null;
+  const nextSequence = groups.map((g) => g.after + 1);
+  const calls = groups.map(() => 0);
+  const send = async (gi: number) => {
+    const group = groups[gi];
+    const sequence = nextSequence[gi]++;
+    if (publisher) {
+      const message = JSON.stringify({
+        sequence,
+        type: 'MESSAGE_ADDED',
+        at: new Date().toISOString(),
+        text: 'x'.repeat(payloadBytes ?? 300),
+      });
+      await publisher.publish(`${relayPrefix}${group.channel ?? group.sessionId}`, message);
+    } else if (write === 'usage') {
+      await gql(urls[0], REPORT_USAGE, {
+        input: {
+          turnId: turnIds?.[gi],
+          agentId: 'bench-agent',
+          callId: `call-${gi}-${++calls[gi]}`,
+          model: 'bench-model',
+          inputTokens: 1200,
+          outputTokens: 300,
+          cost: 0.0042,
+        },
+      });
+    } else {
+      await gql(urls[0], APPEND, {
+        input: { sessionId: group.sessionId, messages: [{ role: 'ASSISTANT', text: `event ${sequence} ${FILLER}` }] },
+      });
+    }
+    return `${gi}:${sequence}`;
+  };
+  const want = (key: string) => groups[Number(key.split(':')[0])].subscribers;
+  const deadline = () => performance.now() + (deadlineMs ?? 60_000);
+  try {
+    // A warm-up event per group that every socket must see: from then on each subscription is live.
+    const warm: string[] = [];
+    await pool(groups.length, 10, async (gi) => void warm.push(await send(gi)));
+    await receipts.all(warm, want, deadline());
+    const warmed = warm.reduce((n, k) => n + receipts.count(k), 0);
+    if (warmed < total) throw new Error(`only ${warmed} of ${total} sockets got the warm-up event; ${receipts.errors.join('; ')}`);
+    const sentAt = new Map<string, number>();
+    const started = performance.now();
+    for (let i = 0; i < events; i++) {
+      const wait = started + i * intervalMs - performance.now();
+      if (wait > 0) await sleep(wait);
+      const gi = i % groups.length;
+      const t = performance.now();
+      const key = `${gi}:${nextSequence[gi]}`;
+      sentAt.set(key, t);
+      await send(gi);
+    }
+    await receipts.all([...sentAt.keys()], want, deadline());
+    const latencies: number[] = [];
+    let expected = 0;
+    for (const [key, at] of sentAt) {
+      expected += want(key);
+      for (const received of receipts.seen.get(key) ?? []) latencies.push(received - at);
+    }
+    return {
+      median: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+      delivered: latencies.length,
+      expected,
+      lost: expected - latencies.length,
+      duplicates: receipts.duplicates,
+      errors: receipts.errors,
+    };
+  } finally {
+    for (const socket of sockets) socket.terminate();
+    publisher?.disconnect();
+  }
+}
+
+async function stream() {
+  const { target, url, wsUrl, watchers, updates, sessionId, messageId, after, rawMessageId, channel } = args as {
+    target: 'server' | 'raw';
+    url: string;
+    wsUrl: string;
+    watchers: number;
+    updates: number;
+    sessionId: string;
+    messageId: string;
+    after: number;
+    rawMessageId?: string;
+    channel?: string;
+  };
+  const receipts = new Receipts();
+  const groups: Group[] = [{ sessionId, channel, after, subscribers: watchers }];
+  const sockets = await openSockets({
+    target: target === 'raw' ? 'relay' : 'server',
+    urls: [wsUrl],
+    groups,
+    subscription: SESSION_EVENTS,
+    receipts,
+  });
+  try {
+    let sequence = after;
+    const update = async () => {
+      sequence++;
+      if (target === 'raw') {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: rawMessageId, text: ' token', channel, sequence }),
+        });
+        if (!response.ok) throw new Error(`raw update: HTTP ${response.status} ${await response.text()}`);
+        await response.arrayBuffer();
+      } else {
+        await gql(url, UPDATE_MESSAGE, { input: { messageId, appendText: ' token' } });
+      }
+      return `0:${sequence}`;
+    };
+    const want = () => watchers;
+    const warm = await update();
+    await receipts.all([warm], want, performance.now() + 30_000);
+    if (receipts.count(warm) < watchers)
+      throw new Error(`only ${receipts.count(warm)} of ${watchers} watchers got the first update; ${receipts.errors.join('; ')}`);
+    const sentAt = new Map<string, number>();
+    const started = performance.now();
+    for (let i = 0; i < updates; i++) {
+      const t = performance.now();
+      sentAt.set(`0:${sequence + 1}`, t);
+      await update();
+    }
+    const keys = [...sentAt.keys()];
+    await receipts.all(keys, want, performance.now() + 60_000);
+    const lastKey = keys[keys.length - 1];
+    const finished = Math.max(...(receipts.seen.get(lastKey) ?? [performance.now()]));
+    const latencies: number[] = [];
+    for (const [key, at] of sentAt) for (const received of receipts.seen.get(key) ?? []) latencies.push(received - at);
+    return {
+      rps: updates / ((finished - started) / 1000),
+      p50: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+      lost: updates * watchers - latencies.length,
+      duplicates: receipts.duplicates,
+      failed: 0,
+    };
+  } finally {
+    for (const socket of sockets) socket.terminate();
+  }
+}
+
+async function usage() {
+  const { url, sessionId, turnId, after, clients, calls, subscribers } = args as {
+    url: string;
+    sessionId: string;
+    turnId: string;
+    after: number;
+    clients: number;
+    calls: number;
+    subscribers: number;
+  };
+  const receipts = new Receipts();
+  const sockets = await openSockets({
+    target: 'server',
+    urls: [url],
+    groups: [{ sessionId, after, subscribers }],
+    subscription: TURN_EVENTS,
+    field: 'turnEvents',
+    receipts,
+  });
+  try {
+    const latencies: number[] = [];
+    let failed = 0;
+    const firstErrors: string[] = [];
+    const codes: Record<string, number> = {};
+    const started = performance.now();
+    await pool(calls, clients, async (i) => {
+      const t = performance.now();
+      try {
+        await gql(url, REPORT_USAGE, {
+          input: {
+            turnId,
+            agentId: `agent-${i % 5}`,
+            callId: `burst-${i}`,
+            model: i % 3 ? 'model-a' : 'model-b',
+            inputTokens: 100,
+            outputTokens: 20,
+            cost: 0.001,
+          },
+        });
+      } catch (error) {
+        failed++;
+        const code = (error as { code?: string }).code ?? 'other';
+        codes[code] = (codes[code] ?? 0) + 1;
+        if (firstErrors.length < 3) firstErrors.push((error as Error).message);
+      }
+      latencies.push(performance.now() - t);
+    });
+    const elapsed = (performance.now() - started) / 1000;
+    // Every successful call is one TurnUsageUpdated event, sequences after+1 … after+ok.
+    const ok = calls - failed;
+    const keys = Array.from({ length: ok }, (_, i) => `0:${after + 1 + i}`);
+    await receipts.all(keys, () => subscribers, performance.now() + 60_000);
+    const delivered = keys.reduce((n, k) => n + receipts.count(k), 0);
+    return {
+      rps: calls / elapsed,
+      p50: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+      failed,
+      codes,
+      firstErrors,
+      lost: ok * subscribers - delivered,
+      duplicates: receipts.duplicates,
+    };
+  } finally {
+    for (const socket of sockets) socket.terminate();
+  }
+}
+
+async function append() {
+  const { url, sessionIds, total, batch, clients } = args as {
+    url: string;
+    sessionIds: string[];
+    total: number;
+    batch: number;
+    clients: number;
+  };
+  const calls = Math.ceil(total / batch);
+  let failed = 0;
+  await pool(calls, clients, async (i) => {
+    const messages = Array.from({ length: batch }, (_, j) => ({ role: j % 2 ? 'ASSISTANT' : 'USER', text: `bulk ${i}.${j} ${FILLER}` }));
+    try {
+      await gql(url, APPEND, { input: { sessionId: sessionIds[i % sessionIds.length], messages } });
+    } catch (error) {
+      if (failed++ < 3) log((error as Error).message);
+    }
+  });
+  return { appended: calls * batch, failed };
+}
+
+async function hold() {
+  const { urls, sessionId, count } = args as { urls: string[]; sessionId: string; count: number };
+  const receipts = new Receipts();
+  const sockets = await openSockets({
+    target: 'server',
+    urls,
+    groups: [{ sessionId, after: 0, subscribers: count }],
+    subscription: SESSION_EVENTS,
+    receipts,
+  });
+  // Let the server settle what the subscribe messages started.
+  await sleep(1_000);
+  process.stdout.write(`${JSON.stringify({ ready: true, opened: sockets.length })}\n`);
+  await new Promise<void>((resolve) => {
+    process.stdin.on('data', () => {});
+    process.stdin.on('end', resolve);
+    process.stdin.on('close', resolve);
+  });
+  for (const socket of sockets) socket.terminate();
+  return { closed: sockets.length, errors: receipts.errors };
+}
+
+async function soak() {
+  const { url, sessionIds, readBody, durationS, readers, subscribers, writesPerSecond } = args as {
+    url: string;
+    sessionIds: string[];
+    readBody: string;
+    durationS: number;
+    readers: number;
+    subscribers: number;
+    writesPerSecond: number;
+  };
+  const receipts = new Receipts();
+  const sockets = await openSockets({
+    target: 'server',
+    urls: [url],
+    groups: sessionIds.map((sessionId) => ({ sessionId, after: 0, subscribers: Math.ceil(subscribers / sessionIds.length) })),
+    subscription: SESSION_EVENTS,
+    receipts,
+  });
+  const deadline = performance.now() + durationS * 1000;
+  let reads = 0;
+  let writes = 0;
+  let failed = 0;
+  const readerLoops = Array.from({ length: readers }, async () => {
+    while (performance.now() < deadline) {
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: readBody });
+      const text = await response.text();
+      if (response.status !== 200 || text.includes('"errors"')) failed++;
+      reads++;
+    }
+  });
+  const writer = (async () => {
+    const started = performance.now();
+    for (let i = 0; performance.now() < deadline; i++) {
+      const wait = started + (i * 1000) / writesPerSecond - performance.now();
+      if (wait > 0) await sleep(wait);
+      try {
+        await gql(url, APPEND, {
+          input: { sessionId: sessionIds[i % sessionIds.length], messages: [{ role: 'USER', text: `soak ${i} ${FILLER}` }] },
+        });
+        writes++;
+      } catch {
+        failed++;
+      }
+    }
+  })();
+  let lastReport = performance.now();
+  const progress = setInterval(() => {
+    if (performance.now() - lastReport >= 30_000) {
+      lastReport = performance.now();
+      log(
+        `soak: ${reads} reads, ${writes} writes, ${failed} failed, ${Math.max(0, Math.round((deadline - performance.now()) / 1000))} s left`,
+      );
+    }
+  }, 5_000);
+  await Promise.all([...readerLoops, writer]);
+  clearInterval(progress);
+  await sleep(2_000);
+  let delivered = 0;
+  for (const times of receipts.seen.values()) delivered += times.length;
+  for (const socket of sockets) socket.terminate();
+  const perSession = Math.ceil(subscribers / sessionIds.length);
+  return { reads, writes, failed, delivered, expected: writes * perSession, lost: writes * perSession - delivered };
+}
+
+const modes: Record<string, () => Promise<unknown>> = { http, 'raw-writes': rawWrites, fanout, stream, usage, append, hold, soak };
+const run = modes[mode];
+if (!run) {
+  log(`unknown mode ${mode}; known: ${Object.keys(modes).join(', ')}`);
+  process.exit(2);
+}
+run().then(
+  (result) => {
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    process.exit(0);
+  },
+  (error) => {
+    log((error as Error).stack ?? String(error));
+    process.exit(1);
+  },
+);

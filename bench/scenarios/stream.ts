@@ -1,0 +1,99 @@
+/**
+ * Scenario `stream`: token streaming. One writer sends `updates` updateMessage(appendText) calls back
+ * to back to a generating message while `watchers` graphql-ws subscribers of its session receive each
+ * MessageUpdated; updates/s = updates / (time until every watcher has the last one). Baseline in the
+ * same run: bench/servers/raw.mjs doing the raw work per update over HTTP (one UPDATE … SET text =
+ * text || $1 RETURNING, then PUBLISH on Redis on PostgreSQL, in-process delivery on PGlite) to the
+ * same number of sockets. Server rounds first; then the server stops and the raw rounds run on the
+ * same database. Target ≥ 0.80 of raw.
+ */
+import { parseGlobalId } from '../../src/schema/ids.js';
+import type { ProcessScenario } from '../lib.js';
+import { CREATE_SESSION, type Round, summary, throughputRows } from './_shared.js';
+
+const APPEND_GENERATING = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { id } } }`;
+
+interface StreamRound extends Round {
+  lost: number;
+  duplicates: number;
+}
+
+const stream: ProcessScenario = {
+  name: 'stream',
+  mode: 'process',
+  description: 'updateMessage(appendText) back to back with 100 watchers vs raw UPDATE + publish to the same sockets',
+  async run(ctx) {
+    const watchers = ctx.smoke ? 20 : 100;
+    const updates = ctx.smoke ? 20 : 200;
+    const db = await ctx.database();
+    const server = await ctx.server(db, { redis: ctx.backend === 'postgres' });
+    const messages: { sessionId: string; messageId: string }[] = [];
+    for (let i = 0; i < (ctx.smoke ? 1 : ctx.rounds + 1) + ctx.rounds; i++) {
+      const { createSession } = await ctx.gql(server.url, CREATE_SESSION, { title: `stream ${i}` });
+      const { appendMessages } = await ctx.gql(server.url, APPEND_GENERATING, {
+        input: { sessionId: createSession.id, messages: [{ role: 'ASSISTANT', text: 'Streaming:', generating: true }] },
+      });
+      messages.push({ sessionId: createSession.id, messageId: appendMessages.messages[0].id });
+    }
+    const serverRounds: StreamRound[] = [];
+    const first = ctx.smoke ? 1 : 0; // round 0 is an unmeasured warm-up
+    for (let r = first; r <= ctx.rounds; r++) {
+      const m = messages.shift()!;
+      const result = await ctx.load<StreamRound>('stream', {
+        target: 'server',
+        url: server.url,
+        wsUrl: server.url,
+        watchers,
+        updates,
+        sessionId: m.sessionId,
+        messageId: m.messageId,
+        after: 1,
+      });
+      ctx.log(`server round ${r}: ${result.rps.toFixed(0)} updates/s, delivery p99 ${result.p99.toFixed(1)} ms, lost ${result.lost}`);
+      if (r > 0) serverRounds.push(result);
+    }
+    await server.stop();
+    const raw = await ctx.raw({
+      ...db.env,
+      ...(ctx.backend === 'postgres' && ctx.redisUrl ? { REDIS_URL: ctx.redisUrl } : {}),
+      RELAY_PREFIX: `sgbench:stream:${process.pid}:`,
+    });
+    const rawRounds: StreamRound[] = [];
+    for (let r = 0; r < ctx.rounds; r++) {
+      const m = messages.shift()!;
+      const result = await ctx.load<StreamRound>('stream', {
+        target: 'raw',
+        url: `${raw.url}stream`,
+        wsUrl: raw.url,
+        watchers,
+        updates,
+        sessionId: m.sessionId,
+        channel: `stream-${r}`,
+        rawMessageId: parseGlobalId(m.messageId, 'Message', 'messageId'),
+        after: 0,
+      });
+      ctx.log(`raw round ${r + 1}: ${result.rps.toFixed(0)} updates/s, delivery p99 ${result.p99.toFixed(1)} ms`);
+      rawRounds.push(result);
+    }
+    const rows = throughputRows(
+      'stream',
+      `updateMessage(appendText), one writer back to back, ${watchers} watchers`,
+      'raw UPDATE + publish, same watchers',
+      { server: summary(serverRounds), baseline: summary(rawRounds) },
+      { op: '>=', value: 0.8 },
+      'updates/s',
+    );
+    rows.push(
+      { metric: 'stream.lost', value: serverRounds.reduce((n, r) => n + r.lost, 0), unit: 'deliveries', target: { op: '<=', value: 0 } },
+      {
+        metric: 'stream.duplicates',
+        value: serverRounds.reduce((n, r) => n + r.duplicates, 0),
+        unit: 'deliveries',
+        target: { op: '<=', value: 0 },
+      },
+    );
+    return rows;
+  },
+};
+
+export default stream;
