@@ -244,7 +244,7 @@ export interface AnthropicMessagesPayload {
  * client (the model) gave them (the stored value comes back from jsonb with its keys reordered).
  */
 export function toolArgumentsValue(p: { arguments: unknown; argumentsJson?: string }): unknown {
-  return p.argumentsJson === undefined ? p.arguments : JSON.parse(p.argumentsJson);
+  return p.argumentsJson === undefined ? (p.arguments ?? {}) : JSON.parse(p.argumentsJson);
 }
 
 export function toolInputObject(args: unknown): Record<string, unknown> {
@@ -324,7 +324,7 @@ function genericMessageOf(m: AssembledMessage): GenericPayload['messages'][numbe
         case 'text':
           return { text: p.text, type: 'text' };
         case 'toolCall':
-          return { arguments: toolArgumentsValue(p) ?? {}, callId: p.callId, name: p.name, type: 'toolCall' };
+          return { arguments: toolArgumentsValue(p), callId: p.callId, name: p.name, type: 'toolCall' };
         case 'toolResult':
           return { callId: p.callId, content: p.content, isError: p.isError, type: 'toolResult' };
       }
