@@ -170,8 +170,20 @@ export function countStoredTokens(parts: readonly StoredPart[]): TokenCounts {
   return { O200K_BASE: countPartsTokens(parts, 'O200K_BASE'), CL100K_BASE: countPartsTokens(parts, 'CL100K_BASE') };
 }
 
-/** A stored count for a real encoding, or a fresh count for CHARS_DIV_4 (cheap) or uncounted parts. */
+/**
+ * A stored count for a real encoding, or a fresh count for CHARS_DIV_4 (cheap), uncounted parts,
+ * and rows stored before tool-call arguments kept their text (their count was of the arguments as
+ * the client sent them, joined to the name; what is sent now is their stored value serialized).
+ */
 export function tokensFor(parts: readonly StoredPart[], stored: TokenCounts | null, encoding: TokenEncoding): number {
-  if (encoding !== 'CHARS_DIV_4' && stored) return stored[encoding];
+  if (encoding !== 'CHARS_DIV_4' && stored && !hasUntextedToolCall(parts)) return stored[encoding];
   return countPartsTokens(parts, encoding);
+}
+
+function hasUntextedToolCall(parts: readonly StoredPart[]): boolean {
+  for (let k = 0; k < parts.length; k++) {
+    const part = parts[k];
+    if (part.type === 'toolCall' && part.argumentsJson === undefined) return true;
+  }
+  return false;
 }

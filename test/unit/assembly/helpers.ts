@@ -13,6 +13,7 @@ export const call = (callId: string, name = 'search', args: unknown = { q: callI
   callId,
   name,
   arguments: args,
+  argumentsJson: JSON.stringify(args),
 });
 /** A tool call whose arguments were given as JSON text (stored and sent byte for byte). */
 export const callJson = (callId: string, name: string, argumentsJson: string): StoredPart => ({
