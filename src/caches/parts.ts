@@ -33,7 +33,17 @@ export class FinishedPartsCache {
   set(id: string, parts: StoredPart[], sessionId = '') {
     if (this.entries.has(id)) return;
     const size = parts.reduce(
-      (sum, p) => sum + 64 + (p.type === 'text' ? p.text.length : p.type === 'toolResult' ? p.content.length : 0),
+      (sum, p) =>
+        sum +
+        64 +
+        (p.type === 'text'
+          ? p.text.length
+          : p.type === 'toolResult'
+            ? p.content.length
+            : // The arguments' text and their value (about as long).
+              p.type === 'toolCall'
+              ? 2 * (p.argumentsJson?.length ?? 0)
+              : 0),
       0,
     );
     if (size > this.maxChars) return;

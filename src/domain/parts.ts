@@ -1,11 +1,12 @@
 import { TOOL_CALL_ID_PATTERN, TOOL_NAME_PATTERN } from './assembly/provider-rules.js';
 import { badInput } from './errors.js';
+import { checkJson } from './input.js';
 import type { MessageRole, StoredPart } from './types.js';
 
 /** One `MessagePartInput` (a @oneOf input: exactly one key set). */
 export interface PartInput {
   text?: { text: string } | null;
-  toolCall?: { callId: string; name: string; arguments?: unknown } | null;
+  toolCall?: { callId: string; name: string; arguments?: unknown; argumentsJson?: string | null } | null;
   toolResult?: { callId: string; content: string; isError?: boolean | null } | null;
   attachment?: { name: string; mimeType: string; content: string } | null;
 }
@@ -104,7 +105,8 @@ function draftPart(input: PartInput, where: string): DraftPart {
         `${where}.toolCall.name "${name}" must be 1 to 64 letters, digits, "_" or "-" (the tool-name rule of OpenAI and Anthropic).`,
       );
     }
-    return { type: 'toolCall', callId, name, arguments: input.toolCall.arguments ?? {} };
+    const args = toolCallArguments(input.toolCall, `${where}.toolCall`);
+    return { type: 'toolCall', callId, name, arguments: args.value, argumentsJson: args.text };
   }
   if (input.toolResult) {
     checkId(input.toolResult.callId, `${where}.toolResult.callId`);
@@ -122,6 +124,46 @@ function draftPart(input: PartInput, where: string): DraftPart {
     throw badInput(`${where}.attachment is larger than ${LIMITS.attachmentBytes} bytes.`);
   }
   return { type: 'attachmentUpload', name: a.name, mimeType: a.mimeType, content: a.content };
+}
+
+/**
+ * A tool call's arguments as a value and as the JSON text sent and counted. The text is kept
+ * byte for byte when the client gives it (`argumentsJson`, or `arguments` as a string holding JSON
+ * text of an object or array: a model's own arguments string, as OpenAI returns it, which would
+ * otherwise be sent back double-encoded); a JSON value is serialized once, here.
+ */
+function toolCallArguments(input: { arguments?: unknown; argumentsJson?: string | null }, where: string): { value: unknown; text: string } {
+  const value = input.arguments ?? null;
+  const json = input.argumentsJson ?? null;
+  if (json !== null) {
+    if (value !== null) throw badInput(`${where}: give \`arguments\` or \`argumentsJson\`, not both.`);
+    return { value: parseArgumentsJson(json, `${where}.argumentsJson`), text: json };
+  }
+  if (value === null) return { value: {}, text: '{}' };
+  if (typeof value === 'string' && /^\s*[[{]/.test(value)) {
+    try {
+      const parsed: unknown = JSON.parse(value);
+      checkJson(parsed, `${where}.arguments`);
+      return { value: parsed, text: value };
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error;
+      // Not JSON text: an ordinary string value.
+    }
+  }
+  return { value, text: JSON.stringify(value) };
+}
+
+/** JSON text given for a tool call's arguments: valid JSON whose value obeys the JSON argument rules. */
+function parseArgumentsJson(text: string, where: string): unknown {
+  if (text.length > LIMITS.jsonLength) throw badInput(`${where} is larger than ${LIMITS.jsonLength} characters.`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw badInput(`${where} is not valid JSON (${(error as Error).message}).`);
+  }
+  checkJson(parsed, where);
+  return parsed;
 }
 
 function checkId(value: string, where: string) {

@@ -115,32 +115,53 @@ export function countCodePoints(text: string): number {
   return n;
 }
 
-/** Tool call arguments as the provider shapes send them (and as they are counted). */
-export function toolArgumentsJson(args: unknown): string {
-  return JSON.stringify(args ?? {});
+/**
+ * A tool call's arguments as OPENAI_CHAT sends them (`function.arguments`) and as they are counted:
+ * the stored text, byte for byte; for a row stored before the text was kept, its value serialized.
+ */
+export function toolArgumentsText(part: { arguments?: unknown; argumentsJson?: string }): string {
+  return part.argumentsJson ?? JSON.stringify(part.arguments ?? {});
 }
 
+const NO_TEXTS: readonly string[] = [];
+
 /**
- * The text a part contributes to a model-facing message, as the provider shapes serialize it
- * (tool call arguments as JSON). Attachments are resolved at assembly and counted there.
+ * The texts a part contributes to a model-facing message, each counted on its own, as
+ * gpt-tokenizer's chat-completion count does it: a tool call's name and its arguments text apart
+ * (`countMessageTokens`: name tokens + arguments tokens + call metadata). Attachments are resolved
+ * at assembly and counted there.
  */
-export function partTokenText(part: StoredPart): string {
+export function partTokenTexts(part: StoredPart): readonly string[] {
   switch (part.type) {
     case 'text':
-      return part.text;
+      return [part.text];
     case 'toolCall':
-      return part.name + toolArgumentsJson(part.arguments);
+      return [part.name, toolArgumentsText(part)];
     case 'toolResult':
-      return part.content;
+      return [part.content];
     case 'attachment':
-      return '';
+      return NO_TEXTS;
+  }
+}
+
+/** Content tokens of one part (framing excluded). */
+export function countPartTokens(part: StoredPart, encoding: TokenEncoding): number {
+  switch (part.type) {
+    case 'text':
+      return countTokens(part.text, encoding);
+    case 'toolCall':
+      return countTokens(part.name, encoding) + countTokens(toolArgumentsText(part), encoding);
+    case 'toolResult':
+      return countTokens(part.content, encoding);
+    case 'attachment':
+      return 0;
   }
 }
 
 /** Content tokens of a list of parts (framing excluded) in one encoding. */
 export function countPartsTokens(parts: readonly StoredPart[], encoding: TokenEncoding): number {
   let total = 0;
-  for (const part of parts) total += countTokens(partTokenText(part), encoding);
+  for (const part of parts) total += countPartTokens(part, encoding);
   return total;
 }
 
@@ -149,8 +170,20 @@ export function countStoredTokens(parts: readonly StoredPart[]): TokenCounts {
   return { O200K_BASE: countPartsTokens(parts, 'O200K_BASE'), CL100K_BASE: countPartsTokens(parts, 'CL100K_BASE') };
 }
 
-/** A stored count for a real encoding, or a fresh count for CHARS_DIV_4 (cheap) or uncounted parts. */
+/**
+ * A stored count for a real encoding, or a fresh count for CHARS_DIV_4 (cheap), uncounted parts,
+ * and rows stored before tool-call arguments kept their text (their count was of the arguments as
+ * the client sent them, joined to the name; what is sent now is their stored value serialized).
+ */
 export function tokensFor(parts: readonly StoredPart[], stored: TokenCounts | null, encoding: TokenEncoding): number {
-  if (encoding !== 'CHARS_DIV_4' && stored) return stored[encoding];
+  if (encoding !== 'CHARS_DIV_4' && stored && !hasUntextedToolCall(parts)) return stored[encoding];
   return countPartsTokens(parts, encoding);
+}
+
+function hasUntextedToolCall(parts: readonly StoredPart[]): boolean {
+  for (let k = 0; k < parts.length; k++) {
+    const part = parts[k];
+    if (part.type === 'toolCall' && part.argumentsJson === undefined) return true;
+  }
+  return false;
 }

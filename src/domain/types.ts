@@ -11,9 +11,25 @@ export type TokenEncoding = 'O200K_BASE' | 'CL100K_BASE' | 'CHARS_DIV_4';
 /** One part of a message, as stored in `Message.parts` (a JSON array). */
 export type StoredPart =
   | { type: 'text'; text: string }
-  | { type: 'toolCall'; callId: string; name: string; arguments: unknown }
+  | ToolCallStoredPart
   | { type: 'toolResult'; callId: string; content: string; isError: boolean }
   | { type: 'attachment'; attachmentId: string; name: string; mimeType: string; size: number };
+
+/**
+ * A tool call as stored. `argumentsJson` is the arguments' JSON text exactly as the client gave it
+ * (or, when it gave a JSON value, that value serialized once at write time): it is what OPENAI_CHAT
+ * sends as `function.arguments` and what is counted, byte for byte, whatever the database does to
+ * the `arguments` value (jsonb reorders keys). Rows written before it existed lack it (see
+ * `toolArgumentsText`).
+ */
+export interface ToolCallStoredPart {
+  type: 'toolCall';
+  callId: string;
+  name: string;
+  /** The arguments as a JSON value (`JSON.parse(argumentsJson)` when the text was given). */
+  arguments: unknown;
+  argumentsJson?: string;
+}
 
 /** Stored content token counts of a message (framing excluded), per real encoding. */
 export interface TokenCounts {

@@ -4,7 +4,7 @@ import { builder } from './builder.js';
 import { Session } from './session.js';
 import { Attachment } from './attachment.js';
 import { LIMITS } from '../domain/parts.js';
-import { countStoredTokens } from '../domain/tokens.js';
+import { countStoredTokens, toolArgumentsText } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 
 export const MessageRoleEnum = builder.enumType('MessageRole', {
@@ -32,7 +32,12 @@ const ToolCallPart = builder.objectRef<ToolCallPartShape>('ToolCallPart').implem
   fields: (t) => ({
     callId: t.exposeString('callId', { description: 'Identifies the call; its result names the same id.' }),
     name: t.exposeString('name', { description: 'The tool called.' }),
-    arguments: t.field({ type: 'JSON', description: 'The arguments, as JSON.', resolve: (p) => p.arguments ?? {} }),
+    arguments: t.field({ type: 'JSON', description: 'The arguments, as a JSON value.', resolve: (p) => p.arguments ?? {} }),
+    argumentsJson: t.string({
+      description:
+        'The arguments as JSON text, byte for byte as given (`argumentsJson`, or `arguments` given as JSON text), or as the server serialized the JSON value given: what OPENAI_CHAT payloads send as `function.arguments` and what is counted.',
+      resolve: (p) => toolArgumentsText(p),
+    }),
   }),
 });
 
@@ -137,7 +142,16 @@ const ToolCallPartInput = builder.inputType('ToolCallPartInput', {
   fields: (t) => ({
     callId: t.string({ required: true, description: 'Unique id of the call; its result names it.' }),
     name: t.string({ required: true, description: 'The tool called.' }),
-    arguments: t.field({ type: 'JSON', required: false, description: 'The arguments (default {}).' }),
+    arguments: t.field({
+      type: 'JSON',
+      required: false,
+      description:
+        "The arguments as a JSON value (default {}), serialized once by the server. A string holding JSON text of an object or array (a model's own arguments string, as OpenAI returns it) is taken as that text, kept byte for byte.",
+    }),
+    argumentsJson: t.string({
+      required: false,
+      description: `The arguments as JSON text, stored and sent to providers byte for byte (key order, escapes, number forms) and counted as sent; instead of \`arguments\`. Valid JSON, at most ${LIMITS.jsonLength.toLocaleString('en-US')} characters, without NUL or unpaired surrogates (escaped ones included).`,
+    }),
   }),
 });
 

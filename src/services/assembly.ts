@@ -157,8 +157,8 @@ export class AssemblyService {
     const upto = compaction?.uptoIndex ?? 0;
     const lo = windowMessages.length ? windowMessages[0].index : session.messageCount;
     // The leading system message is kept whatever the window: loaded on its own when the window
-    // starts after it (and no compaction covers it).
-    const pinned = options.keepSystemMessage !== false && upto === 0 && lo > 0 ? await this.leadingSystemMessage(segments) : null;
+    // starts after it (a compaction covering it included: it is kept ahead of the summary).
+    const pinned = options.keepSystemMessage !== false && lo > 0 ? await this.leadingSystemMessage(segments) : null;
     const messages = pinned ? [pinned, ...windowMessages] : windowMessages;
     const attachments = await this.loadAttachments(session.workspaceId, messages, options.attachmentMode === 'REFERENCE');
     const fingerprint = settingsFingerprint(session.settings);
@@ -186,7 +186,8 @@ export class AssemblyService {
     const result: ServedContext =
       lo > 0
         ? {
-            ...withEarlier(assembled, lo, upto + (pinned ? 1 : 0)),
+            // Messages [upto, lo) were dropped for the budget (the pinned one is not among them).
+            ...withEarlier(assembled, lo, upto + (pinned && upto === 0 ? 1 : 0)),
             earlier: {
               lo,
               compaction: compaction ? { id: compaction.id, uptoIndex: upto } : null,

@@ -27,7 +27,7 @@ import {
   type MessageInputData,
   type PartInput,
 } from '../domain/parts.js';
-import { countTokens, partTokenText } from '../domain/tokens.js';
+import { countTokens, partTokenTexts } from '../domain/tokens.js';
 import { precount } from '../domain/token-precount.js';
 import type { StoredPart } from '../domain/types.js';
 import { badInput, DomainError, notFound } from '../errors.js';
@@ -545,5 +545,5 @@ function joinedLength(parts: readonly StoredPart[]): number {
  * a long one on the request thread would stall every other client.
  */
 function precountFinished(messages: readonly (readonly StoredPart[])[]): Promise<void> {
-  return precount(messages.flatMap((parts) => parts.map(partTokenText)));
+  return precount(messages.flatMap((parts) => parts.flatMap(partTokenTexts)));
 }

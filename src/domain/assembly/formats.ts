@@ -11,8 +11,14 @@
  *   empty), and the request ends with the reply priming `<|im_start|>assistant<|im_sep|>` = 3 tokens.
  *   For text-only conversations the total equals `encodeChat(payload.messages, model).length`
  *   (a test checks it). Tool traffic follows OpenAI's published approximation (the one in
- *   gpt-tokenizer's `countChatCompletionTokens`): each tool call costs its name and JSON arguments
- *   plus 3 tokens of call metadata; each tool result part is its own `role: "tool"` payload message
+ *   gpt-tokenizer's `countChatCompletionTokens`, `countMessageTokens`): each tool call costs its
+ *   name's tokens plus its arguments text's tokens, counted apart, plus 3 tokens of call metadata;
+ *   the arguments text is the one the payload sends (`function.arguments`): the stored
+ *   `argumentsJson`, byte for byte as the client gave it (see domain/parts.ts), so the count is
+ *   that of the exact payload whatever the JSON (key order, escapes, `1.0`, `1e3`, nesting). So for
+ *   OPENAI_CHAT, every message's `tokenCount` is the count of the payload messages it gives and
+ *   `tokenCount` their total plus the reply priming (the property test checks it with js-tiktoken);
+ *   each tool result part is its own `role: "tool"` payload message
  *   (4 tokens + content; the tool_call_id is not counted). A TOOL message's non-result parts become
  *   one extra `user` message (4 more). A message whose content is several parts (text plus
  *   attachments) is sent as an array of text parts and counted as the sum of its parts.
@@ -31,12 +37,13 @@
  * OPENAI_CHAT: `{ messages }` in Chat Completions form: system prompt, summary and SYSTEM messages
  *   as `{role:'system', content}`; user (and the turn-context block) `{role:'user', content}`;
  *   assistant `{role:'assistant', content: text|null, tool_calls:[{id, type:'function',
- *   function:{name, arguments: JSON string}}]}`; one `{role:'tool', tool_call_id, content}` per
+ *   function:{name, arguments: the stored arguments text}}]}`; one `{role:'tool', tool_call_id, content}` per
  *   result. `content` is a string, or an array of `{type:'text', text}` when a message has several
  *   text parts (text plus attachment blocks).
  * ANTHROPIC_MESSAGES: `{ system?, messages }`: `system` joins the system prompt, the summary and
  *   SYSTEM-role messages with blank lines; messages hold content blocks (`text`, `tool_use` with
- *   `input` an object: non-object arguments are wrapped as `{ value }`, `tool_result` with
+ *   `input` the arguments text parsed (keys in the client's order), an object: non-object
+ *   arguments are wrapped as `{ value }`, `tool_result` with
  *   `is_error: true` when set); TOOL messages become `user` messages of tool_result blocks; empty
  *   text blocks are left out (the API rejects them); consecutive same-role messages are merged, so
  *   roles alternate and tool_result blocks sit first in the user message right after the tool_use.
@@ -80,7 +87,7 @@
  * changed: merging Anthropic turns copies.
  */
 import { isImmutable, markImmutable } from '../immutable.js';
-import { toolArgumentsJson } from '../tokens.js';
+import { toolArgumentsText } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { seal } from './hash.js';
 import { hasVisibleText } from './provider-rules.js';
@@ -189,7 +196,7 @@ function openAiMessagesOf(m: AssembledMessage): OpenAiMessage[] {
       const calls: NonNullable<Extract<OpenAiMessage, { role: 'assistant' }>['tool_calls']> = [];
       for (const p of m.parts) {
         if (p.type === 'toolCall') {
-          calls.push({ function: { arguments: toolArgumentsJson(p.arguments), name: p.name }, id: p.callId, type: 'function' });
+          calls.push({ function: { arguments: toolArgumentsText(p), name: p.name }, id: p.callId, type: 'function' });
         }
       }
       if (calls.length === 0) return [{ content: openAiContent(texts), role: 'assistant' }];
@@ -232,6 +239,14 @@ export interface AnthropicMessagesPayload {
   messages: AnthropicMessage[];
 }
 
+/**
+ * A tool call's arguments as a JSON value: parsed from the stored text, so keys keep the order the
+ * client (the model) gave them (the stored value comes back from jsonb with its keys reordered).
+ */
+export function toolArgumentsValue(p: { arguments: unknown; argumentsJson?: string }): unknown {
+  return p.argumentsJson === undefined ? (p.arguments ?? {}) : JSON.parse(p.argumentsJson);
+}
+
 export function toolInputObject(args: unknown): Record<string, unknown> {
   if (args !== null && typeof args === 'object' && !Array.isArray(args)) return args as Record<string, unknown>;
   return args === undefined ? {} : { value: args };
@@ -244,7 +259,7 @@ function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
     if (p.type === 'text') {
       if (hasVisibleText(p.text)) blocks.push({ text: p.text, type: 'text' });
     } else if (p.type === 'toolCall') {
-      blocks.push({ id: p.callId, input: toolInputObject(p.arguments), name: p.name, type: 'tool_use' });
+      blocks.push({ id: p.callId, input: toolInputObject(toolArgumentsValue(p)), name: p.name, type: 'tool_use' });
     } else {
       blocks.push(
         p.isError
@@ -309,7 +324,7 @@ function genericMessageOf(m: AssembledMessage): GenericPayload['messages'][numbe
         case 'text':
           return { text: p.text, type: 'text' };
         case 'toolCall':
-          return { arguments: p.arguments ?? {}, callId: p.callId, name: p.name, type: 'toolCall' };
+          return { arguments: toolArgumentsValue(p), callId: p.callId, name: p.name, type: 'toolCall' };
         case 'toolResult':
           return { callId: p.callId, content: p.content, isError: p.isError, type: 'toolResult' };
       }

@@ -11,6 +11,7 @@
  *   6. resolveAttachments      (sized during step 5 so the budget counts them; INLINE blocks or
  *                               REFERENCE blocks, attachmentMode)
  *   7. turn context block right before the last user message; system prompt and summary first
+ *      (the session's leading system message between them when the compaction covers it)
  *      (ANTHROPIC_MESSAGES: a placeholder user turn first when the conversation would start with
  *      an assistant turn; it is reserved in step 5 only when the kept messages need it)
  * then the provider payload, the token total and the hash.
@@ -89,20 +90,23 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     );
   }
 
-  // 2. compaction
-  const compacted = applyCompaction(list, input.compaction);
-  list = input.compaction ? applyWithRepair(compacted, 'applyCompaction') : apply(compacted, 'applyCompaction');
-
-  // 3. old tool results
-  const elided = elideOldToolResults(list, options.keepToolCallRounds);
-  list = apply({ list: elided.list, removed: [] }, 'elideOldToolResults');
-
-  // The session's leading system message: outside maxMessages, first in the budget.
+  // The session's leading system message: outside maxMessages, first in the budget, and kept
+  // ahead of the summary when a compaction covers it (as Chatbox re-inserts it): the summary
+  // stands for the conversation, not for the instructions it ran under.
   const pinned =
     options.keepSystemMessage !== false && list.length > 0 && list[0].source.index === 0 && list[0].source.role === 'SYSTEM'
       ? list[0]
       : null;
   if (pinned) list = list.slice(1);
+
+  // 2. compaction
+  const compacted = applyCompaction(list, input.compaction);
+  list = input.compaction ? applyWithRepair(compacted, 'applyCompaction') : apply(compacted, 'applyCompaction');
+  const pinnedBeforeSummary = pinned !== null && input.compaction !== null && pinned.source.index < input.compaction.uptoIndex;
+
+  // 3. old tool results
+  const elided = elideOldToolResults(list, options.keepToolCallRounds);
+  list = apply({ list: elided.list, removed: [] }, 'elideOldToolResults');
 
   // 4. maxMessages
   list = apply(capMaxMessages(list, options.maxMessages), 'capMaxMessages');
@@ -170,11 +174,10 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   const forced = newestUserIndex(list);
   let messages: AssembledMessage[] = [];
   if (systemBlock) messages.push(systemBlock);
-  if (summaryBlock) messages.push(summaryBlock);
-  const kept = new Map<string, { elided: boolean; reason: string }>();
-  const elidedReason = `Kept with its tool result(s) replaced by a stub: older than the last ${options.keepToolCallRounds} tool round(s) (keepToolCallRounds).`;
-  resolved.messages.forEach((r, i) => {
-    if (i === forced && turnContextBlock) messages.push(turnContextBlock);
+  // A pinned system message the compaction covers goes where it stood: before the summary.
+  const resolvedMessages = pinnedBeforeSummary ? resolved.messages.slice(1) : resolved.messages;
+  const forcedAt = pinnedBeforeSummary ? forced - 1 : forced;
+  const pushMessage = (r: (typeof resolved.messages)[number], i: number) => {
     const source = r.work.source;
     messages.push({
       role: source.role,
@@ -188,12 +191,22 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
       elided: r.work.elided,
       reason: r.work.elided
         ? elidedReason
-        : i === forced
+        : i === forcedAt
           ? 'Kept: the newest user message is always kept.'
           : r.work === pinned
-            ? "Kept: the session's leading system message is kept outside maxMessages (keepSystemMessage)."
+            ? pinnedBeforeSummary
+              ? `Kept ahead of the summary: the session's leading system message is kept rather than summarized by the compaction of messages [0, ${input.compaction!.uptoIndex}) (keepSystemMessage).`
+              : "Kept: the session's leading system message is kept outside maxMessages (keepSystemMessage)."
             : 'Kept.',
     });
+  };
+  const kept = new Map<string, { elided: boolean; reason: string }>();
+  const elidedReason = `Kept with its tool result(s) replaced by a stub: older than the last ${options.keepToolCallRounds} tool round(s) (keepToolCallRounds).`;
+  if (pinnedBeforeSummary) pushMessage(resolved.messages[0], -1);
+  if (summaryBlock) messages.push(summaryBlock);
+  resolvedMessages.forEach((r, i) => {
+    if (i === forcedAt && turnContextBlock) messages.push(turnContextBlock);
+    pushMessage(r, i);
   });
   if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);
   // The first message the Anthropic payload sends (one without content blocks is left out of it).

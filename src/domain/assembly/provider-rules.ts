@@ -7,7 +7,7 @@
  * shape: it keeps the stored ids and names.
  */
 import { createHash } from 'node:crypto';
-import { countTokens, toolArgumentsJson } from '../tokens.js';
+import { countTokens } from '../tokens.js';
 import type { TokenEncoding } from '../types.js';
 import type { AssembledMessage, AssembledPart, ContextFormat } from './types.js';
 
@@ -95,10 +95,7 @@ export function applyProviderRules(
         }
         if (name !== p.name) {
           note(m, `tool name "${p.name}" is sent as "${name}" (not a valid provider tool name)`);
-          if (format === 'OPENAI_CHAT') {
-            const args = toolArgumentsJson(p.arguments);
-            tokenDelta += countTokens(name + args, encoding) - countTokens(p.name + args, encoding);
-          }
+          if (format === 'OPENAI_CHAT') tokenDelta += countTokens(name, encoding) - countTokens(p.name, encoding);
         }
         if (id !== p.callId || name !== p.name) mapped = { ...p, callId: id, name };
       } else if (p.type === 'toolResult') {

@@ -72,7 +72,7 @@ export interface AssembleContextInput {
 /** A part of an assembled message: stored parts with attachments resolved to text. */
 export type AssembledPart =
   | { type: 'text'; text: string /** set when this text is a resolved attachment block */; attachmentId?: string }
-  | { type: 'toolCall'; callId: string; name: string; arguments: unknown }
+  | { type: 'toolCall'; callId: string; name: string; arguments: unknown; argumentsJson?: string }
   | { type: 'toolResult'; callId: string; content: string; isError: boolean /** true when stubbed */; elided?: boolean };
 
 /**

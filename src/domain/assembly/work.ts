@@ -5,7 +5,7 @@
  * parts and token count are materialized at most once, and only for messages that are looked at
  * (budget fitting stops at the budget, so a 10,000-message history is mostly never touched).
  */
-import { countCodePoints, countTokens, partTokenText, tokensFor } from '../tokens.js';
+import { countCodePoints, countPartTokens, countTokens, tokensFor } from '../tokens.js';
 import type { DomainMessage, StoredPart, TokenEncoding } from '../types.js';
 import { toolShapeOf, type ToolShape } from './tool-shape.js';
 import type { Removal } from './types.js';
@@ -84,9 +84,7 @@ export function workContentTokens(w: WorkMessage, encoding: TokenEncoding): numb
     tokens = 0;
     for (const part of w.source.parts) {
       tokens +=
-        part.type === 'toolResult'
-          ? toolResultStubTokens(countCodePoints(part.content), encoding)
-          : countTokens(partTokenText(part), encoding);
+        part.type === 'toolResult' ? toolResultStubTokens(countCodePoints(part.content), encoding) : countPartTokens(part, encoding);
     }
   }
   w.memoTokens = tokens;

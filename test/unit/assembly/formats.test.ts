@@ -14,7 +14,9 @@ import {
   type OpenAiChatPayload,
 } from '../../../src/domain/assembly/index.js';
 import { goldenInput } from './golden-fixture.js';
-import { assistant, calls, generateSession, makeInput, msg, result, results, system, text, user } from './helpers.js';
+import { countTokens } from '../../../src/domain/tokens.js';
+import type { StoredPart } from '../../../src/domain/types.js';
+import { assistant, callJson, calls, generateSession, makeInput, msg, result, results, system, text, user } from './helpers.js';
 
 const encodeChat = { O200K_BASE: encodeChatGpt4o, CL100K_BASE: encodeChatGpt4 } as const;
 
@@ -212,6 +214,27 @@ describe('golden payloads (test/golden)', () => {
     const r = runAssembly(goldenInput('OPENAI_CHAT'));
     expect(r.summaryIncluded).toBe(true);
     expect(r.decisions.map((d) => d.decision)).toEqual(['SUMMARIZED', 'SUMMARIZED', 'KEPT', 'KEPT', 'KEPT', 'KEPT', 'KEPT']);
+  });
+});
+
+describe('tool-call arguments in OPENAI_CHAT', () => {
+  it('sends the stored text byte for byte and counts name and arguments apart, 3 per call', () => {
+    const text = '{"b": 1.0, "a": [1e3, "caf\\u00e9"]}';
+    const m = msg(1, 'ASSISTANT', [callJson('c1', 'lookup', text)]);
+    const r = runAssembly(makeInput([msg(0, 'USER', [{ type: 'text', text: 'q' }]), m, results(2, ['c1'])], { format: 'OPENAI_CHAT' }));
+    const sent = (r.payload as OpenAiChatPayload).messages[1];
+    expect(sent).toMatchObject({ tool_calls: [{ function: { arguments: text, name: 'lookup' } }] });
+    expect(r.messages[1].tokenCount).toBe(4 + countTokens('lookup', 'O200K_BASE') + countTokens(text, 'O200K_BASE') + 3);
+  });
+
+  it('a row stored before the text was kept is sent as its value serialized and counted as sent, not as stored', () => {
+    const legacy: StoredPart = { type: 'toolCall', callId: 'c1', name: 'lookup', arguments: { units: 'metric', city: 'Paris' } };
+    // Its stored count was of another text (the client's key order, joined to the name).
+    const m = msg(1, 'ASSISTANT', [legacy], { tokens: { O200K_BASE: 1, CL100K_BASE: 1 } });
+    const r = runAssembly(makeInput([msg(0, 'USER', [{ type: 'text', text: 'q' }]), m, results(2, ['c1'])], { format: 'OPENAI_CHAT' }));
+    const sentText = '{"units":"metric","city":"Paris"}';
+    expect((r.payload as OpenAiChatPayload).messages[1]).toMatchObject({ tool_calls: [{ function: { arguments: sentText } }] });
+    expect(r.messages[1].tokenCount).toBe(4 + countTokens('lookup', 'O200K_BASE') + countTokens(sentText, 'O200K_BASE') + 3);
   });
 });
 

@@ -1,6 +1,6 @@
 /** The conversation behind the golden payload files (test/golden/*.json). */
 import type { AssembleContextInput, ContextFormat } from '../../../src/domain/assembly/index.js';
-import { attachmentPart, call, makeInput, msg, result, text, textAttachment } from './helpers.js';
+import { attachmentPart, call, callJson, makeInput, msg, result, text, textAttachment } from './helpers.js';
 
 export function goldenInput(format: ContextFormat): AssembleContextInput {
   const messages = [
@@ -13,7 +13,8 @@ export function goldenInput(format: ContextFormat): AssembleContextInput {
     msg(3, 'ASSISTANT', [
       text('Checking both cities.'),
       call('call_paris', 'get_weather', { city: 'Paris', units: 'metric' }),
-      call('call_berlin', 'get_weather', { city: 'Berlin', units: 'metric' }),
+      // Given as the model's own arguments text: sent byte for byte (key order, spaces, 1.0, escapes).
+      callJson('call_berlin', 'get_weather', '{"units": "metric", "city": "Berlin", "days": 1.0, "note": "caf\\u00e9"}'),
     ]),
     msg(4, 'TOOL', [result('call_paris', '{"temp_c":18,"sky":"clear"}'), result('call_berlin', 'upstream timeout', true)]),
     msg(5, 'ASSISTANT', [text('Paris: 18 °C and clear. The Berlin lookup timed out.')]),

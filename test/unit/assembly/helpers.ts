@@ -13,6 +13,15 @@ export const call = (callId: string, name = 'search', args: unknown = { q: callI
   callId,
   name,
   arguments: args,
+  argumentsJson: JSON.stringify(args),
+});
+/** A tool call whose arguments were given as JSON text (stored and sent byte for byte). */
+export const callJson = (callId: string, name: string, argumentsJson: string): StoredPart => ({
+  type: 'toolCall',
+  callId,
+  name,
+  arguments: JSON.parse(argumentsJson),
+  argumentsJson,
 });
 export const result = (callId: string, content = `result of ${callId}`, isError = false): StoredPart => ({
   type: 'toolResult',

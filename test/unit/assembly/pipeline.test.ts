@@ -21,6 +21,7 @@ import {
   msg,
   result,
   results,
+  system,
   text,
   textAttachment,
   user,
@@ -318,9 +319,41 @@ describe('assembleContext: the pipeline steps together', () => {
     expect(tooSmall?.message).toContain('leading system message');
     // Switched off: an ordinary message again.
     expect(assemble(messages, { maxMessages: 1, keepSystemMessage: false }).messages.map((m) => m.sourceIndex)).toEqual([5]);
-    // Summarized by a compaction: not kept (the summary stands for it).
-    const compacted = assemble(messages, { maxMessages: 1 }, { compaction: { id: 'c', uptoIndex: 2, summary: 'S', tokens: null } });
-    expect(compacted.messages.map((m) => m.sourceIndex)).toEqual([null, 5]);
+  });
+
+  it('keeps the leading system message a compaction covers, ahead of the summary, with its reason (keepSystemMessage)', () => {
+    const messages = [system(0, 'Answer in French.'), user(1, 'a'), assistant(2, 'b'), user(3, 'c'), assistant(4, 'd'), user(5, 'e')];
+    const compaction = { id: 'c', uptoIndex: 3, summary: 'S', tokens: null };
+    for (const format of ['GENERIC', 'OPENAI_CHAT', 'ANTHROPIC_MESSAGES'] as const) {
+      const r = assemble(messages, { maxMessages: 1, system: 'P', format }, { compaction });
+      expect(r.messages.map((m) => [m.kind, m.sourceIndex])).toEqual([
+        ['system', null],
+        ['message', 0],
+        ['summary', null],
+        ['message', 5],
+      ]);
+      expect(r.decisions.map((d) => d.decision)).toEqual([
+        'KEPT',
+        'SUMMARIZED',
+        'SUMMARIZED',
+        'DROPPED_MAX_MESSAGES',
+        'DROPPED_MAX_MESSAGES',
+        'KEPT',
+      ]);
+      expect(r.decisions[0].reason).toContain('kept rather than summarized by the compaction of messages [0, 3)');
+      expect(r.tokenCount).toBe(r.messages.reduce((n, m) => n + m.tokenCount, 3));
+    }
+    const anthropic = assemble(messages, { format: 'ANTHROPIC_MESSAGES' }, { compaction }).payload as { system: string };
+    expect(anthropic.system.startsWith('Answer in French.\n\nSummary of the earlier conversation')).toBe(true);
+    // In the budget like any pinned message: counted first, and the budget error names it.
+    const whole = assemble(messages, {}, { compaction });
+    const needed = whole.tokenCount - whole.messages[3].tokenCount - whole.messages[4].tokenCount;
+    expect(assemble(messages, { maxTokens: needed }, { compaction }).messages.map((m) => m.sourceIndex)).toEqual([0, null, 5]);
+    expect(() => assemble(messages, { maxTokens: needed - 1 }, { compaction })).toThrow(/leading system message/);
+    // Switched off: summarized with the rest.
+    const off = assemble(messages, { keepSystemMessage: false }, { compaction });
+    expect(off.messages.map((m) => m.sourceIndex)).toEqual([null, 3, 4, 5]);
+    expect(off.decisions[0].decision).toBe('SUMMARIZED');
   });
 
   it('never elides a failed tool result, however old', () => {
