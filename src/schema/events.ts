@@ -110,6 +110,35 @@ eventType(
 );
 
 eventType(
+  'SubSessionCreated',
+  'SUB_SESSION_CREATED',
+  "A sub-agent session was made in one of this session's turns (createSession with parentTurnId). Its events follow as SubSessionEvent.",
+  (t) => ({
+    subSessionId: t.id({
+      description: 'The ID of the new sub-agent session.',
+      resolve: (e) => toGlobalId('Session', payloadOf(e).subSessionId as string),
+    }),
+    subSession: t.field({
+      type: Session,
+      nullable: true,
+      description: 'The new sub-agent session (null once deleted).',
+      resolve: (e, _, ctx) =>
+        ctx.runtime.eventEntities.get(e.id, `sub:${ctx.workspaceId}`, () =>
+          ctx.loaders.sessionById.load(payloadOf(e).subSessionId as string),
+        ) as Promise<SessionRow | null>,
+    }),
+    agentId: t.string({ description: 'The agent that runs it.', resolve: (e) => payloadOf(e).agentId as string }),
+    turn: t.field({
+      type: Turn,
+      nullable: true,
+      description: 'The turn of this session it runs in.',
+      resolve: (e, _, ctx) =>
+        e.turnId ? ctx.prisma.turn.findFirst({ where: { id: e.turnId, session: { workspaceId: ctx.workspaceId } } }) : null,
+    }),
+  }),
+);
+
+eventType(
   'SubSessionEvent',
   'SUB_SESSION_EVENT',
   "An event of a sub-agent session nested in one of this session's turns (at any depth), copied into this session's log in the same transaction: one subscription follows the whole agent tree, with replay. The wrapper has this session's sequence; the inner event keeps the sub-session's.",

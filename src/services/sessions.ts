@@ -114,6 +114,7 @@ export class SessionService {
     const agentId = hasAgent ? requiredKey(input.agentId!, 'agentId') : null;
     const id = uuidv7();
     return this.write(async (tx, events) => {
+      let parentSessionId: string | null = null;
       let sub: Pick<Prisma.SessionUncheckedCreateInput, 'kind' | 'parentTurnId' | 'parentMessageCount' | 'agentId'> = {};
       if (parentTurnId) {
         // The parent session's lock orders this with the turn's end (completeAgent, cancelTurn and
@@ -131,6 +132,7 @@ export class SessionService {
           );
         }
         sub = { kind: 'SUB_AGENT', parentTurnId, parentMessageCount: parent.messageCount, agentId };
+        parentSessionId = parent.id;
       }
       const created = await sessionStore.createSession(tx, {
         id,
@@ -142,6 +144,14 @@ export class SessionService {
         metadata,
         ...sub,
       });
+      if (sub.parentTurnId) {
+        // The parent's stream learns of the sub-session before any of its (wrapped) events.
+        events.push(
+          ...(await appendEvents(tx, parentSessionId!, [
+            { type: 'SUB_SESSION_CREATED', turnId: parentTurnId, payload: { subSessionId: id, agentId, title } },
+          ])),
+        );
+      }
       if (drafts.length === 0) return created;
       // Nobody else sees the new row before the commit: no lock to take.
       return (await this.insertMessages(tx, created, drafts, { turnId: null, agentId: agentId }, events)).session;

@@ -57,6 +57,9 @@ const EVENTS = `subscription Events($id: ID!, $after: Int) {
   sessionEvents(sessionId: $id, afterSequence: $after) {
     __typename
     sequence
+    ... on SubSessionCreated {
+      subSessionId
+    }
     ... on SubSessionEvent {
       subSessionId
       subSession { id }
@@ -255,10 +258,15 @@ describe(`sub-agent sessions (${backend.label})`, () => {
     const last = rows[rows.length - 1].sequence;
     const events = await live.collector.until((e) => e.some((x) => x.sequence === last), 10_000, `sequence ${last}`);
     live.unsubscribe();
+    // The sub-session's creation comes first; the sub-sub-session's creation is an event of the
+    // sub-session, so it arrives wrapped.
+    expect(events.filter((e) => e.__typename === 'SubSessionCreated').map((e) => e.subSessionId)).toEqual([sub.id]);
+    expect(events.findIndex((e) => e.__typename === 'SubSessionCreated')).toBe(0);
     const wrappers = events.filter((e) => e.__typename === 'SubSessionEvent');
     expect(wrappers.map((w) => [w.subSessionId, w.event!.__typename])).toEqual([
       [sub.id, 'MessageAdded'],
       [sub.id, 'TurnStarted'],
+      [sub.id, 'SubSessionCreated'],
       [subSub.id, 'MessageAdded'],
       [sub.id, 'TurnUsageUpdated'],
     ]);
@@ -268,7 +276,7 @@ describe(`sub-agent sessions (${backend.label})`, () => {
       event: { sequence: 1, index: 0, session: { id: sub.id } },
     });
     // The sub-sub-session's event names the turn of this session it hangs under.
-    expect(wrappers[2]).toMatchObject({ turn: { id: turnId }, event: { session: { id: subSub.id } } });
+    expect(wrappers[3]).toMatchObject({ turn: { id: turnId }, event: { session: { id: subSub.id } } });
 
     const replayAll = subscribeSse(app.yoga.fetch as never, EVENTS, { id: parentId, after: 0 }, (d) => d.sessionEvents as Ev, {
       authorization: `Bearer ${API_KEYS.alpha}`,

@@ -2,6 +2,14 @@
 CREATE TYPE "SessionKind" AS ENUM ('ROOT', 'FORK', 'SUB_AGENT');
 
 -- AlterEnum
+-- This migration adds more than one value to an enum.
+-- With PostgreSQL versions 11 and earlier, this is not possible
+-- in a single migration. This can be worked around by creating
+-- multiple migrations, each migration adding only one value to
+-- the enum.
+
+
+ALTER TYPE "SessionEventType" ADD VALUE 'SUB_SESSION_CREATED';
 ALTER TYPE "SessionEventType" ADD VALUE 'SUB_SESSION_EVENT';
 
 -- AlterTable
