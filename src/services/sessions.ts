@@ -164,7 +164,7 @@ export class SessionService {
    * Refused when the tree holds more than MAX_TIMELINE_SESSIONS sessions.
    */
   async timeline(sessionId: string): Promise<Timeline> {
-    const rows = await sessionStore.readAgentTree(asSql(this.prisma), sessionId, MAX_SUB_SESSION_DEPTH, MAX_TIMELINE_SESSIONS + 1);
+    const rows = await sessionStore.readAgentTree(this.sql, sessionId, MAX_SUB_SESSION_DEPTH, MAX_TIMELINE_SESSIONS + 1);
     if (rows.length > MAX_TIMELINE_SESSIONS) {
       throw badInput(`This session has more than ${MAX_TIMELINE_SESSIONS} nested sub-agent sessions; read their timelines one by one.`);
     }
