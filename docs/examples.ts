@@ -391,6 +391,45 @@ export const EXAMPLES: ApiExample[] = [
     },
   },
   {
+    field: 'createSession',
+    kind: 'mutation',
+    summary:
+      "With `parentTurnId` and `agentId`, `createSession` makes a sub-agent session nested in that (ACTIVE) turn: the planner delegates to a researcher that works in its own conversation. Its usage rolls up into the turn's `usage` (`ownUsage` leaves it out), its events appear on the parent's `sessionEvents` as `SubSessionEvent`, and its messages in the parent's `timeline` (not in its `messages`). It is the root of its own fork tree. An ended turn is refused with `TURN_NOT_ACTIVE`.",
+    document: `mutation CreateSubSession($input: CreateSessionInput!) {
+  createSession(input: $input) {
+    id
+    kind
+    agentId
+    parentMessageCount
+    parentTurn {
+      id
+      subSessions {
+        totalCount
+      }
+    }
+    messageCount
+  }
+}`,
+    variables: {
+      input: {
+        title: 'Sintra research',
+        parentTurnId: TURN_ID,
+        agentId: 'researcher',
+        messages: [{ role: 'USER', text: 'Find the train times from Rossio to Sintra.' }],
+      },
+    },
+    response: {
+      createSession: {
+        id: 'U2Vzc2lvbjowMTk2ZjVjMi04YzAwLTdhYWEtOGJiYi0xYzJkM2U0ZjVhNmM=',
+        kind: 'SUB_AGENT',
+        agentId: 'researcher',
+        parentMessageCount: 5,
+        parentTurn: { id: TURN_ID, subSessions: { totalCount: 1 } },
+        messageCount: 1,
+      },
+    },
+  },
+  {
     field: 'cancelTurn',
     kind: 'mutation',
     summary:
@@ -422,7 +461,8 @@ export const EXAMPLES: ApiExample[] = [
   {
     field: 'deleteSession',
     kind: 'mutation',
-    summary: 'Deletes a session with its messages, turns and events. With `cascade: true` its forks go too; every deleted ID is returned.',
+    summary:
+      'Deletes a session with its messages, turns and events, and the sub-agent sessions nested in its turns (here the researcher). With `cascade: true` its forks go too; every deleted ID is returned.',
     document: `mutation DeleteSession($input: DeleteSessionInput!) {
   deleteSession(input: $input) {
     deletedSessionIds
@@ -431,7 +471,11 @@ export const EXAMPLES: ApiExample[] = [
     variables: { input: { sessionId: SESSION_ID, cascade: true } },
     response: {
       deleteSession: {
-        deletedSessionIds: ['U2Vzc2lvbjowMTk2ZjVjMi04YjMxLTdlMDItYTRjNy01ZDllM2YxYjZjMjA=', SESSION_ID],
+        deletedSessionIds: [
+          'U2Vzc2lvbjowMTk2ZjVjMi04YzAwLTdhYWEtOGJiYi0xYzJkM2U0ZjVhNmM=',
+          'U2Vzc2lvbjowMTk2ZjVjMi04YjMxLTdlMDItYTRjNy01ZDllM2YxYjZjMjA=',
+          SESSION_ID,
+        ],
       },
     },
   },

@@ -110,8 +110,10 @@ function rootSection(title: string, type: GraphQLObjectType | null | undefined):
     lines.push('', `### ${field.name}`, '', `\`${field.name}${args ? `(${args})` : ''}: ${field.type}\``, '');
     lines.push(`${text(field.description)}${deprecation(field.deprecationReason)}`, '', `Returns ${typeRef(field.type)}.`);
     if (field.args.length) lines.push('', 'Arguments:', '', ...argumentLines(field.args, ''));
-    const example = EXAMPLES.find((e) => e.field === field.name && type.name === ROOT_OF[e.kind]);
-    if (example) lines.push(...exampleLines(example));
+    // A field may have more than one example (createSession: a root session, then a sub-agent session).
+    for (const example of EXAMPLES.filter((e) => e.field === field.name && type.name === ROOT_OF[e.kind])) {
+      lines.push(...exampleLines(example));
+    }
   }
   return [...lines, ''];
 }

@@ -7,6 +7,7 @@ import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { Message } from './message.js';
 import { Session } from './session.js';
+import { Turn } from './turn.js';
 
 export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').implement({
   description: "An entry of a session's event log.",
@@ -105,6 +106,68 @@ eventType(
   'The session was deleted: the last event of its stream, which then completes. Never replayed (the log went with the session).',
   (t) => ({
     deletedSessionId: t.id({ description: 'The ID of the deleted session.', resolve: (e) => toGlobalId('Session', e.sessionId) }),
+  }),
+);
+
+eventType(
+  'SubSessionCreated',
+  'SUB_SESSION_CREATED',
+  "A sub-agent session was made in one of this session's turns (createSession with parentTurnId). Its events follow as SubSessionEvent.",
+  (t) => ({
+    subSessionId: t.id({
+      description: 'The ID of the new sub-agent session.',
+      resolve: (e) => toGlobalId('Session', payloadOf(e).subSessionId as string),
+    }),
+    subSession: t.field({
+      type: Session,
+      nullable: true,
+      description: 'The new sub-agent session (null once deleted).',
+      resolve: (e, _, ctx) =>
+        ctx.runtime.eventEntities.get(e.id, `sub:${ctx.workspaceId}`, () =>
+          ctx.loaders.sessionById.load(payloadOf(e).subSessionId as string),
+        ) as Promise<SessionRow | null>,
+    }),
+    agentId: t.string({ description: 'The agent that runs it.', resolve: (e) => payloadOf(e).agentId as string }),
+    turn: t.field({
+      type: Turn,
+      nullable: true,
+      description: 'The turn of this session it runs in.',
+      resolve: (e, _, ctx) =>
+        e.turnId ? ctx.prisma.turn.findFirst({ where: { id: e.turnId, session: { workspaceId: ctx.workspaceId } } }) : null,
+    }),
+  }),
+);
+
+eventType(
+  'SubSessionEvent',
+  'SUB_SESSION_EVENT',
+  "An event of a sub-agent session nested in one of this session's turns (at any depth), copied into this session's log in the same transaction: one subscription follows the whole agent tree, with replay. The wrapper has this session's sequence; the inner event keeps the sub-session's.",
+  (t) => ({
+    subSessionId: t.id({
+      description: 'The ID of the sub-agent session the event happened in (it stays readable after the sub-session is deleted).',
+      resolve: (e) => toGlobalId('Session', payloadOf(e).subSessionId as string),
+    }),
+    subSession: t.field({
+      type: Session,
+      nullable: true,
+      description: 'The sub-agent session the event happened in (null once deleted).',
+      resolve: (e, _, ctx) =>
+        ctx.runtime.eventEntities.get(e.id, `sub:${ctx.workspaceId}`, () =>
+          ctx.loaders.sessionById.load(payloadOf(e).subSessionId as string),
+        ) as Promise<SessionRow | null>,
+    }),
+    turn: t.field({
+      type: Turn,
+      nullable: true,
+      description: 'The turn of this session the sub-agent session (or the sub-session above it) runs in.',
+      resolve: (e, _, ctx) =>
+        e.turnId ? ctx.prisma.turn.findFirst({ where: { id: e.turnId, session: { workspaceId: ctx.workspaceId } } }) : null,
+    }),
+    event: t.field({
+      type: SessionEvent,
+      description: "The event as the sub-agent session's own stream has it (its sequence is the sub-session's).",
+      resolve: (e) => payloadOf(e).event as SessionEventMessage,
+    }),
   }),
 );
 

@@ -5,6 +5,18 @@ import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { Message, MessageInput } from './message.js';
 
+export const SessionKindEnum = builder.enumType('SessionKind', {
+  description: 'How a session came to be.',
+  values: {
+    ROOT: { description: 'A new conversation (createSession without parentTurnId).' },
+    FORK: { description: 'A fork of another session (forkSession): parent and forkIndex say where it was cut.' },
+    SUB_AGENT: {
+      description:
+        "A sub-agent's own conversation, nested in a turn of another session (createSession with parentTurnId): parentTurn says which. It is the root of its own fork tree.",
+    },
+  } as const,
+});
+
 export const Session = builder.prismaNode('Session', {
   description:
     "A conversation. A fork is a session too: it sees its parent's messages before the cut (shared, not copied) followed by its own.",
@@ -25,7 +37,22 @@ export const Session = builder.prismaNode('Session', {
       description: "Free-form client metadata (a JSON object); a fork starts with its parent's.",
       resolve: (s) => s.metadata,
     }),
-    parent: t.relation('parent', { nullable: true, description: 'The session this one was forked from; null for a root.' }),
+    kind: t.field({ type: SessionKindEnum, description: 'ROOT, FORK or SUB_AGENT.', resolve: (s) => s.kind }),
+    parentTurn: t.relation('parentTurn', {
+      nullable: true,
+      description:
+        "For a sub-agent session, the turn of another session it runs in: its usage rolls up into that turn's usage and its events appear on that session's stream as SubSessionEvent. Null otherwise.",
+    }),
+    agentId: t.exposeString('agentId', { nullable: true, description: 'For a sub-agent session, the agent that runs it. Null otherwise.' }),
+    parentMessageCount: t.exposeInt('parentMessageCount', {
+      nullable: true,
+      description:
+        "For a sub-agent session, how many messages the parent session had when it was made: its messages follow those in the parent's timeline. Null otherwise.",
+    }),
+    parent: t.relation('parent', {
+      nullable: true,
+      description: 'The session this one was forked from; null for a root or a sub-agent session.',
+    }),
     forkIndex: t.exposeInt('forkIndex', {
       nullable: true,
       description: "The parent's messageIndex this session was forked at: it holds the parent's messages [0, forkIndex). Null for roots.",
@@ -34,7 +61,7 @@ export const Session = builder.prismaNode('Session', {
       nullable: true,
       description: "The parent's USER message at forkIndex, left out of this fork. Null for roots.",
     }),
-    root: t.relation('root', { description: 'The root of the fork tree (itself for a root).' }),
+    root: t.relation('root', { description: 'The root of the fork tree (itself for a root and for a sub-agent session).' }),
     depth: t.exposeInt('depth', { description: 'Number of ancestors: 0 for a root.' }),
     forks: t.relatedConnection(
       'forks',
@@ -95,6 +122,88 @@ builder.prismaObjectField(Session, 'ancestors', (t) =>
   }),
 );
 
+builder.prismaObjectField(Session, 'subSessions', (t) =>
+  t.prismaConnection(
+    {
+      type: 'Session',
+      cursor: 'id',
+      description: 'Sub-agent sessions made in any turn of this session (direct ones; each has its own subSessions), oldest first.',
+      totalCount: (s, _, ctx) => ctx.prisma.session.count({ where: { parentTurn: { sessionId: s.id }, workspaceId: ctx.workspaceId } }),
+      resolve: (query, s, _, ctx) =>
+        ctx.prisma.session.findMany({
+          ...query,
+          where: { parentTurn: { sessionId: s.id }, workspaceId: ctx.workspaceId },
+          orderBy: { id: 'asc' },
+        }),
+    },
+    { name: 'SessionSubSessionsConnection', description: 'A page of sub-agent sessions.' },
+    { name: 'SessionSubSessionsConnectionEdge', description: 'A sub-agent session and its cursor.' },
+  ),
+);
+
+type TimelineItemShape = { index: number; depth: number; message: MessageRow };
+
+const TimelineItem = builder.objectRef<TimelineItemShape>('TimelineItem').implement({
+  description: "One message of a session's timeline: the session's own, or one of a sub-agent session nested in its turns.",
+  fields: (t) => ({
+    index: t.exposeInt('index', { description: 'Position in the timeline (0-based); forkSession takes it as timelineIndex.' }),
+    depth: t.exposeInt('depth', {
+      description: "How many sub-session levels below the timeline's session the message was written: 0 for its own messages.",
+    }),
+    session: t.field({
+      type: Session,
+      description: "The session whose message it is (the timeline's session, or a sub-agent session).",
+      resolve: async (item, _, ctx) => (await ctx.loaders.sessionById.load(item.message.sessionId))!,
+    }),
+    message: t.field({ type: Message, description: 'The message.', resolve: (item) => item.message }),
+  }),
+});
+
+builder.prismaObjectField(Session, 'timeline', (t) =>
+  t.connection(
+    {
+      type: TimelineItem,
+      description: `Every message of this session and of the sub-agent sessions nested in its turns (recursively), flattened: each sub-session's messages come right after the parent messages that existed when it was made (sub-sessions made at the same point in creation order), each with its session. The session's own messages list stays without them. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}).`,
+      resolve: async (session, args, ctx) => {
+        const timeline = await ctx.runtime.sessions.timeline(session.id);
+        const page = indexPage(args, timeline.length);
+        const ranges = timeline.slice(page.lo, page.hi);
+        const chunks = await Promise.all(
+          ranges.map(async (range) => {
+            const owner = range.sessionId === session.id ? session : await ctx.loaders.sessionById.load(range.sessionId);
+            // A sub-session deleted since the tree was read: its items are left out of this page.
+            if (!owner) return [];
+            const rows = await ctx.loaders.messageRange.load({ session: owner, lo: range.lo, hi: range.hi });
+            return rows.map((message, i) => ({ index: range.start + i, depth: range.depth, message }));
+          }),
+        );
+        const items = chunks.flat();
+        return {
+          edges: items.map((node) => ({ cursor: encodeIndexCursor(node.index), node })),
+          pageInfo: {
+            hasPreviousPage: page.hasPreviousPage,
+            hasNextPage: page.hasNextPage,
+            startCursor: items.length ? encodeIndexCursor(items[0].index) : null,
+            endCursor: items.length ? encodeIndexCursor(items[items.length - 1].index) : null,
+          },
+          totalCount: timeline.length,
+        };
+      },
+    },
+    {
+      name: 'SessionTimelineConnection',
+      description: 'A page of timeline items.',
+      fields: (c) => ({
+        totalCount: c.int({
+          description: 'Number of items in the whole timeline.',
+          resolve: (connection) => (connection as unknown as { totalCount: number }).totalCount,
+        }),
+      }),
+    },
+    { name: 'SessionTimelineConnectionEdge', description: 'A timeline item and its cursor.' },
+  ),
+);
+
 builder.queryFields((t) => ({
   session: t.prismaField({
     type: 'Session',
@@ -112,6 +221,7 @@ builder.queryFields((t) => ({
       args: {
         rootsOnly: t.arg.boolean({ required: false, description: 'Only sessions that are not forks.' }),
         parentId: t.arg.id({ required: false, description: 'Only direct forks of this session.' }),
+        kind: t.arg({ type: SessionKindEnum, required: false, description: 'Only sessions of this kind.' }),
       },
       totalCount: (_, args, ctx) => ctx.prisma.session.count({ where: sessionsWhere(args, ctx.workspaceId) }),
       resolve: (query, _, args, ctx) =>
@@ -122,9 +232,13 @@ builder.queryFields((t) => ({
   ),
 }));
 
-function sessionsWhere(args: { rootsOnly?: boolean | null; parentId?: string | number | null }, workspaceId: string) {
+function sessionsWhere(
+  args: { rootsOnly?: boolean | null; parentId?: string | number | null; kind?: 'ROOT' | 'FORK' | 'SUB_AGENT' | null },
+  workspaceId: string,
+) {
   return {
     workspaceId,
+    ...(args.kind ? { kind: args.kind } : {}),
     ...(args.rootsOnly ? { parentId: null } : {}),
     ...(args.parentId !== null && args.parentId !== undefined
       ? { parentId: parseGlobalId(String(args.parentId), 'Session', 'parentId') }
@@ -133,22 +247,40 @@ function sessionsWhere(args: { rootsOnly?: boolean | null; parentId?: string | n
 }
 
 const CreateSessionInput = builder.inputType('CreateSessionInput', {
-  description: 'A new root session.',
+  description: 'A new root session, or with parentTurnId a sub-agent session.',
   fields: (t) => ({
     title: t.string({ required: false, description: 'Title (default "Untitled session").' }),
     settings: t.field({ type: 'JSON', required: false, description: 'Model and connector settings, a JSON object (default {}).' }),
     metadata: t.field({ type: 'JSON', required: false, description: 'Client metadata, a JSON object (default {}).' }),
     messages: t.field({ type: [MessageInput], required: false, description: 'Messages to start with.' }),
+    parentTurnId: t.id({
+      required: false,
+      description:
+        "Make a sub-agent session nested in this turn (an ACTIVE turn of a session of your workspace; TURN_NOT_ACTIVE otherwise). Its usage rolls up into the turn, its events appear on the turn's session stream, its messages in that session's timeline.",
+    }),
+    agentId: t.string({
+      required: false,
+      description: 'The agent that runs the sub-agent session: required with parentTurnId, refused without.',
+    }),
   }),
 });
 
 builder.mutationField('createSession', (t) =>
   t.field({
     type: Session,
-    description: 'Creates a root session, optionally with its first messages.',
+    description:
+      'Creates a root session, optionally with its first messages; with parentTurnId and agentId, a sub-agent session nested in that turn (kind SUB_AGENT).',
     args: { input: t.arg({ type: CreateSessionInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.sessions.createSession(ctx.workspaceId, { ...input, messages: input.messages as MessageInputData[] | null }),
+      ctx.runtime.sessions.createSession(
+        ctx.workspaceId,
+        {
+          ...input,
+          messages: input.messages as MessageInputData[] | null,
+          parentTurnId: input.parentTurnId ? parseGlobalId(String(input.parentTurnId), 'Turn', 'parentTurnId') : null,
+        },
+        input.parentTurnId ? String(input.parentTurnId) : undefined,
+      ),
   }),
 );
 
@@ -221,7 +353,8 @@ const DeleteSessionInput = builder.inputType('DeleteSessionInput', {
     sessionId: t.id({ required: true, description: 'The session.' }),
     cascade: t.boolean({
       required: false,
-      description: 'Also delete every fork below it. Without it (default false), a session with forks is refused (SESSION_HAS_FORKS).',
+      description:
+        'Also delete every fork below it. Without it (default false), a session with forks is refused (SESSION_HAS_FORKS). Sub-agent sessions nested in its turns (and their forks) are always deleted with it.',
     }),
   }),
 });
@@ -237,7 +370,8 @@ const DeleteSessionPayload = builder.objectRef<DeleteSessionPayloadShape>('Delet
 builder.mutationField('deleteSession', (t) =>
   t.field({
     type: DeleteSessionPayload,
-    description: 'Deletes a session with its messages, turns and events; with cascade, its forks too.',
+    description:
+      'Deletes a session with its messages, turns, events and the sub-agent sessions nested in its turns; with cascade, its forks too.',
     args: { input: t.arg({ type: DeleteSessionInput, required: true }) },
     resolve: async (_, { input }, ctx) => {
       const ids = await ctx.runtime.sessions.deleteSession(
@@ -252,7 +386,7 @@ builder.mutationField('deleteSession', (t) =>
 );
 
 const ForkSessionInput = builder.inputType('ForkSessionInput', {
-  description: 'Where to fork. Give exactly one of messageIndex and messageId; the message there must be a USER message.',
+  description: 'Where to fork. Give exactly one of messageIndex, messageId and timelineIndex; the message there must be a USER message.',
   fields: (t) => ({
     sessionId: t.id({ required: true, description: 'The session to fork.' }),
     messageIndex: t.int({
@@ -260,6 +394,11 @@ const ForkSessionInput = builder.inputType('ForkSessionInput', {
       description: 'The fork holds messages [0, messageIndex) and leaves this one out (returned as excludedMessage).',
     }),
     messageId: t.id({ required: false, description: 'The same, by message ID.' }),
+    timelineIndex: t.int({
+      required: false,
+      description:
+        "The same, by position in the session's timeline: a position of one of its own messages forks as its messageIndex would; a position inside a sub-agent session is refused (FORK_POINT_IN_SUB_SESSION: fork that sub-session instead).",
+    }),
     title: t.string({
       required: false,
       description: 'Title of the fork. Default "<base> (fork N)" with N unique in the session\'s tree.',
@@ -293,6 +432,7 @@ builder.mutationField('forkSession', (t) =>
           sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
           messageIndex: input.messageIndex,
           messageId: input.messageId ? parseGlobalId(String(input.messageId), 'Message', 'messageId') : null,
+          timelineIndex: input.timelineIndex,
           title: input.title,
         },
         String(input.sessionId),

@@ -46,7 +46,11 @@ turnEventType('TurnUsageUpdated', 'TURN_USAGE_UPDATED', "Usage was reported: the
   model: t.string({ nullable: true, description: 'The model, when reported.', resolve: (e) => stringIn(e, 'model') }),
   callId: t.string({ nullable: true, description: 'The call id, when reported.', resolve: (e) => stringIn(e, 'callId') }),
   delta: t.field({ type: Usage, description: 'What this report added.', resolve: (e) => usageIn(e, 'delta') }),
-  total: t.field({ type: Usage, description: "The turn's usage after it.", resolve: (e) => usageIn(e, 'total') }),
+  total: t.field({
+    type: Usage,
+    description: "The turn's own usage after it (Turn.ownUsage: what its sub-agent sessions spent is not in it).",
+    resolve: (e) => usageIn(e, 'total'),
+  }),
   agentTotal: t.field({ type: Usage, description: "The agent's usage after it.", resolve: (e) => usageIn(e, 'agentTotal') }),
 }));
 
@@ -82,7 +86,7 @@ builder.subscriptionField('turnEvents', (t) =>
   t.field({
     type: TurnEvent,
     description:
-      'The turn events of a session: its sessionEvents stream filtered to turns, with the same sequence numbers and the same replay after afterSequence. Ends when the session is deleted.',
+      "The turn events of a session: its sessionEvents stream filtered to its own turns, with the same sequence numbers and the same replay after afterSequence. Sub-agent sessions' turn events come on sessionEvents, wrapped as SubSessionEvent. Ends when the session is deleted.",
     args: {
       sessionId: t.arg.id({ required: true, description: 'The session.' }),
       afterSequence: t.arg.int({ required: false, description: 'Replay stored turn events with a greater sequence first (0 for all).' }),

@@ -94,7 +94,28 @@ export const Turn = builder.prismaNode('Turn', {
       resolve: (turn) => ({ kind: turn.initiatorKind, id: turn.initiatorId }),
     }),
     agents: t.relation('agents', { description: 'The agents taking part.', query: { orderBy: { agentId: 'asc' } } }),
-    usage: t.field({ type: Usage, description: 'Usage summed over its agents.', resolve: (turn) => turn }),
+    usage: t.field({
+      type: Usage,
+      description:
+        "Usage of the turn with everything its sub-agent sessions spent (their turns, and their sub-sessions' turns, recursively). Summed at read time, so it is exact whatever reports race.",
+      resolve: (turn, _, ctx) => usageLoaders(ctx).turn.load(turn.id),
+    }),
+    ownUsage: t.field({
+      type: Usage,
+      description: "Usage reported for this turn's own agents only, without its sub-agent sessions.",
+      resolve: (turn) => turn,
+    }),
+    subSessions: t.relatedConnection(
+      'subSessions',
+      {
+        description: 'Sub-agent sessions made in this turn (createSession with parentTurnId), oldest first.',
+        cursor: 'id',
+        query: () => ({ orderBy: { id: 'asc' } }),
+        totalCount: true,
+      },
+      { description: 'A page of sub-agent sessions of a turn.' },
+      { description: 'A sub-agent session and its cursor.' },
+    ),
     startedAt: t.expose('startedAt', { type: 'DateTime', description: 'When it started.' }),
     completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true, description: 'When it ended, if it has.' }),
     error: t.exposeString('error', { nullable: true, description: 'Why it failed or was cancelled.' }),
@@ -160,12 +181,20 @@ const usageLoaders = createContextCache((ctx: RequestContext) => {
     sessionByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) =>
       grouped('sessionId', await store.usageByModelForSessions(sql, ids), ids),
     ),
+    turn: new DataLoader<string, UsageCounts>(async (ids) => {
+      const by = new Map((await store.rolledUpUsageForTurns(sql, ids)).map((r) => [r.turnId, toCounts(r)]));
+      return ids.map((id) => by.get(id) ?? zeroUsage());
+    }),
     session: new DataLoader<string, UsageCounts>(async (ids) => {
+      const by = new Map((await store.rolledUpUsageForSessions(sql, ids)).map((r) => [r.sessionId, toCounts(r)]));
+      return ids.map((id) => by.get(id) ?? zeroUsage());
+    }),
+    sessionOwn: new DataLoader<string, UsageCounts>(async (ids) => {
       const by = new Map((await store.usageForSessions(sql, ids)).map((r) => [r.sessionId, toCounts(r)]));
       return ids.map((id) => by.get(id) ?? zeroUsage());
     }),
     tree: new DataLoader<string, UsageCounts>(async (ids) => {
-      const by = new Map((await store.usageForTrees(sql, ids)).map((r) => [r.rootId, toCounts(r)]));
+      const by = new Map((await store.rolledUpUsageForTrees(sql, ids)).map((r) => [r.rootId, toCounts(r)]));
       return ids.map((id) => by.get(id) ?? zeroUsage());
     }),
   };
@@ -174,12 +203,19 @@ const usageLoaders = createContextCache((ctx: RequestContext) => {
 builder.prismaObjectFields('Session', (t) => ({
   usage: t.field({
     type: Usage,
-    description: "Usage summed over this session's own turns (a fork does not include its parent's).",
+    description:
+      "Usage summed over this session's turns, each with its sub-agent sessions (Turn.usage): the sum of its turns' usage. A fork does not include its parent's.",
     resolve: (s, _, ctx) => usageLoaders(ctx).session.load(s.id),
+  }),
+  ownUsage: t.field({
+    type: Usage,
+    description: "Usage summed over this session's own turns (Turn.ownUsage), without its sub-agent sessions.",
+    resolve: (s, _, ctx) => usageLoaders(ctx).sessionOwn.load(s.id),
   }),
   treeUsage: t.field({
     type: Usage,
-    description: "Usage summed over every turn of this session's fork tree: its root and every fork below it.",
+    description:
+      "Usage summed over every turn of this session's fork tree (its root and every fork below it), with the sub-agent sessions nested in them.",
     select: { rootId: true },
     resolve: (s, _, ctx) => usageLoaders(ctx).tree.load(s.rootId),
   }),

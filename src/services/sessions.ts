@@ -3,8 +3,10 @@ import { uuidv7 } from '../db/ids.js';
 import { asSql, isRetryableSqlError, type Sql, type SqlClient, type SqlTarget, type Tx } from '../db/sql.js';
 import { createAttachment } from '../db/stores/attachments.js';
 import { createCompaction } from '../db/stores/compactions.js';
-import { appendEvents } from '../db/stores/events.js';
 import { appendMessageRows, appendTextRow, type AppendedMessage } from '../db/stores/append.js';
+import { appendEvents, appendSubSessionWrappers, MAX_SUB_SESSION_DEPTH } from '../db/stores/events.js';
+import { buildTimeline, type Timeline } from '../domain/timeline.js';
+import { toGlobalId } from '../schema/ids.js';
 import {
   contentColumns,
   findGenerating,
@@ -36,12 +38,14 @@ import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import type { AssemblyCaches } from '../caches/index.js';
 import { sessionDeletedEvent, writeThenPublish } from './event-log.js';
 import { touchIfActive, turnStatusIn } from '../db/stores/turns.js';
-import { turnNotActive } from '../domain/turns.js';
+import { requiredKey, turnNotActive } from '../domain/turns.js';
 
 export type { LockedSession } from '../db/stores/sessions.js';
 
 export const DEFAULT_TITLE = 'Untitled session';
 const RECENT_WINDOW = 64;
+/** The most sessions (a session and its nested sub-agent sessions) a timeline spans. */
+export const MAX_TIMELINE_SESSIONS = 10_000;
 
 /**
  * Writes to sessions and their messages. Every write locks the session row it changes
@@ -89,19 +93,87 @@ export class SessionService {
 
   async createSession(
     workspaceId: string,
-    input: { title?: string | null; settings?: unknown; metadata?: unknown; messages?: MessageInputData[] | null },
+    input: {
+      title?: string | null;
+      settings?: unknown;
+      metadata?: unknown;
+      messages?: MessageInputData[] | null;
+      parentTurnId?: string | null;
+      agentId?: string | null;
+    },
+    parentTurnLabel = input.parentTurnId ?? undefined,
   ): Promise<Session> {
     const title = checkTitle(input.title ?? DEFAULT_TITLE);
     const settings = jsonObject(input.settings ?? {}, 'settings');
     const metadata = jsonObject(input.metadata ?? {}, 'metadata');
     const drafts = draftBatch(input.messages ?? [], true);
+    const parentTurnId = input.parentTurnId ?? null;
+    const hasAgent = input.agentId !== undefined && input.agentId !== null;
+    if (parentTurnId && !hasAgent) throw badInput('createSession: a sub-agent session (parentTurnId) needs the agentId that runs it.');
+    if (!parentTurnId && hasAgent) throw badInput('createSession: agentId names the agent of a sub-agent session; give parentTurnId too.');
+    const agentId = hasAgent ? requiredKey(input.agentId!, 'agentId') : null;
     const id = uuidv7();
     return this.write(async (tx, events) => {
-      const created = await sessionStore.createSession(tx, { id, rootId: id, ancestorIds: [], workspaceId, title, settings, metadata });
+      let parentSessionId: string | null = null;
+      let sub: Pick<Prisma.SessionUncheckedCreateInput, 'kind' | 'parentTurnId' | 'parentMessageCount' | 'agentId'> = {};
+      if (parentTurnId) {
+        // The parent session's lock orders this with the turn's end (completeAgent, cancelTurn and
+        // the sweeper take it too): a sub-session is only ever made in a turn that is still ACTIVE.
+        const found = await sessionStore.findTurnSession(tx, workspaceId, parentTurnId);
+        if (!found) throw notFound('Turn', parentTurnLabel);
+        const parent = await this.lock(tx, workspaceId, found.sessionId);
+        const status = await turnStatusIn(asSql(tx), parent.id, parentTurnId);
+        if (!status) throw notFound('Turn', parentTurnLabel);
+        if (status !== 'ACTIVE') throw turnNotActive(status, parentTurnLabel!);
+        const depth = await sessionStore.subSessionDepth(tx, parent.id, MAX_SUB_SESSION_DEPTH);
+        if (depth + 1 > MAX_SUB_SESSION_DEPTH) {
+          throw badInput(
+            `Sub-agent sessions nest at most ${MAX_SUB_SESSION_DEPTH} levels deep; turn ${parentTurnLabel} is already that deep.`,
+          );
+        }
+        sub = { kind: 'SUB_AGENT', parentTurnId, parentMessageCount: parent.messageCount, agentId };
+        parentSessionId = parent.id;
+      }
+      const created = await sessionStore.createSession(tx, {
+        id,
+        rootId: id,
+        ancestorIds: [],
+        workspaceId,
+        title,
+        settings,
+        metadata,
+        ...sub,
+      });
+      if (sub.parentTurnId) {
+        // The parent's stream learns of the sub-session before any of its (wrapped) events.
+        events.push(
+          ...(await appendEvents(tx, parentSessionId!, [
+            { type: 'SUB_SESSION_CREATED', turnId: parentTurnId, payload: { subSessionId: id, agentId, title } },
+          ])),
+        );
+      }
       if (drafts.length === 0) return created;
       // Nobody else sees the new row before the commit: no lock to take.
-      return (await this.insertMessages(tx, created, drafts, { turnId: null, agentId: null }, events)).session;
+      return (await this.insertMessages(tx, created, drafts, { turnId: null, agentId: agentId }, events)).session;
     });
+  }
+
+  /**
+   * The timeline of a session: its messages with those of the sub-agent sessions nested in its
+   * turns (recursively) interleaved where each sub-session was made (see domain/timeline.ts).
+   * Refused when the tree holds more than MAX_TIMELINE_SESSIONS sessions.
+   */
+  async timeline(sessionId: string): Promise<Timeline> {
+    const rows = await sessionStore.readAgentTree(this.sql, sessionId, MAX_SUB_SESSION_DEPTH, MAX_TIMELINE_SESSIONS + 1);
+    if (rows.length > MAX_TIMELINE_SESSIONS) {
+      throw badInput(`This session has more than ${MAX_TIMELINE_SESSIONS} nested sub-agent sessions; read their timelines one by one.`);
+    }
+    if (rows.length === 0)
+      return buildTimeline(sessionId, [{ id: sessionId, parentSessionId: null, parentMessageCount: 0, messageCount: 0, order: 0 }]);
+    return buildTimeline(
+      sessionId,
+      rows.map((row, order) => ({ ...row, order })),
+    );
   }
 
   async updateSession(
@@ -140,9 +212,17 @@ export class SessionService {
         );
       }
       const ids = [...descendants.map((d) => d.id), sessionId];
-      const deleted = await sessionStore.deleteSessions(tx, ids);
+      // Sub-agent sessions go with the turns they run in (and their forks with them).
+      const nested = await sessionStore.findNestedSubSessions(tx, ids);
+      // A sub-session deleted on its own: the sessions above it keep its SessionDeleted, wrapped.
+      const head = await sessionStore.readEventHead(tx, sessionId);
+      if (head?.parentTurnId) {
+        events.push(...(await appendSubSessionWrappers(tx, sessionId, [sessionDeletedEvent(sessionId, head.eventSequence)])));
+      }
+      const all = [...nested.map((n) => n.id), ...ids];
+      const deleted = await sessionStore.deleteSessions(tx, all);
       events.push(...deleted.map((row) => sessionDeletedEvent(row.id, row.eventSequence)));
-      return ids;
+      return all;
     });
     for (const id of ids) this.caches.forget(id);
     return ids;
@@ -161,12 +241,14 @@ export class SessionService {
       // Nothing to check against the database and nothing to store but the rows: the append is one
       // statement (see db/stores/append.ts), its tokens counted before it is sent.
       const prepared = await prepareMessages(drafts as StoredDraft[], options.agentId);
-      return this.retrying(async (events) => {
+      const fast = await this.retrying(async (events) => {
         const now = new Date();
-        const session = await appendMessageRows(this.sql, workspaceId, sessionId, null, prepared, now);
-        if (!session) throw notFound('Session', clientId ?? sessionId);
-        return this.appended(session, prepared, null, now, events);
+        const session = await appendMessageRows(this.sql, workspaceId, sessionId, null, prepared, now, false);
+        return session && this.appended(session, prepared, null, now, events);
       });
+      // Null: no such session (the locked path below says so) or a sub-session (whose events are
+      // wrapped into the logs above it, in a transaction).
+      if (fast) return fast;
     }
     return this.write(async (tx, events) => {
       const session = await this.lock(tx, workspaceId, sessionId, clientId);
@@ -197,9 +279,12 @@ export class SessionService {
     for (const draft of drafts) stored.push({ ...draft, parts: await this.storeAttachments(tx, session, draft.parts) });
     const prepared = await prepareMessages(stored, options.agentId);
     const now = new Date();
-    const updated = await appendMessageRows(tx, session.workspaceId, session.id, options.turnId, prepared, now);
+    const updated = await appendMessageRows(tx, session.workspaceId, session.id, options.turnId, prepared, now, true);
     // The session is locked by this transaction: it cannot have gone.
-    return this.appended(updated!, prepared, options.turnId, now, events);
+    const added = events.length;
+    const result = this.appended(updated!, prepared, options.turnId, now, events);
+    if (updated!.parentTurnId) events.push(...(await appendSubSessionWrappers(tx, session.id, events.slice(added))));
+    return result;
   }
 
   /** The rows an append wrote, and its events to publish, from the session row it left. */
@@ -369,12 +454,25 @@ export class SessionService {
    */
   async forkSession(
     workspaceId: string,
-    input: { sessionId: string; messageIndex?: number | null; messageId?: string | null; title?: string | null },
+    input: {
+      sessionId: string;
+      messageIndex?: number | null;
+      messageId?: string | null;
+      timelineIndex?: number | null;
+      title?: string | null;
+    },
     clientId?: string,
   ): Promise<{ session: Session; excludedMessage: Message }> {
-    const byIndex = input.messageIndex !== undefined && input.messageIndex !== null;
+    const byTimeline = input.timelineIndex !== undefined && input.timelineIndex !== null;
+    let byIndex = input.messageIndex !== undefined && input.messageIndex !== null;
     const byId = input.messageId !== undefined && input.messageId !== null;
-    if (byIndex === byId) throw badInput('forkSession: give exactly one of messageIndex and messageId.');
+    if (Number(byIndex) + Number(byId) + Number(byTimeline) !== 1) {
+      throw badInput('forkSession: give exactly one of messageIndex, messageId and timelineIndex.');
+    }
+    if (byTimeline) {
+      input = { ...input, messageIndex: await this.timelineForkIndex(workspaceId, input.sessionId, input.timelineIndex!, clientId) };
+      byIndex = true;
+    }
     const title = input.title === undefined || input.title === null ? null : checkTitle(input.title);
     // Plain SQL: four statements in one transaction, whatever the parent's length (see db/sql.ts).
     return this.writeSql(async (sql, events) => {
@@ -432,6 +530,33 @@ export class SessionService {
       );
       return { session, excludedMessage: excluded };
     });
+  }
+
+  /**
+   * The messageIndex of the session's own message at a timeline position: refused with
+   * FORK_POINT_IN_SUB_SESSION when the position is a message of a nested sub-agent session (fork
+   * that sub-session itself instead), FORK_INDEX_OUT_OF_RANGE outside the timeline.
+   */
+  private async timelineForkIndex(workspaceId: string, sessionId: string, timelineIndex: number, clientId?: string): Promise<number> {
+    const exists = await this.prisma.session.findFirst({ where: { id: sessionId, workspaceId }, select: { id: true } });
+    if (!exists) throw notFound('Session', clientId ?? sessionId);
+    const timeline = await this.timeline(sessionId);
+    const at = timeline.at(timelineIndex);
+    if (!at) {
+      throw new DomainError(
+        'FORK_INDEX_OUT_OF_RANGE',
+        `timelineIndex ${timelineIndex} is outside this session's timeline (valid: 0 to ${timeline.length - 1}).`,
+        { timelineIndex, timelineLength: timeline.length },
+      );
+    }
+    if (at.sessionId !== sessionId) {
+      throw new DomainError(
+        'FORK_POINT_IN_SUB_SESSION',
+        `Timeline item ${timelineIndex} is message ${at.lo} of sub-agent session ${toGlobalId('Session', at.sessionId)}, not of this session; fork that sub-session instead.`,
+        { timelineIndex, subSessionId: toGlobalId('Session', at.sessionId), messageIndex: at.lo },
+      );
+    }
+    return at.lo;
   }
 
   /** Records a summary that replaces messages [0, uptoIndex) in assembled contexts from now on. */

@@ -168,6 +168,7 @@ export class TurnService {
           payload: recorded.event.payload,
           createdAt: now.toISOString(),
         },
+        ...recorded.wrappers,
       ]);
       return recorded.turn;
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SqlParams, type SqlClient } from '../../src/db/sql.js';
 import { APPEND_INSERT_COLUMNS, STREAM_EVENT_INSERT_COLUMNS } from '../../src/db/stores/append.js';
-import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS } from '../../src/db/stores/events.js';
+import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS, WRAPPER_INSERT_COLUMNS } from '../../src/db/stores/events.js';
 import { MESSAGE_COLUMNS } from '../../src/db/stores/messages.js';
 import { forkInsert, SESSION_COLUMNS, type NewFork } from '../../src/db/stores/sessions.js';
 import { TURN_AGENT_INSERT, TURN_INSERT, USAGE_EVENT_INSERT, USAGE_REPORT_INSERT } from '../../src/db/stores/turns.js';
@@ -43,6 +43,7 @@ const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'Message row decoder', table: 'Message', columns: Object.keys(MESSAGE_COLUMNS) },
   { name: 'event log INSERT', table: 'SessionEvent', columns: EVENT_INSERT_COLUMNS },
   { name: 'event log reads', table: 'SessionEvent', columns: Object.keys(EVENT_COLUMNS) },
+  { name: 'sub-session wrapper INSERT', table: 'SessionEvent', columns: WRAPPER_INSERT_COLUMNS },
   { name: 'startTurn Turn INSERT', table: TURN_INSERT.table, columns: Object.keys(TURN_INSERT.values) },
   { name: 'startTurn TurnAgent INSERT', table: TURN_AGENT_INSERT.table, columns: Object.keys(TURN_AGENT_INSERT.values) },
   { name: 'reportUsage TurnUsageReport INSERT', table: USAGE_REPORT_INSERT.table, columns: Object.keys(USAGE_REPORT_INSERT.values) },

@@ -67,7 +67,7 @@ const SESSION_SQL = columnList(SESSION_COLUMNS);
 const APPEND_SQL = `WITH s AS (
        UPDATE "Session"
        SET "messageCount" = "messageCount" + $3::int, "eventSequence" = "eventSequence" + $3::int, "updatedAt" = $4::timestamp(3)
-       WHERE id = $1 AND "workspaceId" = $2
+       WHERE id = $1 AND "workspaceId" = $2 AND ($17::boolean OR "parentTurnId" IS NULL)
        RETURNING ${SESSION_SQL}
      ), u AS MATERIALIZED (
        SELECT i.id, i.role, i.parts::jsonb AS parts, i.call_ids::jsonb AS call_ids, i.result_ids::jsonb AS result_ids,
@@ -86,7 +86,9 @@ const APPEND_SQL = `WITH s AS (
 /**
  * Appends `messages` at the end of the session (of the workspace) with their MESSAGE_ADDED events,
  * in one statement. Returns the session row after the append, or null when the workspace has no
- * such session (then nothing is written).
+ * such session (then nothing is written). Without `subSessions`, a sub-session is treated as not
+ * found too: its events must also be wrapped into the logs above it (`appendSubSessionWrappers`),
+ * in the transaction of the caller that passes `subSessions: true`.
  */
 export async function appendMessageRows(
   db: SqlTarget,
@@ -95,6 +97,7 @@ export async function appendMessageRows(
   turnId: string | null,
   messages: readonly AppendedMessage[],
   now: Date,
+  subSessions: boolean,
 ): Promise<Session | null> {
   const [row] = await asSql(db).query<Session>(APPEND_SQL, [
     sessionId,
@@ -113,6 +116,7 @@ export async function appendMessageRows(
     messages.map((m) => m.agentId),
     messages.map((m) => m.createdAt.toISOString()),
     messages.map((m) => m.eventId),
+    subSessions,
   ]);
   return row ?? null;
 }
@@ -136,7 +140,7 @@ const LAST_PART_IS_TEXT = `jsonb_typeof(c.parts->-1) = 'object' AND c.parts->-1-
 
 const APPEND_TEXT_SQL = `WITH l AS (
        SELECT s.id FROM "Session" s
-       WHERE s.id = (SELECT "sessionId" FROM "Message" WHERE id = $1) AND s."workspaceId" = $2
+       WHERE s.id = (SELECT "sessionId" FROM "Message" WHERE id = $1) AND s."workspaceId" = $2 AND s."parentTurnId" IS NULL
        FOR UPDATE
      ), c AS (
        SELECT m.id, m.parts, m.text, m.position, m."turnId",
@@ -171,7 +175,8 @@ const APPEND_TEXT_SQL = `WITH l AS (
  * its MESSAGE_UPDATED event and the turn's activity, in one statement that locks the session row
  * first, then the message (the order every write takes). Returns the message after the change and
  * the event's sequence, or null when this statement is not the one to decide: the message is not
- * found in the workspace, is finished, is a TOOL message, or its text may come near the cap (the
+ * found in the workspace, is finished, is a TOOL message, belongs to a sub-session (whose events
+ * are also wrapped into the logs above it), or its text may come near the cap (the
  * caller then takes the general path, which refuses with the exact reason). Nothing is written then.
  */
 export async function appendTextRow(

@@ -32,25 +32,136 @@ const EVENT_INSERT: InsertValues<SessionEvent> = {
 };
 const APPEND_SQL = `WITH numbered AS (
        UPDATE "Session" SET "eventSequence" = "eventSequence" + $2::int WHERE id = $1
-       RETURNING "eventSequence" - $2::int AS base
-     )
+       RETURNING "eventSequence" - $2::int AS base, "parentTurnId"
+     ), inserted AS (
      ${insertSelectSql(
        { table: 'SessionEvent', values: EVENT_INSERT },
        `FROM numbered, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
        WITH ORDINALITY AS e(id, type, turn_id, message_id, payload, ord)
      RETURNING id, sequence`,
-     )}`;
+     )}
+     )
+     SELECT inserted.id, inserted.sequence, numbered."parentTurnId" FROM inserted, numbered`;
+
+/** Sub-sessions nest at most this deep (a sub-session of a sub-session … of a root). */
+export const MAX_SUB_SESSION_DEPTH = 16;
+
+/**
+ * The SUB_SESSION_EVENT wrapper written into the log of every session above a sub-session (its
+ * parent turn's session, that one's parent turn's session, …), one per inner event. Values name the
+ * CTEs of `subSessionWrapperCtes`: `b` is an enclosing session with its next base sequence and the
+ * turn of it the sub-session runs in, `w` an inner event (`body` as JSON, `ord` 1, 2, 3 …).
+ */
+const WRAPPER_INSERT: InsertValues<SessionEvent> = {
+  id: 'gen_random_uuid()::text',
+  sessionId: 'b.id',
+  sequence: 'b.base + w.ord',
+  type: `'SUB_SESSION_EVENT'`,
+  turnId: 'b.turn_id',
+  messageId: 'NULL',
+  payload: `jsonb_build_object('subSessionId', (SELECT id FROM wsub), 'event', w.body)`,
+  createdAt: 'w.created_at',
+};
+
+/**
+ * CTEs (for a `WITH RECURSIVE` statement) that copy inner events of a sub-session into the logs of
+ * the sessions above it, in the same statement as whatever wrote them: `subSession` is an SQL
+ * expression for the sub-session's id (nothing is written when it is null or not a sub-session),
+ * `count` the number of inner events, `innerRows` a FROM item with columns `body` (jsonb), `ord`
+ * (1…count) and `created_at`. The enclosing sessions are locked nearest first (a child's row is
+ * always taken before its parent's), their counters moved by `count`, and the wrappers inserted
+ * into CTE `wrapped` (id, sessionId, sequence, turnId, payload, createdAt).
+ */
+export function subSessionWrapperCtes(subSession: string, count: string, innerRows: string): string {
+  return `wsub AS (SELECT ${subSession}::text AS id),
+     wchain(id, turn_id, depth) AS (
+       SELECT pt."sessionId", pt.id, 1 FROM "Session" cs JOIN "Turn" pt ON pt.id = cs."parentTurnId" WHERE cs.id = (SELECT id FROM wsub)
+       UNION ALL
+       SELECT pt."sessionId", pt.id, c.depth + 1 FROM wchain c JOIN "Session" cs ON cs.id = c.id JOIN "Turn" pt ON pt.id = cs."parentTurnId"
+       WHERE c.depth < ${MAX_SUB_SESSION_DEPTH + 1}
+     ), wlocked AS (
+       SELECT s.id FROM "Session" s JOIN wchain c ON c.id = s.id ORDER BY c.depth FOR UPDATE OF s
+     ), wbumped AS (
+       UPDATE "Session" s SET "eventSequence" = s."eventSequence" + ${count}
+       FROM wchain c WHERE c.id = s.id AND s.id IN (SELECT id FROM wlocked)
+       RETURNING s.id, s."eventSequence" - ${count} AS base, c.turn_id
+     ), wrapped AS (
+       ${insertSelectSql(
+         { table: 'SessionEvent', values: WRAPPER_INSERT },
+         `FROM wbumped b, ${innerRows}
+       RETURNING id, "sessionId", sequence, "turnId", payload, "createdAt"`,
+       )}
+     )`;
+}
+
+const WRAP_SQL = `WITH RECURSIVE ${subSessionWrapperCtes(
+  '$1',
+  '$2::int',
+  `(SELECT i.body::jsonb AS body, i.ord, $3::timestamp(3) AS created_at FROM unnest($4::text[]) WITH ORDINALITY AS i(body, ord)) w`,
+)}
+  SELECT id, "sessionId", sequence, "turnId", payload FROM wrapped`;
+
+/** The inner event of a SUB_SESSION_EVENT wrapper, as it is stored in the wrapper's payload. */
+export function innerEventJson(event: SessionEventMessage) {
+  return {
+    id: event.id,
+    sessionId: event.sessionId,
+    sequence: event.sequence,
+    type: event.type,
+    turnId: event.turnId,
+    messageId: event.messageId,
+    payload: event.payload,
+    createdAt: event.createdAt,
+  };
+}
+
+/** A stored wrapper row as a published event. */
+export function wrapperMessage(
+  row: { id: string; sessionId: string; sequence: number; turnId: string | null; payload: unknown },
+  createdAt: string,
+) {
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    sequence: Number(row.sequence),
+    type: 'SUB_SESSION_EVENT',
+    turnId: row.turnId,
+    messageId: null,
+    payload: typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload,
+    createdAt,
+  } satisfies SessionEventMessage;
+}
+
+/**
+ * Copies events of a sub-session into the logs of the sessions above it as SUB_SESSION_EVENT
+ * wrappers, inside the caller's transaction (appendEvents calls it; deleteSession calls it for the
+ * live-only SessionDeleted of a sub-session whose parent stays). Returns the wrappers to publish.
+ */
+export async function appendSubSessionWrappers(
+  db: SqlTarget,
+  subSessionId: string,
+  inner: SessionEventMessage[],
+): Promise<SessionEventMessage[]> {
+  if (inner.length === 0) return [];
+  const createdAt = inner[0].createdAt;
+  const rows = await asSql(db).query<{ id: string; sessionId: string; sequence: number; turnId: string | null; payload: unknown }>(
+    WRAP_SQL,
+    [subSessionId, inner.length, createdAt, inner.map((event) => JSON.stringify(innerEventJson(event)))],
+  );
+  return rows.sort((a, b) => Number(a.sequence) - Number(b.sequence)).map((row) => wrapperMessage(row, createdAt));
+}
 
 /**
  * Appends events to a session's log inside the caller's transaction, in one statement (the next
- * sequence numbers are taken from the session row). Returns the events to publish once the
- * transaction has committed.
+ * sequence numbers are taken from the session row). For a sub-session, a second statement copies
+ * them into the logs of the sessions above it (`appendSubSessionWrappers`). Returns the events to
+ * publish once the transaction has committed.
  */
 export async function appendEvents(db: SqlTarget, sessionId: string, events: NewSessionEvent[]): Promise<SessionEventMessage[]> {
   if (events.length === 0) return [];
   const createdAt = new Date();
   const ids = events.map(() => uuidv7());
-  const rows = await asSql(db).query<{ id: string; sequence: number }>(APPEND_SQL, [
+  const rows = await asSql(db).query<{ id: string; sequence: number; parentTurnId: string | null }>(APPEND_SQL, [
     sessionId,
     events.length,
     createdAt.toISOString(),
@@ -61,7 +172,7 @@ export async function appendEvents(db: SqlTarget, sessionId: string, events: New
     events.map((e) => JSON.stringify(e.payload ?? {})),
   ]);
   const sequenceOf = new Map(rows.map((row) => [row.id, Number(row.sequence)]));
-  return events.map((event, i) => ({
+  const appended: SessionEventMessage[] = events.map((event, i) => ({
     id: ids[i],
     sessionId,
     sequence: sequenceOf.get(ids[i])!,
@@ -71,10 +182,13 @@ export async function appendEvents(db: SqlTarget, sessionId: string, events: New
     payload: event.payload ?? {},
     createdAt: createdAt.toISOString(),
   }));
+  if (!rows[0]?.parentTurnId) return appended;
+  return [...appended, ...(await appendSubSessionWrappers(db, sessionId, appended))];
 }
 
 /** For the store-columns test: which columns this INSERT writes or leaves to their default. */
 export const EVENT_INSERT_COLUMNS = Object.keys(EVENT_INSERT);
+export const WRAPPER_INSERT_COLUMNS = Object.keys(WRAPPER_INSERT);
 
 /** Every column of an event row, for the log reads: a column added to `SessionEvent` is a type error here. */
 export const EVENT_COLUMNS: ColumnSet<SessionEvent> = {

@@ -24,6 +24,10 @@ export const SESSION_COLUMNS: ColumnSet<Session> = {
   forkIndex: true,
   forkPointMessageId: true,
   lineage: true,
+  kind: true,
+  parentTurnId: true,
+  parentMessageCount: true,
+  agentId: true,
   messageCount: true,
   eventSequence: true,
   compactionCount: true,
@@ -73,8 +77,23 @@ export async function lockTreeRoot(db: SqlTarget, workspaceId: string, sessionId
   return row ?? null;
 }
 
-/** What a new fork row holds; the counters, the active turn and `updatedAt` start at their defaults. */
-export type NewFork = Omit<Session, 'eventSequence' | 'compactionCount' | 'turnCount' | 'activeTurnId' | 'updatedAt'>;
+/**
+ * What a new fork row holds; the counters, the active turn and `updatedAt` start at their defaults.
+ * A fork's kind is FORK; it runs in no parent turn (a fork of a sub-session is a FORK of it, not a
+ * sub-session of the turn).
+ */
+export type NewFork = Omit<
+  Session,
+  | 'eventSequence'
+  | 'compactionCount'
+  | 'turnCount'
+  | 'activeTurnId'
+  | 'updatedAt'
+  | 'kind'
+  | 'parentTurnId'
+  | 'parentMessageCount'
+  | 'agentId'
+>;
 
 /** The fork INSERT: every column of `Session` is written or deliberately left to its default. */
 export function forkInsert(fork: NewFork, params: SqlParams): InsertShape<Session> {
@@ -94,6 +113,10 @@ export function forkInsert(fork: NewFork, params: SqlParams): InsertShape<Sessio
       forkIndex: params.add(fork.forkIndex),
       forkPointMessageId: params.add(fork.forkPointMessageId),
       lineage: params.add(JSON.stringify(fork.lineage), '::jsonb'),
+      kind: `'FORK'`,
+      parentTurnId: DEFAULT,
+      parentMessageCount: DEFAULT,
+      agentId: DEFAULT,
       messageCount: params.add(fork.messageCount),
       eventSequence: DEFAULT,
       compactionCount: DEFAULT,
@@ -249,4 +272,99 @@ export async function readForkPoint(
   if (!row) return null;
   const { generatingAt: at0, highestFork: highest, ...message } = row;
   return { message, generatingAt: at0 === null ? null : Number(at0), highestFork: highest };
+}
+
+/** What the agent-tree read gives per session (see `readAgentTree`). */
+export interface AgentTreeRow {
+  id: string;
+  parentSessionId: string | null;
+  parentMessageCount: number;
+  messageCount: number;
+  depth: number;
+}
+
+/**
+ * The session and every sub-agent session nested below it (in its turns, their turns, …, at most
+ * `maxDepth` levels), oldest first, at most `limit` rows: the timeline's shape, in one statement.
+ */
+export async function readAgentTree(db: SqlTarget, sessionId: string, maxDepth: number, limit: number): Promise<AgentTreeRow[]> {
+  const rows = await asSql(db).query<AgentTreeRow>(
+    `WITH RECURSIVE tree(id, parent_session, anchor, count, created, depth) AS (
+       SELECT s.id, NULL::text, 0, s."messageCount", s."createdAt", 0 FROM "Session" s WHERE s.id = $1
+       UNION ALL
+       SELECT s.id, t."sessionId", coalesce(s."parentMessageCount", 0), s."messageCount", s."createdAt", tree.depth + 1
+       FROM tree JOIN "Turn" t ON t."sessionId" = tree.id JOIN "Session" s ON s."parentTurnId" = t.id
+       WHERE tree.depth < $2
+     )
+     SELECT id, parent_session AS "parentSessionId", anchor AS "parentMessageCount", count AS "messageCount", depth
+     FROM tree ORDER BY depth = 0 DESC, created, id LIMIT $3`,
+    [sessionId, maxDepth, limit],
+  );
+  return rows.map((r) => ({
+    ...r,
+    parentMessageCount: Number(r.parentMessageCount),
+    messageCount: Number(r.messageCount),
+    depth: Number(r.depth),
+  }));
+}
+
+/**
+ * The sessions a delete of `ids` takes with it beyond `ids`: every sub-agent session nested in
+ * their turns (recursively) and every fork of those sub-sessions (a sub-session is the root of its
+ * own fork tree), in one statement.
+ */
+export async function findNestedSubSessions(db: SqlTarget, ids: readonly string[]): Promise<{ id: string }[]> {
+  return asSql(db).query<{ id: string }>(
+    `WITH RECURSIVE doomed(id) AS (
+       SELECT unnest($1::text[])
+       UNION
+       SELECT member.id FROM doomed d
+       JOIN "Turn" t ON t."sessionId" = d.id
+       JOIN "Session" sub ON sub."parentTurnId" = t.id
+       JOIN "Session" member ON member."rootId" = sub.id
+     )
+     SELECT d.id FROM doomed d WHERE NOT (d.id = ANY($1::text[]))`,
+    [ids],
+  );
+}
+
+/** The session's last event sequence and the turn it runs in (a sub-session's), read under its lock. */
+export async function readEventHead(
+  db: SqlTarget,
+  sessionId: string,
+): Promise<{ eventSequence: number; parentTurnId: string | null } | null> {
+  const [row] = await asSql(db).query<{ eventSequence: number; parentTurnId: string | null }>(
+    'SELECT "eventSequence", "parentTurnId" FROM "Session" WHERE id = $1',
+    [sessionId],
+  );
+  return row ? { eventSequence: Number(row.eventSequence), parentTurnId: row.parentTurnId } : null;
+}
+
+/** The session a turn of the workspace belongs to, and the turn's status; null when there is no such turn. */
+export async function findTurnSession(
+  db: SqlTarget,
+  workspaceId: string,
+  turnId: string,
+): Promise<{ sessionId: string; status: string } | null> {
+  const [row] = await asSql(db).query<{ sessionId: string; status: string }>(
+    `SELECT t."sessionId", t.status::text AS status FROM "Turn" t JOIN "Session" s ON s.id = t."sessionId"
+     WHERE t.id = $1 AND s."workspaceId" = $2`,
+    [turnId, workspaceId],
+  );
+  return row ?? null;
+}
+
+/** How many sub-session levels a session is below its top (0 for a session that is not a sub-session). */
+export async function subSessionDepth(db: SqlTarget, sessionId: string, cap: number): Promise<number> {
+  const [row] = await asSql(db).query<{ depth: number }>(
+    `WITH RECURSIVE up(id, depth) AS (
+       SELECT $1::text, 0
+       UNION ALL
+       SELECT t."sessionId", up.depth + 1 FROM up JOIN "Session" s ON s.id = up.id JOIN "Turn" t ON t.id = s."parentTurnId"
+       WHERE up.depth < $2
+     )
+     SELECT max(depth) AS depth FROM up`,
+    [sessionId, cap],
+  );
+  return Number(row?.depth ?? 0);
 }

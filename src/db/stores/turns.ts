@@ -5,7 +5,9 @@
  */
 import type { TurnAgentStatus, TurnStatus, UsageCounts } from '../../domain/turns.js';
 import type { SessionEvent, Turn, TurnAgent, TurnUsageReport } from '../../generated/prisma/client.js';
+import type { SessionEventMessage } from '../../pubsub.js';
 import type { SqlClient } from '../sql.js';
+import { MAX_SUB_SESSION_DEPTH, subSessionWrapperCtes, wrapperMessage } from './events.js';
 import { DEFAULT, insertSelectSql, insertSql, type InsertShape } from './columns.js';
 
 export type TurnRow = Turn;
@@ -202,11 +204,13 @@ export async function readTurnInWorkspace(sql: SqlClient, workspaceId: string, t
 
 export interface RecordedUsage {
   turn: TurnRow;
+  /** SUB_SESSION_EVENT wrappers of the usage event in the logs of the sessions above a sub-session. */
+  wrappers: SessionEventMessage[];
   agentTotal: UsageCounts;
   event: { id: string; sequence: number; payload: Record<string, unknown>; createdAt: Date };
 }
 
-const RECORD_USAGE_SQL = `WITH r AS (
+const RECORD_USAGE_SQL = `WITH RECURSIVE r AS (
        ${insertSelectSql(
          USAGE_REPORT_INSERT,
          `FROM "Turn" t JOIN "Session" ws ON ws.id = t."sessionId" AND ws."workspaceId" = $12
@@ -233,8 +237,18 @@ const RECORD_USAGE_SQL = `WITH r AS (
        RETURNING *
      ), e AS (
        ${insertSelectSql(USAGE_EVENT_INSERT, 'FROM s, t, a RETURNING id, sequence, payload, "createdAt"')}
-     )
-     SELECT t.*, row_to_json(a) AS "agentTotal", row_to_json(e) AS event FROM t, a, e`;
+     ), ${subSessionWrapperCtes(
+       '(SELECT id FROM s)',
+       '1',
+       `(SELECT jsonb_build_object('id', e.id, 'sessionId', s.id, 'sequence', e.sequence, 'type', 'TURN_USAGE_UPDATED',
+           'turnId', $2::text, 'messageId', NULL, 'payload', e.payload,
+           'createdAt', to_char($11::timestamp(3), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) AS body, 1 AS ord, $11::timestamp(3) AS created_at
+         FROM e, s) w`,
+     )}
+     SELECT t.*, row_to_json(a) AS "agentTotal", row_to_json(e) AS event,
+       (SELECT coalesce(json_agg(json_build_object('id', id, 'sessionId', "sessionId", 'sequence', sequence, 'turnId', "turnId",
+          'payload', payload) ORDER BY sequence), '[]'::json) FROM wrapped) AS wrappers
+     FROM t, a, e`;
 
 /**
  * Records one usage report in a single statement, so no lock is held across round trips: the
@@ -262,7 +276,11 @@ export async function recordUsage(
 ): Promise<(RecordedUsage & { sessionId: string }) | null> {
   const u = report.usage;
   const [row] = await sql.query<
-    TurnRow & { agentTotal: Record<string, string | number>; event: RecordedUsage['event'] & { createdAt: string } }
+    TurnRow & {
+      agentTotal: Record<string, string | number>;
+      event: RecordedUsage['event'] & { createdAt: string };
+      wrappers: { id: string; sessionId: string; sequence: number; turnId: string | null; payload: unknown }[];
+    }
   >(RECORD_USAGE_SQL, [
     report.id,
     report.turnId,
@@ -280,9 +298,10 @@ export async function recordUsage(
     report.maxTotal,
   ]);
   if (!row) return null;
-  const { agentTotal, event, ...turn } = row;
+  const { agentTotal, event, wrappers, ...turn } = row;
   return {
     turn: turn as TurnRow,
+    wrappers: wrappers.map((w) => wrapperMessage(w, ts(report.now))),
     agentTotal: {
       inputTokens: BigInt(agentTotal.inputTokens),
       outputTokens: BigInt(agentTotal.outputTokens),
@@ -436,6 +455,59 @@ export async function usageForTrees(sql: SqlClient, rootIds: readonly string[]):
   return sql.query(
     `SELECT s."rootId", ${TURN_SUMS} FROM "Turn" t JOIN "Session" s ON s.id = t."sessionId"
      WHERE s."rootId" = ANY($1::text[]) GROUP BY s."rootId"`,
+    [rootIds],
+  );
+}
+
+/**
+ * Sub-agent sessions below each `top`: `base` is a SELECT of (top, sid, depth) rows to start from,
+ * and each level adds the sessions running in a turn of one found before (as deep as sub-sessions
+ * may nest). Usage sums are computed here at read time, in one statement, so every total is one
+ * consistent snapshot however many reports race in the parent and its sub-sessions; nothing is
+ * maintained, so a report locks nothing above its own session.
+ */
+const agentTree = (base: string) => `WITH RECURSIVE tree(top, sid, depth) AS (
+    ${base}
+    UNION ALL
+    SELECT tree.top, s.id, tree.depth + 1 FROM tree JOIN "Turn" pt ON pt."sessionId" = tree.sid JOIN "Session" s ON s."parentTurnId" = pt.id
+    WHERE tree.depth < ${MAX_SUB_SESSION_DEPTH + 1}
+  )`;
+
+/**
+ * Usage of each turn with everything its sub-agent sessions (and theirs, recursively) spent: the
+ * turn's own counters plus every turn of every session nested in it.
+ */
+export async function rolledUpUsageForTurns(sql: SqlClient, turnIds: readonly string[]): Promise<(UsageCounts & { turnId: string })[]> {
+  return sql.query(
+    `${agentTree(`SELECT s."parentTurnId", s.id, 1 FROM "Session" s WHERE s."parentTurnId" = ANY($1::text[])`)}
+     SELECT t.top AS "turnId", ${TURN_SUMS} FROM (
+       SELECT own.id AS top, own."inputTokens", own."outputTokens", own."cacheReadTokens", own."cacheWriteTokens", own.cost
+       FROM "Turn" own WHERE own.id = ANY($1::text[])
+       UNION ALL
+       SELECT tree.top, n."inputTokens", n."outputTokens", n."cacheReadTokens", n."cacheWriteTokens", n.cost
+       FROM tree JOIN "Turn" n ON n."sessionId" = tree.sid
+     ) t GROUP BY t.top`,
+    [turnIds],
+  );
+}
+
+/** Usage over each session's turns, with what the sub-agent sessions nested in them spent. */
+export async function rolledUpUsageForSessions(
+  sql: SqlClient,
+  sessionIds: readonly string[],
+): Promise<(UsageCounts & { sessionId: string })[]> {
+  return sql.query(
+    `${agentTree('SELECT x, x, 0 FROM unnest($1::text[]) AS x')}
+     SELECT tree.top AS "sessionId", ${TURN_SUMS} FROM tree JOIN "Turn" t ON t."sessionId" = tree.sid GROUP BY tree.top`,
+    [sessionIds],
+  );
+}
+
+/** Usage over every turn of each fork tree (by root id), with the sub-agent sessions nested in them. */
+export async function rolledUpUsageForTrees(sql: SqlClient, rootIds: readonly string[]): Promise<(UsageCounts & { rootId: string })[]> {
+  return sql.query(
+    `${agentTree(`SELECT m."rootId", m.id, 0 FROM "Session" m WHERE m."rootId" = ANY($1::text[])`)}
+     SELECT tree.top AS "rootId", ${TURN_SUMS} FROM tree JOIN "Turn" t ON t."sessionId" = tree.sid GROUP BY tree.top`,
     [rootIds],
   );
 }
