@@ -4,6 +4,8 @@ import {
   parse,
   validate,
   type ASTVisitor,
+  type DocumentNode,
+  type GraphQLSchema,
   type FragmentDefinitionNode,
   type ParseOptions,
   type SelectionSetNode,
@@ -194,6 +196,16 @@ export function limitedParse(limits: QueryLimits) {
 export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plugin {
   const rule = queryLimitsRule(limits);
   const parseWithLimits = limitedParse(limits);
+  // What the limits say of a document depends on the schema and the document alone, and Yoga's
+  // parse cache hands out the same DocumentNode for the same text: check each document once.
+  const verdicts = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>();
+  const limitErrors = (schema: GraphQLSchema, document: DocumentNode) => {
+    let bySchema = verdicts.get(schema);
+    if (!bySchema) verdicts.set(schema, (bySchema = new WeakMap()));
+    let errors = bySchema.get(document);
+    if (!errors) bySchema.set(document, (errors = validate(schema, document, [rule])));
+    return errors;
+  };
   return {
     onParse({ setParseFn }) {
       setParseFn(parseWithLimits);
@@ -202,9 +214,9 @@ export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plug
       // The limits first, alone: graphql-js's own rules are superlinear on some documents a limit
       // refuses (OverlappingFieldsCanBeMerged on 500 aliased __schema took 300 ms), so such a
       // document is refused without running them.
-      const refused = validate(params.schema, params.documentAST, [rule]);
+      const refused = limitErrors(params.schema, params.documentAST);
       if (refused.length) {
-        setResult(refused);
+        setResult([...refused]);
         return;
       }
       // Validation errors skip the masking step (graphql-yoga only masks execution results).
