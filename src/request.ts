@@ -3,12 +3,12 @@ import DataLoader from 'dataloader';
 import type { WorkspaceAuth } from './auth.js';
 import type { AppConfig } from './config.js';
 import type { Database } from './db/database.js';
+import type { SqlClient } from './db/sql.js';
 import type { PrismaClient, Session } from './generated/prisma/client.js';
 import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
 import { createMessageRangeLoader } from './db/stores/messages.js';
 import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from './db/stores/attachments.js';
-import type { SqlClient } from './db/sql.js';
 import type { AttachmentShape } from './schema/attachment.js';
 import { findForksAt, findSessions } from './db/stores/sessions.js';
 import type { AssemblyCaches } from './caches/index.js';
@@ -65,7 +65,7 @@ function createLoaders(prisma: PrismaClient, sql: SqlClient, workspaceId: string
     ),
     /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */
     attachmentCharsAsked: 0,
-    messageRange: createMessageRangeLoader(prisma),
+    messageRange: createMessageRangeLoader(sql),
     /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
     forksByMessage: new DataLoader<string, Session[]>(async (messageIds) => {
       const rows = await findForksAt(prisma, workspaceId, messageIds);
@@ -78,7 +78,7 @@ function createLoaders(prisma: PrismaClient, sql: SqlClient, workspaceId: string
       return messageIds.map((id) => byMessage.get(id) ?? []);
     }),
     sessionById: new DataLoader<string, Session | null>(async (ids) => {
-      const rows = await findSessions(prisma, workspaceId, ids);
+      const rows = await findSessions(sql, workspaceId, ids);
       const byId = new Map(rows.map((r) => [r.id, r]));
       return ids.map((id) => byId.get(id) ?? null);
     }),
