@@ -215,6 +215,7 @@ export class SessionService {
           messageId: row.id,
           turnId: row.turnId,
           payload: { index: row.position, role: row.role, generating: row.generating },
+          message: row,
         })),
       )),
     );
@@ -316,7 +317,11 @@ export class SessionService {
       const updated = await updateMessageContent(tx, messageId, parts, generating);
       const payload: Record<string, unknown> = { index: message.position, generating };
       if (hasAppend) payload.appendText = input.appendText;
-      events.push(...(await appendEvents(tx, session.id, [{ type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload }])));
+      events.push(
+        ...(await appendEvents(tx, session.id, [
+          { type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload, message: updated },
+        ])),
+      );
       return updated;
     });
   }
