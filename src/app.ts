@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
@@ -122,7 +121,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     graphqlEndpoint: endpoint,
     logging: false,
     graphiql: config.graphiql ? { title: 'session-graph', subscriptionsProtocol: 'WS' } : false,
-    renderGraphiQL,
+    // The offline GraphiQL bundle (about 50 MB in memory) is loaded on the first browser GET, not at start.
+    renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
     landingPage: false,
     // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
     multipart: false,

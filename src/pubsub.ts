@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { redact } from './config.js';
+import type { MessageSnapshot } from './db/stores/messages.js';
 import type { Logger } from './logger.js';
 
 /** A session event as it travels over pub/sub: plain JSON, dates as ISO strings. */
@@ -12,6 +13,12 @@ export interface SessionEventMessage {
   messageId: string | null;
   payload: unknown;
   createdAt: string;
+  /**
+   * The event's message (`messageId`) as the write left it, carried by live events only (never
+   * stored in the log) and only when small (db/stores/messages.ts `messageSnapshot`): every
+   * instance answers `message` from it instead of reading the row once per event.
+   */
+  message?: MessageSnapshot;
 }
 
 /**

@@ -201,6 +201,14 @@ export function limitedParse(limits: QueryLimits) {
 
 export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plugin {
   const parseWithLimits = limitedParse(limits);
+  // What the limits say of a document depends on its syntax tree alone, and Yoga's parse cache
+  // hands out the same DocumentNode for the same text: measure each document once.
+  const verdicts = new WeakMap<DocumentNode, readonly GraphQLError[]>();
+  const limitErrors = (document: DocumentNode) => {
+    let errors = verdicts.get(document);
+    if (!errors) verdicts.set(document, (errors = queryLimitProblems(document, limits).map(tooComplex)));
+    return errors;
+  };
   return {
     onParse({ setParseFn }) {
       setParseFn(parseWithLimits);
@@ -210,9 +218,9 @@ export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plug
       // some documents a limit refuses (OverlappingFieldsCanBeMerged on 500 aliased __schema took
       // 300 ms), and even one rule under it walks the document with type information (most of the
       // 20 ms such a refusal still took), where the limits need only the syntax tree.
-      const problems = queryLimitProblems(params.documentAST, limits);
-      if (problems.length) {
-        setResult(problems.map(tooComplex));
+      const refused = limitErrors(params.documentAST);
+      if (refused.length) {
+        setResult([...refused]);
         return;
       }
       // Validation errors skip the masking step (graphql-yoga only masks execution results).

@@ -3,12 +3,12 @@ import DataLoader from 'dataloader';
 import type { WorkspaceAuth } from './auth.js';
 import type { AppConfig } from './config.js';
 import type { Database } from './db/database.js';
+import type { SqlClient } from './db/sql.js';
 import type { PrismaClient, Session } from './generated/prisma/client.js';
 import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
 import { createMessageRangeLoader } from './db/stores/messages.js';
 import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from './db/stores/attachments.js';
-import type { SqlClient } from './db/sql.js';
 import type { AttachmentShape } from './schema/attachment.js';
 import { findForksAt, findSessions } from './db/stores/sessions.js';
 import type { AssemblyCaches } from './caches/index.js';
@@ -45,44 +45,66 @@ export interface RequestContext {
 }
 
 function createLoaders(prisma: PrismaClient, sql: SqlClient, workspaceId: string) {
-  return {
+  const { attachmentCharsAsked, ...makers } = {
     /** Attachments of the workspace by id (no content), in the shape the Attachment type takes. */
-    attachmentById: new DataLoader<string, AttachmentShape | null>(async (ids) => {
-      const byId = new Map((await findAttachmentSummaries(sql, workspaceId, ids)).map((r) => [r.id, r]));
-      return ids.map((id) => {
-        const row = byId.get(id);
-        return row ? { attachmentId: row.id, name: row.name, mimeType: row.mimeType, size: row.size } : null;
-      });
-    }),
+    attachmentById: () =>
+      new DataLoader<string, AttachmentShape | null>(async (ids) => {
+        const byId = new Map((await findAttachmentSummaries(sql, workspaceId, ids)).map((r) => [r.id, r]));
+        return ids.map((id) => {
+          const row = byId.get(id);
+          return row ? { attachmentId: row.id, name: row.name, mimeType: row.mimeType, size: row.size } : null;
+        });
+      }),
     /** Pages of attachments' text asked for by the request, read in one statement. */
-    attachmentPages: new DataLoader<AttachmentPageRead, AttachmentPageRow | null, string>(
-      async (reads) => {
-        const rows = await readAttachmentPages(sql, workspaceId, reads);
-        const byOrd = new Map(rows.map((r) => [r.ord, r]));
-        return reads.map((_, i) => byOrd.get(i + 1) ?? null);
-      },
-      { cacheKeyFn: (r) => `${r.id}/${r.offset}/${r.length}` },
-    ),
+    attachmentPages: () =>
+      new DataLoader<AttachmentPageRead, AttachmentPageRow | null, string>(
+        async (reads) => {
+          const rows = await readAttachmentPages(sql, workspaceId, reads);
+          const byOrd = new Map(rows.map((r) => [r.ord, r]));
+          return reads.map((_, i) => byOrd.get(i + 1) ?? null);
+        },
+        { cacheKeyFn: (r) => `${r.id}/${r.offset}/${r.length}` },
+      ),
     /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */
     attachmentCharsAsked: 0,
-    messageRange: createMessageRangeLoader(prisma),
+    messageRange: () => createMessageRangeLoader(sql),
     /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
-    forksByMessage: new DataLoader<string, Session[]>(async (messageIds) => {
-      const rows = await findForksAt(prisma, workspaceId, messageIds);
-      const byMessage = new Map<string, Session[]>();
-      for (const row of rows) {
-        const forks = byMessage.get(row.forkPointMessageId!);
-        if (forks) forks.push(row);
-        else byMessage.set(row.forkPointMessageId!, [row]);
-      }
-      return messageIds.map((id) => byMessage.get(id) ?? []);
-    }),
-    sessionById: new DataLoader<string, Session | null>(async (ids) => {
-      const rows = await findSessions(prisma, workspaceId, ids);
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      return ids.map((id) => byId.get(id) ?? null);
-    }),
+    forksByMessage: () =>
+      new DataLoader<string, Session[]>(async (messageIds) => {
+        const rows = await findForksAt(prisma, workspaceId, messageIds);
+        const byMessage = new Map<string, Session[]>();
+        for (const row of rows) {
+          const forks = byMessage.get(row.forkPointMessageId!);
+          if (forks) forks.push(row);
+          else byMessage.set(row.forkPointMessageId!, [row]);
+        }
+        return messageIds.map((id) => byMessage.get(id) ?? []);
+      }),
+    sessionById: () =>
+      new DataLoader<string, Session | null>(async (ids) => {
+        const rows = await findSessions(sql, workspaceId, ids);
+        const byId = new Map(rows.map((r) => [r.id, r]));
+        return ids.map((id) => byId.get(id) ?? null);
+      }),
   };
+  return Object.assign(lazily(makers), { attachmentCharsAsked });
+}
+
+/**
+ * An object whose properties are made by `makers` on first read. The loaders of a request are made
+ * this way: a subscription keeps its context for its whole life, and most requests and events
+ * need one loader or none.
+ */
+function lazily<T extends Record<string, () => unknown>>(makers: T): { [K in keyof T]: ReturnType<T[K]> } {
+  const target = {} as { [K in keyof T]: ReturnType<T[K]> };
+  for (const key of Object.keys(makers) as (keyof T)[]) {
+    let made: ReturnType<T[typeof key]> | undefined;
+    Object.defineProperty(target, key, {
+      enumerable: true,
+      get: () => (made ??= makers[key]() as ReturnType<T[typeof key]>),
+    });
+  }
+  return target;
 }
 
 /**

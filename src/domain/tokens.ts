@@ -1,5 +1,4 @@
-import cl100k from 'gpt-tokenizer/encoding/cl100k_base';
-import o200k from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
 import { ByteMerger } from './byte-pair-merge.js';
 import { precounted } from './token-precount.js';
 import type { StoredPart, TokenCounts, TokenEncoding } from './types.js';
@@ -71,13 +70,26 @@ function bpeCounter(api: object, name: string, longPiece: number): BpeCounter {
   };
 }
 
-const encoders = { O200K_BASE: [o200k, 'o200k_base'], CL100K_BASE: [cl100k, 'cl100k_base'] } as const;
+const encodingNames = { O200K_BASE: 'o200k_base', CL100K_BASE: 'cl100k_base' } as const;
+type BpeEncoding = keyof typeof encodingNames;
+const load = createRequire(import.meta.url);
+
+/**
+ * An encoding's rank tables are loaded on first use, not at import: together they take about
+ * 100 MB and a second of CPU, which a server that only reads (or an idle one) never needs. They
+ * are required synchronously (the package's CommonJS build) because counting is synchronous.
+ */
+function encodingApi(encoding: BpeEncoding): object {
+  const module = load(`gpt-tokenizer/cjs/encoding/${encodingNames[encoding]}`) as { default?: object };
+  return module.default ?? module;
+}
 
 /** A counter that sends pieces longer than `longPiece` through the heap merge (tests pass 0). */
-export const createBpeCounter = (encoding: keyof typeof encoders, longPiece = LONG_PIECE) =>
-  bpeCounter(encoders[encoding][0], encoders[encoding][1], longPiece);
+export const createBpeCounter = (encoding: BpeEncoding, longPiece = LONG_PIECE) =>
+  bpeCounter(encodingApi(encoding), encodingNames[encoding], longPiece);
 
-const bpe = { O200K_BASE: createBpeCounter('O200K_BASE'), CL100K_BASE: createBpeCounter('CL100K_BASE') };
+const counters: Partial<Record<BpeEncoding, BpeCounter>> = {};
+const bpe = (encoding: BpeEncoding): BpeCounter => (counters[encoding] ??= createBpeCounter(encoding));
 
 /**
  * Token counting. Real BPE counts for the two OpenAI encodings (gpt-tokenizer), and characters/4
@@ -89,7 +101,7 @@ export function countTokens(text: string, encoding: TokenEncoding): number {
   switch (encoding) {
     case 'O200K_BASE':
     case 'CL100K_BASE':
-      return precounted(text)?.[encoding] ?? bpe[encoding].count(text);
+      return precounted(text)?.[encoding] ?? bpe(encoding).count(text);
     case 'CHARS_DIV_4':
       return Math.ceil(countCodePoints(text) / 4);
   }

@@ -3,6 +3,7 @@ import { notFound } from '../errors.js';
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub.js';
 import { SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
+import { messageFromSnapshot } from '../db/stores/messages.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { Message } from './message.js';
@@ -51,8 +52,10 @@ const messageField = (t: EventFieldBuilder, description: string) =>
     resolve: (e, _, ctx) => {
       const messageId = e.messageId;
       if (!messageId) return null;
+      // A live event carries its (small) message: no instance reads it. Replayed ones read it once per instance.
+      const snapshot = e.message;
       return ctx.runtime.eventEntities.get(e.id, 'message', () =>
-        ctx.prisma.message.findUnique({ where: { id: messageId } }),
+        snapshot ? Promise.resolve(messageFromSnapshot(snapshot)) : ctx.prisma.message.findUnique({ where: { id: messageId } }),
       ) as Promise<MessageRow | null>;
     },
   });

@@ -210,8 +210,12 @@ builder.queryFields((t) => ({
     nullable: true,
     description: 'A session of your workspace by ID; null when there is none.',
     args: { id: t.arg.id({ required: true, description: 'The session ID.' }) },
-    resolve: (query, _, { id }, ctx) =>
-      ctx.prisma.session.findFirst({ ...query, where: { id: parseGlobalId(String(id), 'Session', 'id'), workspaceId: ctx.workspaceId } }),
+    resolve: (query, _, { id }, ctx) => {
+      const sessionId = parseGlobalId(String(id), 'Session', 'id');
+      // No relation to preload (the common read): the row in plain SQL, through the request's loader.
+      if (Object.keys(query).length === 0) return ctx.loaders.sessionById.load(sessionId);
+      return ctx.prisma.session.findFirst({ ...query, where: { id: sessionId, workspaceId: ctx.workspaceId } });
+    },
   }),
   sessions: t.prismaConnection(
     {

@@ -13,6 +13,8 @@ import {
   findMessageSession,
   findToolCalls,
   lockMessage,
+  type MessageSnapshot,
+  messageSnapshot,
   updateMessageContent,
 } from '../db/stores/messages.js';
 import * as sessionStore from '../db/stores/sessions.js';
@@ -321,6 +323,7 @@ export class SessionService {
           messageId: row.id,
           payload: { index: row.position, role: row.role, generating: row.generating },
           createdAt: now.toISOString(),
+          ...withSnapshot(row),
         }),
       ),
     );
@@ -403,6 +406,7 @@ export class SessionService {
           messageId,
           payload: { index: message.position, generating: true, appendText },
           createdAt: now.toISOString(),
+          ...withSnapshot(message),
         });
         return message;
       });
@@ -442,7 +446,11 @@ export class SessionService {
       const updated = await updateMessageContent(tx, messageId, parts, generating);
       const payload: Record<string, unknown> = { index: message.position, generating };
       if (hasAppend) payload.appendText = input.appendText;
-      events.push(...(await appendEvents(tx, session.id, [{ type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload }])));
+      events.push(
+        ...(await appendEvents(tx, session.id, [
+          { type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload, message: updated },
+        ])),
+      );
       return updated;
     });
   }
@@ -669,6 +677,12 @@ function joinedLength(parts: readonly StoredPart[]): number {
  * arguments are JSON, a streamed message's text grew through many small appends), and counting
  * a long one on the request thread would stall every other client.
  */
+/** A live event's copy of its message (see `messageSnapshot`), when it is small enough to carry. */
+function withSnapshot(row: Message): { message?: MessageSnapshot } {
+  const message = messageSnapshot(row);
+  return message ? { message } : {};
+}
+
 function precountFinished(messages: readonly (readonly StoredPart[])[]): Promise<void> {
   return precount(messages.flatMap((parts) => parts.flatMap(partTokenTexts)));
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, type SessionEventMessage } from '../../src/pubsub.js';
 import { appendEvents } from '../../src/db/stores/events.js';
+import { SNAPSHOT_MAX_CHARS } from '../../src/db/stores/messages.js';
 import { filterEvents, publishAll, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
@@ -23,6 +24,10 @@ const pick = (data: Record<string, unknown>) => data.sessionEvents as Ev;
 const auth = { apiKey: API_KEYS.alpha };
 const keys = [{ workspace: 'alpha', key: API_KEYS.alpha }];
 const wsAuth = { Authorization: `Bearer ${API_KEYS.alpha}` };
+const MESSAGE_FIELDS =
+  'id index role text generating tokenCount agentId createdAt updatedAt parts { __typename ... on TextPart { text } ... on ToolCallPart { callId name arguments } }';
+type FullMessage = Record<string, unknown>;
+type FullEv = { sequence: number; message?: FullMessage };
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 /** Waits until `check` holds, looking again after each turn of the event loop's timers. */
@@ -256,7 +261,7 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     { apiKeys: keys },
   );
 
-  it('executes each event once per distinct selection, not once per subscriber, and reads its message once', async () => {
+  it('executes each event once per distinct selection, not once per subscriber, and reads no message (the live event carries it)', async () => {
     const id = await newSession(app);
     await append(app, id, 'second');
     const client = wsClient(url, wsAuth);
@@ -285,8 +290,60 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     expect(new Set(same.map((sub) => JSON.stringify(live(sub))))).toHaveLength(1);
     expect(live(same[0])).toMatchObject({ __typename: 'MessageAdded', sequence: 3, message: { text: 'shared' } });
     expect(live(other)).toMatchObject({ sequence: 3, message: { text: 'shared', role: 'USER' } });
-    expect(messageReads, `message reads during delivery:\n${messageReads.join('\n')}`).toHaveLength(1);
+    expect(messageReads, `message reads during delivery:\n${messageReads.join('\n')}`).toHaveLength(0);
     for (const sub of [...same, other]) sub.unsubscribe();
+    await client.dispose();
+  });
+
+  it('answers a live event from the message it carries, exactly as a read would, and reads a message too large to carry once', async () => {
+    const id = await newSession(app);
+    const client = wsClient(url, wsAuth);
+    const FULL = `subscription ($id: ID!) { sessionEvents(sessionId: $id, afterSequence: 1) { sequence ... on MessageAdded { message { ${MESSAGE_FIELDS} } } ... on MessageUpdated { appendText message { ${MESSAGE_FIELDS} } } } }`;
+    const subs = Array.from({ length: 3 }, () => subscribeWs(client, FULL, { id }, (d) => d.sessionEvents as FullEv));
+    // Live from here on (not replaying the log, which reads messages as they are now).
+    await append(app, id, 'ready');
+    for (const sub of subs) await sub.collector.until((e) => e.length >= 1, 10_000, 'the first live event');
+    const large = 'x'.repeat(SNAPSHOT_MAX_CHARS + 1);
+    app.runtime.db.queries.reset();
+    const appended = await gqlOk(
+      app,
+      `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { ${MESSAGE_FIELDS} } } }`,
+      {
+        input: {
+          sessionId: id,
+          messages: [
+            {
+              role: 'ASSISTANT',
+              parts: [{ text: { text: 'calling' } }, { toolCall: { callId: 'c1', name: 'look', arguments: { q: [1, 'é'] } } }],
+            },
+            { role: 'USER', text: large },
+            { role: 'ASSISTANT', text: 'strea', generating: true, agentId: 'writer' },
+          ],
+        },
+      },
+      auth,
+    );
+    const [small, big, streaming] = (appended as { appendMessages: { messages: FullMessage[] } }).appendMessages.messages;
+    const updated = await gqlOk(
+      app,
+      `mutation ($input: UpdateMessageInput!) { updateMessage(input: $input) { ${MESSAGE_FIELDS} } }`,
+      { input: { messageId: streaming.id, appendText: 'med', generating: false } },
+      auth,
+    );
+    for (const sub of subs) await sub.collector.until((e) => e.length >= 5, 10_000, 'the four live events');
+    const messageReads = app.runtime.db.queries.statements.filter((sql) => /^\s*SELECT/i.test(sql) && /FROM "public"\."Message"/.test(sql));
+    for (const sub of subs) {
+      expect(sub.collector.events.slice(1).map((e) => e.message)).toEqual([
+        small,
+        big,
+        streaming,
+        (updated as { updateMessage: FullMessage }).updateMessage,
+      ]);
+    }
+    // updateMessage finds and locks its message (two statements); the events read only the large one, once for every subscriber.
+    const eventReads = messageReads.filter((sql) => !/"public"\."Message"\."sessionId" FROM/.test(sql));
+    expect(eventReads, `message reads:\n${messageReads.join('\n')}`).toHaveLength(1);
+    for (const sub of subs) sub.unsubscribe();
     await client.dispose();
   });
 

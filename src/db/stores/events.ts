@@ -3,10 +3,11 @@
  * live streams. The sequence counter lives on the session row, so numbers are gapless per session
  * even across server instances.
  */
-import type { PrismaClient, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
+import type { Message, PrismaClient, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
 import type { SessionEventMessage } from '../../pubsub.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlTarget } from '../sql.js';
+import { messageSnapshot } from './messages.js';
 import { insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
 
 export interface NewSessionEvent {
@@ -14,6 +15,8 @@ export interface NewSessionEvent {
   turnId?: string | null;
   messageId?: string | null;
   payload?: Record<string, unknown>;
+  /** The message row as this write leaves it: published with the event (when small), never stored. */
+  message?: Message;
 }
 
 /**
@@ -172,16 +175,21 @@ export async function appendEvents(db: SqlTarget, sessionId: string, events: New
     events.map((e) => JSON.stringify(e.payload ?? {})),
   ]);
   const sequenceOf = new Map(rows.map((row) => [row.id, Number(row.sequence)]));
-  const appended: SessionEventMessage[] = events.map((event, i) => ({
-    id: ids[i],
-    sessionId,
-    sequence: sequenceOf.get(ids[i])!,
-    type: event.type,
-    turnId: event.turnId ?? null,
-    messageId: event.messageId ?? null,
-    payload: event.payload ?? {},
-    createdAt: createdAt.toISOString(),
-  }));
+  const appended = events.map((event, i) => {
+    const published: SessionEventMessage = {
+      id: ids[i],
+      sessionId,
+      sequence: sequenceOf.get(ids[i])!,
+      type: event.type,
+      turnId: event.turnId ?? null,
+      messageId: event.messageId ?? null,
+      payload: event.payload ?? {},
+      createdAt: createdAt.toISOString(),
+    };
+    const snapshot = event.message && event.message.id === published.messageId ? messageSnapshot(event.message) : undefined;
+    if (snapshot) published.message = snapshot;
+    return published;
+  });
   if (!rows[0]?.parentTurnId) return appended;
   return [...appended, ...(await appendSubSessionWrappers(db, sessionId, appended))];
 }

@@ -10,7 +10,7 @@ import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js'
 import { countStoredTokens } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
 import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
-import type { SqlClient, Tx } from '../sql.js';
+import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
 
 /** Every column of a message row. */
@@ -98,18 +98,30 @@ export interface MessageRange {
  * Batches every message-page read of one request into a single query, so a list of sessions with
  * their messages costs the same number of queries whatever the page sizes.
  */
-export function createMessageRangeLoader(prisma: PrismaClient) {
+export function createMessageRangeLoader(sql: SqlClient) {
   return new DataLoader<MessageRange, Message[], string>(
     async (ranges) => {
       const wanted = ranges.map((r) => clipSegments(visibleSegments(r.session), r.lo, r.hi));
       const all = wanted.flat();
-      const rows = all.length ? await prisma.message.findMany({ where: segmentsWhere(all), orderBy: { position: 'asc' } }) : [];
+      const rows = all.length ? await readSegments(sql, all) : [];
       return wanted.map((segments) =>
         rows.filter((row) => segments.some((s) => s.sessionId === row.sessionId && row.position >= s.start && row.position < s.end)),
       );
     },
     { cacheKeyFn: (r) => `${r.session.id}:${r.session.messageCount}:${r.lo}:${r.hi}` },
   );
+}
+
+/**
+ * Whole rows of the messages of these segments, oldest first, in plain SQL (the page reads of
+ * `Session.messages`). Each segment's position range bounds its rows (positions are dense).
+ */
+export function readSegments(sql: SqlClient, segments: readonly Segment[]): Promise<Message[]> {
+  const params = new SqlParams();
+  const where = segments
+    .map((s) => `("sessionId" = ${params.add(s.sessionId)} AND position >= ${params.add(s.start)} AND position < ${params.add(s.end)})`)
+    .join(' OR ');
+  return sql.query<Message>(`SELECT ${MESSAGE_SQL} FROM "Message" WHERE ${where} ORDER BY position ASC`, params.values);
 }
 
 /** What a message's parts decide of its row: the parts, their text and tool ids, and (once finished) its token counts. */
@@ -124,6 +136,32 @@ export function contentColumns(parts: StoredPart[], generating: boolean) {
     tokensO200k: tokens?.O200K_BASE ?? null,
     tokensCl100k: tokens?.CL100K_BASE ?? null,
   } satisfies Partial<Message>;
+}
+
+/**
+ * A message row as live events carry it over pub/sub (JSON: dates as ISO strings; `text` left out,
+ * it is the parts' text joined). Only messages up to `SNAPSHOT_MAX_CHARS` characters of text
+ * travel this way: a larger one (or a long streamed one, sent again with every update) is read
+ * from the database by whoever needs it, as every replayed event's message is.
+ */
+export type MessageSnapshot = Omit<Message, 'text' | 'createdAt' | 'updatedAt'> & { createdAt: string; updatedAt: string };
+export const SNAPSHOT_MAX_CHARS = 16 * 1024;
+
+/** The snapshot of `row` for a live event, or undefined when it is too large to carry. */
+export function messageSnapshot(row: Message): MessageSnapshot | undefined {
+  if (row.text.length > SNAPSHOT_MAX_CHARS) return undefined;
+  const { text: _text, createdAt, updatedAt, ...rest } = row;
+  return { ...rest, createdAt: new Date(createdAt).toISOString(), updatedAt: new Date(updatedAt).toISOString() };
+}
+
+/** The row a snapshot was made of (the same object for every caller of one event: do not mutate). */
+export function messageFromSnapshot(snapshot: MessageSnapshot): Message {
+  return {
+    ...snapshot,
+    text: joinText(snapshot.parts as unknown as StoredPart[]),
+    createdAt: new Date(snapshot.createdAt),
+    updatedAt: new Date(snapshot.updatedAt),
+  };
 }
 
 /** The session of a message of the workspace, or null. */
