@@ -20,7 +20,7 @@ type Ctx = {
   decisions: { index: number; decision: string; reason: string }[];
 };
 
-const MESSAGE = 'id index role text hidden hiddenReason redacted toolOutputsStripped redaction { replacement tokenCount }';
+const MESSAGE = 'id index role text hidden hiddenReason redacted toolOutputsStripped redaction { replacement tokenCount redactedAt }';
 
 async function createSession(messages: { role: string; text?: string; parts?: unknown[] }[], title = 'T') {
   const data = await gqlOk<{ createSession: { id: string; messages: { edges: { node: Msg }[] } } }, unknown>(
@@ -168,6 +168,7 @@ describe('redactMessage / unredactMessage', () => {
     });
     const listed = await messagesOf(s.id);
     expect(listed[0]).toMatchObject({ text: secret, redacted: true });
+    expect(Date.parse((listed[0] as unknown as { redaction: { redactedAt: string } }).redaction.redactedAt)).toBeGreaterThan(0);
 
     const ctx = await assemble(s.id);
     expect(JSON.stringify(ctx.payload)).not.toContain('sk-live');
