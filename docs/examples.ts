@@ -22,8 +22,13 @@ export const SEEDED_ATTACHMENT = {
 /** The turn the startTurn example starts (the test takes the real ID from that example's response). */
 export const TURN_ID = 'VHVybjowMTk2ZjVjMi03YjAwLTdhYWEtOGJiYi0xYzJkM2U0ZjVhNmI=';
 
+/** The message the appendMessages example appends (index 4); the transform examples name it. */
+export const APPENDED_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTM=';
+/** The USER message at index 2, returned as the forkSession example's excludedMessage. */
+export const FORK_POINT_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTA=';
+
 /** Placeholders that stand for an ID a mutation example returns; later examples use it. */
-export const RETURNED_IDS = [TURN_ID];
+export const RETURNED_IDS = [TURN_ID, APPENDED_MESSAGE_ID, FORK_POINT_MESSAGE_ID];
 
 /** The conversation the examples' session holds (the test seeds it with createSession). */
 export const SEEDED_MESSAGES = [
@@ -119,7 +124,7 @@ export const EXAMPLES: ApiExample[] = [
       appendMessages: {
         messages: [
           {
-            id: 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTM=',
+            id: APPENDED_MESSAGE_ID,
             index: 4,
             role: 'USER',
             text: 'Which of the three days needs the best weather?',
@@ -276,12 +281,111 @@ export const EXAMPLES: ApiExample[] = [
           parent: { id: SESSION_ID },
         },
         excludedMessage: {
-          id: 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTA=',
+          id: FORK_POINT_MESSAGE_ID,
           index: 2,
           text: 'Add a day trip to Sintra.',
         },
       },
     },
+  },
+  {
+    field: 'hideMessages',
+    kind: 'mutation',
+    summary:
+      'Hides message 2 in the session: it stays in `messages` (flagged `hidden`), and `assembleContext` leaves it out with the decision `HIDDEN` and the reason. The fork made above does not see it: it was made before.',
+    document: `mutation HideMessages($input: HideMessagesInput!) {
+  hideMessages(input: $input) {
+    messages {
+      index
+      hidden
+      hiddenReason
+    }
+    session {
+      messageCount
+    }
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID, messageIds: [FORK_POINT_MESSAGE_ID], reason: 'explored in a fork instead' } },
+    response: {
+      hideMessages: {
+        messages: [{ index: 2, hidden: true, hiddenReason: 'explored in a fork instead' }],
+        session: { messageCount: 5 },
+      },
+    },
+  },
+  {
+    field: 'unhideMessages',
+    kind: 'mutation',
+    summary: 'Shows message 2 again: `assembleContext` considers it as before.',
+    document: `mutation UnhideMessages($input: UnhideMessagesInput!) {
+  unhideMessages(input: $input) {
+    messages {
+      index
+      hidden
+    }
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID, messageIds: [FORK_POINT_MESSAGE_ID] } },
+    response: { unhideMessages: { messages: [{ index: 2, hidden: false }] } },
+  },
+  {
+    field: 'redactMessage',
+    kind: 'mutation',
+    summary:
+      'Redacts message 4: `assembleContext` sends the replacement instead of its text, counted exactly (`redaction.tokenCount`), while `text` still reads the original, flagged `redacted`.',
+    document: `mutation RedactMessage($input: RedactMessageInput!) {
+  redactMessage(input: $input) {
+    message {
+      index
+      text
+      redacted
+      redaction {
+        replacement
+        tokenCount
+      }
+    }
+  }
+}`,
+    variables: { input: { messageId: APPENDED_MESSAGE_ID, replacement: 'The user asked about the weather.' } },
+    response: {
+      redactMessage: {
+        message: {
+          index: 4,
+          text: 'Which of the three days needs the best weather?',
+          redacted: true,
+          redaction: { replacement: 'The user asked about the weather.', tokenCount: 7 },
+        },
+      },
+    },
+  },
+  {
+    field: 'unredactMessage',
+    kind: 'mutation',
+    summary: 'Lifts the redaction: `assembleContext` sends the original text again.',
+    document: `mutation UnredactMessage($input: UnredactMessageInput!) {
+  unredactMessage(input: $input) {
+    message {
+      index
+      redacted
+    }
+  }
+}`,
+    variables: { input: { messageId: APPENDED_MESSAGE_ID } },
+    response: { unredactMessage: { message: { index: 4, redacted: false } } },
+  },
+  {
+    field: 'stripToolOutputs',
+    kind: 'mutation',
+    summary:
+      'From now on every tool result of messages [0, 4) is sent as a stub (`[tool result elided: N characters]`), whatever `keepToolCallRounds` says; the messages themselves keep their results.',
+    document: `mutation StripToolOutputs($input: StripToolOutputsInput!) {
+  stripToolOutputs(input: $input) {
+    id
+    toolOutputsStrippedUpto
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID, uptoIndex: 4 } },
+    response: { stripToolOutputs: { id: SESSION_ID, toolOutputsStrippedUpto: 4 } },
   },
   {
     field: 'startTurn',

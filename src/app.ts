@@ -28,6 +28,7 @@ import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { EventMemo, useSubscriptionSharing, type SharingStats } from './subscription-sharing.js';
 import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
+import { TransformService } from './services/transforms.js';
 
 /** WebSocket close code 1001 (RFC 6455 "going away"): the server is shutting down. */
 const CLOSE_GOING_AWAY = 1001;
@@ -86,6 +87,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       bus,
       auth,
       sessions,
+      transforms: new TransformService(sessions),
       caches,
       assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches),
       turns: new TurnService(db.sql, bus, logger, {

@@ -15,6 +15,9 @@ import type { AssemblyCaches } from './caches/index.js';
 import type { AssemblyService } from './services/assembly.js';
 import type { EventMemo } from './subscription-sharing.js';
 import type { SessionService } from './services/sessions.js';
+import type { TransformService } from './services/transforms.js';
+import { readTransforms } from './db/stores/transforms.js';
+import { foldTransforms, type HistoryTransforms } from './domain/transforms.js';
 import type { TurnService } from './services/turns.js';
 
 /**
@@ -28,6 +31,8 @@ export interface AppRuntime {
   bus: EventBus;
   auth: WorkspaceAuth;
   sessions: SessionService;
+  /** History transforms: hide, redact, strip tool outputs. */
+  transforms: TransformService;
   assembly: AssemblyService;
   /** The caches assembly reads through; `forget` is called by every path that can break their rules. */
   caches: AssemblyCaches;
@@ -45,6 +50,14 @@ export interface RequestContext {
 }
 
 function createLoaders(prisma: PrismaClient, sql: SqlClient, workspaceId: string) {
+  // Made once, on first use, and shared by the loaders below that read sessions too.
+  let sessions: DataLoader<string, Session | null> | undefined;
+  const sessionById = () =>
+    (sessions ??= new DataLoader<string, Session | null>(async (ids) => {
+      const rows = await findSessions(sql, workspaceId, ids);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }));
   const { attachmentCharsAsked, ...makers } = {
     /** Attachments of the workspace by id (no content), in the shape the Attachment type takes. */
     attachmentById: () =>
@@ -80,12 +93,17 @@ function createLoaders(prisma: PrismaClient, sql: SqlClient, workspaceId: string
         }
         return messageIds.map((id) => byMessage.get(id) ?? []);
       }),
-    sessionById: () =>
-      new DataLoader<string, Session | null>(async (ids) => {
-        const rows = await findSessions(sql, workspaceId, ids);
-        const byId = new Map(rows.map((r) => [r.id, r]));
-        return ids.map((id) => byId.get(id) ?? null);
-      }),
+    sessionById,
+    /** The history transforms in force in each session's view (no statement for a session that has none). */
+    transformsBySession: () =>
+      new DataLoader<string, HistoryTransforms | null>((ids) =>
+        Promise.all(
+          ids.map(async (id) => {
+            const session = await sessionById().load(id);
+            return session ? foldTransforms(await readTransforms(sql, session)) : null;
+          }),
+        ),
+      ),
   };
   return Object.assign(lazily(makers), { attachmentCharsAsked });
 }

@@ -14,6 +14,8 @@ export interface LineageEntry {
   end: number;
   /** How many of the ancestor's compactions existed when the lineage left it. */
   compactions: number;
+  /** How many of the ancestor's history transforms existed then (absent in lineages older than transforms: none did). */
+  transforms?: number;
 }
 
 /** A range of positions owned by one session. */
@@ -63,13 +65,17 @@ export function ownerOf(session: LineageSession, position: number): string | nul
 }
 
 /** The lineage of a new fork of `parent` cut at `forkIndex` (it sees the parent's [0, forkIndex)). */
-export function childLineage(parent: LineageSession & { compactionCount: number }, forkIndex: number): LineageEntry[] {
+export function childLineage(
+  parent: LineageSession & { compactionCount: number; transformCount?: number },
+  forkIndex: number,
+): LineageEntry[] {
   const inherited = readLineage(parent.lineage).map((entry) => ({ ...entry, end: Math.min(entry.end, forkIndex) }));
   inherited.push({
     sessionId: parent.id,
     start: parent.forkIndex ?? 0,
     end: forkIndex,
     compactions: parent.compactionCount,
+    transforms: parent.transformCount ?? 0,
   });
   return inherited;
 }
@@ -89,4 +95,28 @@ export function compactionScopes(
   }));
   scopes.push({ sessionId: session.id, maxOrdinal: null, maxUpto: null });
   return scopes;
+}
+
+/**
+ * Which history transforms of which sessions apply to this session, root first: an ancestor's
+ * when it existed as the lineage left that ancestor (and, checked per row, targets a position
+ * before `maxEnd`); all of the session's own. Ancestors with none are left out, so a session
+ * whose scopes are all empty needs no read at all.
+ */
+export function transformScopes(
+  session: Pick<LineageSession, 'id' | 'lineage'> & { transformCount: number },
+): { sessionId: string; maxOrdinal: number | null; maxEnd: number | null }[] {
+  const scopes: { sessionId: string; maxOrdinal: number | null; maxEnd: number | null }[] = [];
+  for (const entry of readLineage(session.lineage)) {
+    if ((entry.transforms ?? 0) > 0) scopes.push({ sessionId: entry.sessionId, maxOrdinal: entry.transforms!, maxEnd: entry.end });
+  }
+  if (session.transformCount > 0) scopes.push({ sessionId: session.id, maxOrdinal: null, maxEnd: null });
+  return scopes;
+}
+
+/** The sum of transforms and compactions the session sees: it grows with every one added to its view. */
+export function historyMark(session: Pick<LineageSession, 'lineage'> & { transformCount: number; compactionCount: number }): number {
+  let mark = session.transformCount + session.compactionCount;
+  for (const entry of readLineage(session.lineage)) mark += (entry.transforms ?? 0) + entry.compactions;
+  return mark;
 }

@@ -59,8 +59,12 @@ const ContextDecisionKindEnum = builder.enumType('ContextDecisionKind', {
   description: 'What assembly did with a source message.',
   values: {
     KEPT: { description: 'In the context as it is.' },
-    ELIDED: { description: 'In the context, its tool results replaced by a short stub (older than keepToolCallRounds).' },
+    ELIDED: {
+      description:
+        'In the context, its tool results replaced by a short stub (older than keepToolCallRounds, or stripped by stripToolOutputs).',
+    },
     SUMMARIZED: { description: 'Replaced by the compaction summary.' },
+    HIDDEN: { description: 'Left out: hidden in this session by hideMessages (the reason says why).' },
     DROPPED_GENERATING: { description: 'Left out: still generating.' },
     DROPPED_MAX_MESSAGES: { description: 'Left out by maxMessages.' },
     DROPPED_BUDGET: { description: 'Left out to fit maxTokens.' },
@@ -167,6 +171,11 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     hasConnectorSwap: t.exposeBoolean('hasConnectorSwap', {
       description:
         "True when the session's settings (model, connector) differ from those of the last recorded context (a fork compares with its parent's).",
+    }),
+    hasNewTransforms: t.boolean({
+      description:
+        "True when a history transform (hideMessages, unhideMessages, redactMessage, unredactMessage, stripToolOutputs) or a compaction was added to this session's view since the turn whose context was last recorded (a fork with none of its own compares with its parent's): the history changed, so a provider-side prompt cache or a native resume is invalid.",
+      resolve: (c) => c.hasNewTransforms ?? false,
     }),
     encoding: t.field({ type: TokenEncodingEnum, description: 'How tokens were counted.', resolve: (c) => c.encoding }),
     format: t.field({ type: ContextFormatEnum, description: 'The shape of payload.', resolve: (c) => c.format }),

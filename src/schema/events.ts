@@ -35,7 +35,7 @@ type EventFieldBuilder = PothosSchemaTypes.ObjectFieldBuilder<
 >;
 
 /** An event type of the log, told apart by the stored `type`. */
-function eventType(name: string, type: string, description: string, fields: (t: EventFieldBuilder) => Record<string, unknown>) {
+export function eventType(name: string, type: string, description: string, fields: (t: EventFieldBuilder) => Record<string, unknown>) {
   return builder.objectRef<SessionEventMessage>(name).implement({
     description,
     interfaces: [SessionEvent],

@@ -8,6 +8,7 @@ import './message.js';
 import './session.js';
 import './assembly.js';
 import './events.js';
+import './transforms.js';
 import './turn-events.js';
 
 /**

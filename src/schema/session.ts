@@ -83,7 +83,8 @@ export const Session = builder.prismaNode('Session', {
           const page = indexPage(args, session.messageCount);
           const rows = await ctx.loaders.messageRange.load({ session, lo: page.lo, hi: page.hi });
           return {
-            edges: rows.map((node) => ({ cursor: encodeIndexCursor(node.position), node })),
+            // Each message as seen in this session: its transform flags are this session's.
+            edges: rows.map((node) => ({ cursor: encodeIndexCursor(node.position), node: { ...node, viewSessionId: session.id } })),
             pageInfo: {
               hasPreviousPage: page.hasPreviousPage,
               hasNextPage: page.hasNextPage,

@@ -22,7 +22,9 @@ import {
   type WindowPaging,
 } from '../domain/assembly/window.js';
 import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
-import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
+import { clipSegments, historyMark, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
+import { foldTransforms, type HistoryTransforms } from '../domain/transforms.js';
+import { readTransforms } from '../db/stores/transforms.js';
 import { markImmutable } from '../domain/immutable.js';
 import type { Sql } from '../db/sql.js';
 import { findAttachmentSummaries, findAttachments } from '../db/stores/attachments.js';
@@ -132,6 +134,8 @@ export class AssemblyService {
     if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
 
     const segments = visibleSegments(session);
+    // No statement when neither the session nor the ancestors it inherits from made any transform.
+    const transforms = foldTransforms(await readTransforms(this.sql, session));
     const compactionRead: Promise<CompactionRow | null> = session.known
       ? Promise.resolve(session.known.compaction)
       : latestCompaction(this.sql, session);
@@ -145,6 +149,7 @@ export class AssemblyService {
             options.maxTokens!,
             countable!,
             session.known?.newest ?? null,
+            transforms,
           )
         : this.loadAll(
             session,
@@ -162,6 +167,7 @@ export class AssemblyService {
     const messages = pinned ? [pinned, ...windowMessages] : windowMessages;
     const attachments = await this.loadAttachments(session.workspaceId, messages, options.attachmentMode === 'REFERENCE');
     const fingerprint = settingsFingerprint(session.settings);
+    const mark = historyMark(session);
 
     const assembled = runAssembly({
       messages,
@@ -174,12 +180,14 @@ export class AssemblyService {
           }
         : null,
       attachments,
+      transforms,
       options,
       attachmentReferenceId: request.attachmentReferenceId,
       flags: {
         isFork: session.parentId !== null,
         isFirstTurn: !session.hadTurn,
         hasConnectorSwap: session.previousFingerprint !== null && session.previousFingerprint !== fingerprint,
+        hasNewTransforms: session.previousHistoryMark !== null && session.previousHistoryMark !== mark,
       },
     });
 
@@ -187,13 +195,14 @@ export class AssemblyService {
       lo > 0
         ? {
             // Messages [upto, lo) were dropped for the budget (the pinned one is not among them).
-            ...withEarlier(assembled, lo, upto + (pinned && upto === 0 ? 1 : 0)),
+            ...withEarlier(assembled, lo, upto + (pinned && upto === 0 ? 1 : 0), transforms),
             earlier: {
               lo,
               compaction: compaction ? { id: compaction.id, uptoIndex: upto } : null,
               maxTokens: options.maxTokens,
               segments,
               pinnedFirst: pinned !== null,
+              hidden: transforms.hidden,
             },
           }
         : { ...assembled, earlier: null };
@@ -201,7 +210,8 @@ export class AssemblyService {
       const { earlier: _, ...plain } = result;
       const decisions = await this.decisionsOf(result);
       const recorded: RecordedContext = { ...plain, decisions, settingsFingerprint: fingerprint, assembledAt: new Date().toISOString() };
-      if (!(await recordContext(this.sql, request.turnId, recorded, fingerprint))) throw notFound('Turn of this session', request.turnId);
+      if (!(await recordContext(this.sql, request.turnId, recorded, fingerprint, mark)))
+        throw notFound('Turn of this session', request.turnId);
     }
     return result;
   }
@@ -230,6 +240,7 @@ export class AssemblyService {
     budget: number,
     encoding: Exclude<TokenEncoding, 'CHARS_DIV_4'>,
     newest: NewestPage | null,
+    transforms: HistoryTransforms,
   ): Promise<LoadedWindow> {
     const count = session.messageCount;
     const plan = new WindowPlan(budget, encoding, this.paging);
@@ -267,7 +278,7 @@ export class AssemblyService {
           if (plan.done || row.position < upto) break;
           newestFirst.push(row);
           // A message counted before counts were stored bounds nothing: load everything.
-          if (!plan.take(row)) return this.loadAll(session, segments, uptoRead);
+          if (!plan.take(windowView(row, transforms))) return this.loadAll(session, segments, uptoRead);
         }
         hi = rows[rows.length - 1].position;
       }
@@ -401,9 +412,19 @@ export class AssemblyService {
   }
 }
 
-/** The counts of an assembly of the window, with the messages [upto, lo) before it dropped for the budget. */
-function withEarlier(windowed: AssembledContext, lo: number, upto: number): AssembledContext {
-  const dropped = lo - upto;
+/** What the window rule sees of a row: a hidden message costs nothing (as a generating one), a redacted one its replacement. */
+function windowView(row: LightRow, transforms: HistoryTransforms): LightRow {
+  if (transforms.hidden.has(row.id)) return { ...row, generating: true };
+  const redaction = transforms.redacted.get(row.id);
+  if (redaction) return { ...row, tokensO200k: redaction.tokens.O200K_BASE, tokensCl100k: redaction.tokens.CL100K_BASE };
+  return row;
+}
+
+/** The counts of an assembly of the window, with the messages [upto, lo) before it dropped for the budget (hidden ones are not dropped). */
+function withEarlier(windowed: AssembledContext, lo: number, upto: number, transforms: HistoryTransforms): AssembledContext {
+  let hidden = 0;
+  for (const h of transforms.hidden.values()) if (h.position >= upto && h.position < lo) hidden++;
+  const dropped = lo - upto - hidden;
   return { ...windowed, droppedMessageCount: windowed.droppedMessageCount + dropped, truncated: windowed.truncated || dropped > 0 };
 }
 

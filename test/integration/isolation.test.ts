@@ -44,7 +44,7 @@ async function alphaSnapshot() {
   const data = await gqlOk<Snapshot, unknown>(
     app,
     `query($id: ID!, $fork: ID!, $turn: ID!) {
-      session(id: $id) { title settings metadata messageCount messages(first: 50) { edges { node { id text generating } } } forks(first: 10) { totalCount } }
+      session(id: $id) { title settings metadata messageCount toolOutputsStrippedUpto messages(first: 50) { edges { node { id text generating hidden redacted } } } forks(first: 10) { totalCount } }
       turn: node(id: $turn) { ... on Turn { status usage { totalTokens } agents { agentId } } }
       fork: session(id: $fork) { id title messageCount }
     }`,
@@ -157,6 +157,29 @@ const probes: Record<string, Probe[]> = {
   ],
   'Mutation.updateMessage': [
     { query: M('updateMessage', 'UpdateMessageInput'), variables: () => ({ input: { messageId: ids.generating, appendText: 'x' } }) },
+  ],
+  'Mutation.hideMessages': [
+    {
+      query: M('hideMessages', 'HideMessagesInput'),
+      variables: () => ({ input: { sessionId: ids.session, messageIds: [ids.user], reason: 'x' } }),
+    },
+    {
+      query: M('hideMessages', 'HideMessagesInput'),
+      variables: () => ({ input: { sessionId: ids.betaSession, messageIds: [ids.user], reason: 'x' } }),
+    },
+  ],
+  'Mutation.unhideMessages': [
+    { query: M('unhideMessages', 'UnhideMessagesInput'), variables: () => ({ input: { sessionId: ids.session, messageIds: [ids.user] } }) },
+  ],
+  'Mutation.redactMessage': [
+    { query: M('redactMessage', 'RedactMessageInput'), variables: () => ({ input: { messageId: ids.user, replacement: 'x' } }) },
+    { query: M('redactMessage', 'RedactMessageInput'), variables: () => ({ input: { messageId: ids.user, sessionId: ids.betaSession } }) },
+  ],
+  'Mutation.unredactMessage': [
+    { query: M('unredactMessage', 'UnredactMessageInput'), variables: () => ({ input: { messageId: ids.user } }) },
+  ],
+  'Mutation.stripToolOutputs': [
+    { query: M('stripToolOutputs', 'StripToolOutputsInput'), variables: () => ({ input: { sessionId: ids.session, uptoIndex: 1 } }) },
   ],
   'Mutation.updateSession': [
     { query: M('updateSession', 'UpdateSessionInput'), variables: () => ({ input: { sessionId: ids.session, title: 'pwned' } }) },

@@ -4,6 +4,7 @@ import { APPEND_INSERT_COLUMNS, STREAM_EVENT_INSERT_COLUMNS } from '../../src/db
 import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS, WRAPPER_INSERT_COLUMNS } from '../../src/db/stores/events.js';
 import { MESSAGE_COLUMNS } from '../../src/db/stores/messages.js';
 import { forkInsert, SESSION_COLUMNS, type NewFork } from '../../src/db/stores/sessions.js';
+import { TRANSFORM_COLUMNS, TRANSFORM_INSERT_COLUMNS } from '../../src/db/stores/transforms.js';
 import { TURN_AGENT_INSERT, TURN_INSERT, USAGE_EVENT_INSERT, USAGE_REPORT_INSERT } from '../../src/db/stores/turns.js';
 import { backend, type TestApp, useTestApp } from '../helpers/app.js';
 
@@ -48,6 +49,8 @@ const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'startTurn TurnAgent INSERT', table: TURN_AGENT_INSERT.table, columns: Object.keys(TURN_AGENT_INSERT.values) },
   { name: 'reportUsage TurnUsageReport INSERT', table: USAGE_REPORT_INSERT.table, columns: Object.keys(USAGE_REPORT_INSERT.values) },
   { name: 'reportUsage event INSERT', table: USAGE_EVENT_INSERT.table, columns: Object.keys(USAGE_EVENT_INSERT.values) },
+  { name: 'transform INSERT', table: 'MessageTransform', columns: TRANSFORM_INSERT_COLUMNS },
+  { name: 'transform reads', table: 'MessageTransform', columns: Object.keys(TRANSFORM_COLUMNS) },
 ];
 
 async function tableColumns(sql: SqlClient, table: string): Promise<string[]> {
@@ -83,6 +86,7 @@ describe(`store column lists match the migrated tables (${backend.label})`, () =
       Turn: 'label',
       TurnAgent: 'role',
       TurnUsageReport: 'region',
+      MessageTransform: 'note',
     };
     await expect(
       app.runtime.db.sql.transaction(async (sql) => {

@@ -129,11 +129,11 @@ describe('childLineage', () => {
   it('freezes what the fork sees from each ancestor and how many compactions they had', () => {
     const p = root('p', 10, 2);
     const f1 = fork(p, 'f1', 6, 4, 1);
-    expect(f1.lineage).toEqual([{ sessionId: 'p', start: 0, end: 6, compactions: 2 }]);
+    expect(f1.lineage).toEqual([{ sessionId: 'p', start: 0, end: 6, compactions: 2, transforms: 0 }]);
     const f2 = fork(f1, 'f2', 8);
     expect(f2.lineage).toEqual([
-      { sessionId: 'p', start: 0, end: 6, compactions: 2 },
-      { sessionId: 'f1', start: 6, end: 8, compactions: 1 },
+      { sessionId: 'p', start: 0, end: 6, compactions: 2, transforms: 0 },
+      { sessionId: 'f1', start: 6, end: 8, compactions: 1, transforms: 0 },
     ]);
     // A later change to an ancestor does not change a frozen lineage.
     p.messageCount = 50;

@@ -31,6 +31,7 @@ export const SESSION_COLUMNS: ColumnSet<Session> = {
   messageCount: true,
   eventSequence: true,
   compactionCount: true,
+  transformCount: true,
   turnCount: true,
   activeTurnId: true,
   createdAt: true,
@@ -48,6 +49,7 @@ const LOCKED_COLUMNS = {
   forkIndex: true,
   messageCount: true,
   compactionCount: true,
+  transformCount: true,
   lineage: true,
   title: true,
   settings: true,
@@ -86,6 +88,7 @@ export type NewFork = Omit<
   Session,
   | 'eventSequence'
   | 'compactionCount'
+  | 'transformCount'
   | 'turnCount'
   | 'activeTurnId'
   | 'updatedAt'
@@ -120,6 +123,7 @@ export function forkInsert(fork: NewFork, params: SqlParams): InsertShape<Sessio
       messageCount: params.add(fork.messageCount),
       eventSequence: DEFAULT,
       compactionCount: DEFAULT,
+      transformCount: DEFAULT,
       turnCount: DEFAULT,
       activeTurnId: DEFAULT,
       createdAt,
@@ -177,6 +181,8 @@ export type AssemblyState = Session & {
   turnFound: boolean;
   /** The settings fingerprint of the latest earlier recorded context, the session's own or else its parent's. */
   previousFingerprint: string | null;
+  /** The history mark recorded with that same context (own, else the parent's latest): hasNewTransforms. */
+  previousHistoryMark: number | null;
   /** For a known session, what was read with it. */
   known: { compaction: CompactionRow | null; newest: { from: number; rows: LightRow[] } } | null;
 };
@@ -222,7 +228,15 @@ export async function readAssemblyState(
          (SELECT t."contextSettingsFingerprint" FROM "Turn" t
            WHERE t."sessionId" = s."parentId" AND t."contextSettingsFingerprint" IS NOT NULL
            ORDER BY t.number DESC LIMIT 1)
-       ) AS "previousFingerprint"${compaction}${newest}
+       ) AS "previousFingerprint",
+       coalesce(
+         (SELECT t."contextHistoryMark" FROM "Turn" t
+           WHERE t."sessionId" = s.id AND t."contextHistoryMark" IS NOT NULL AND t.id IS DISTINCT FROM ${turn}
+           ORDER BY t.number DESC LIMIT 1),
+         (SELECT t."contextHistoryMark" FROM "Turn" t
+           WHERE t."sessionId" = s."parentId" AND t."contextHistoryMark" IS NOT NULL
+           ORDER BY t.number DESC LIMIT 1)
+       ) AS "previousHistoryMark"${compaction}${newest}
      FROM "Session" s WHERE s.id = ${id} AND s."workspaceId" = ${workspace}`,
     p.values,
   );

@@ -96,6 +96,7 @@ export const TURN_INSERT: InsertShape<Turn> = {
     error: DEFAULT,
     context: DEFAULT,
     contextSettingsFingerprint: DEFAULT,
+    contextHistoryMark: DEFAULT,
     startedAt: '$7::timestamp(3)',
     completedAt: DEFAULT,
     lastActivityAt: '$7::timestamp(3)',
@@ -185,10 +186,16 @@ export async function insertTurn(
 }
 
 /** Records a turn's assembled context and the settings fingerprint it was assembled with; false when the turn is gone. */
-export async function recordContext(sql: SqlClient, turnId: string, context: unknown, settingsFingerprint: string): Promise<boolean> {
+export async function recordContext(
+  sql: SqlClient,
+  turnId: string,
+  context: unknown,
+  settingsFingerprint: string,
+  historyMark: number,
+): Promise<boolean> {
   const rows = await sql.query<{ id: string }>(
-    'UPDATE "Turn" SET context = $2::jsonb, "contextSettingsFingerprint" = $3 WHERE id = $1 RETURNING id',
-    [turnId, JSON.stringify(context), settingsFingerprint],
+    'UPDATE "Turn" SET context = $2::jsonb, "contextSettingsFingerprint" = $3, "contextHistoryMark" = $4 WHERE id = $1 RETURNING id',
+    [turnId, JSON.stringify(context), settingsFingerprint, historyMark],
   );
   return rows.length > 0;
 }

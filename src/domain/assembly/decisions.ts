@@ -55,6 +55,8 @@ export function createToolPairExplainer(messages: readonly DomainMessage[], log:
         return `${what} (${label(m)}) was summarized by the compaction`;
       case 'DROPPED_GENERATING':
         return `${what} (${label(m)}) is still being generated`;
+      case 'HIDDEN':
+        return `${what} (${label(m)}) is hidden`;
       case undefined:
         return `${what} is in ${label(m)}, which is not directly next to it`;
       default:

@@ -5,6 +5,7 @@ export { validateAssembleOptions } from './validate.js';
 export { dropGenerating } from './drop-generating.js';
 export { applyCompaction, renderSummary, type CompactionStepResult } from './compaction.js';
 export { elideOldToolResults, type ElideStepResult } from './elide.js';
+export { hideMessages, stripToolOutputs } from './history-transforms.js';
 export { capMaxMessages, keepNewestUnits, type KeepNewestOptions, type KeepNewestResult } from './max-messages.js';
 export { fitTokenBudget, type FitBudgetOptions, type FitBudgetResult } from './fit-budget.js';
 export * from './attachment-tool.js';

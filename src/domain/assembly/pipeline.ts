@@ -5,6 +5,8 @@
  * Pipeline (CONTRACT.md order), with the tool-pair invariant checked after every step:
  *   1. dropGenerating          (+ repairToolPairs: a dropped call or result orphans its partner)
  *   2. applyCompaction         (+ repairToolPairs: uptoIndex may cut a round)
+ *   2b. history transforms     (hidden messages out, + repairToolPairs; stripped tool results ->
+ *                               stubs; redacted messages were projected before step 1)
  *   3. elideOldToolResults     (results older than the last keepToolCallRounds rounds -> stubs)
  *   4. capMaxMessages          (newest; the newest user message always stays; rounds whole)
  *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole)
@@ -41,6 +43,8 @@ import type {
   ContextFormat,
 } from './types.js';
 import { validateAssembleOptions } from './validate.js';
+import { NO_TRANSFORMS, projectMessage } from '../transforms.js';
+import { hideMessages, stripToolOutputs } from './history-transforms.js';
 import { newestUserIndex, shapeOf, toWork, workContentTokens, type StepResult, type WorkMessage } from './work.js';
 
 function syntheticBlock(
@@ -81,12 +85,22 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   };
 
   // 1. messages still being generated
-  let list = applyWithRepair(dropGenerating(input.messages.map(toWork)), 'dropGenerating');
+  const transforms = input.transforms ?? NO_TRANSFORMS;
+  let list = applyWithRepair(dropGenerating(input.messages.map((m) => toWork(projectMessage(m, transforms)))), 'dropGenerating');
   // With a compaction in force the summary stands for the user messages it covers (a fork's
   // inherited compaction too), so only a session with neither has nothing to answer.
   if (input.compaction === null && !list.some((w) => w.source.role === 'USER')) {
     throw badInput(
       'The session has no finished user message, so there is nothing to answer: append a USER message before assembling context.',
+    );
+  }
+
+  // 1b. hidden messages (history transforms), before the leading system message is pinned: a
+  // hidden system message is not sent either.
+  list = applyWithRepair(hideMessages(list, transforms), 'hideMessages');
+  if (input.compaction === null && !list.some((w) => w.source.role === 'USER')) {
+    throw badInput(
+      'Every finished user message of the session is hidden, so there is nothing to answer: unhide one or append a USER message.',
     );
   }
 
@@ -103,6 +117,9 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   const compacted = applyCompaction(list, input.compaction);
   list = input.compaction ? applyWithRepair(compacted, 'applyCompaction') : apply(compacted, 'applyCompaction');
   const pinnedBeforeSummary = pinned !== null && input.compaction !== null && pinned.source.index < input.compaction.uptoIndex;
+
+  // 2b. tool outputs stripped (history transforms): stubs, as elision makes, but fixed
+  list = apply({ list: stripToolOutputs(list, transforms.stripUpto), removed: [] }, 'stripToolOutputs');
 
   // 3. old tool results
   const elided = elideOldToolResults(list, options.keepToolCallRounds);
@@ -190,7 +207,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     kept.set(source.id, {
       elided: r.work.elided,
       reason: r.work.elided
-        ? elidedReason
+        ? (r.work.elidedReason ?? elidedReason)
         : i === forcedAt
           ? 'Kept: the newest user message is always kept.'
           : r.work === pinned
@@ -255,6 +272,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     isFork: input.flags.isFork,
     isFirstTurn: input.flags.isFirstTurn,
     hasConnectorSwap: input.flags.hasConnectorSwap,
+    hasNewTransforms: input.flags.hasNewTransforms ?? false,
     encoding,
     format,
     contextHash: contextHash(payload, encoding, format),

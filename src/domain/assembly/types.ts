@@ -3,6 +3,7 @@
  * layer loads a session's messages, its applicable compaction and its attachments, calls the pure
  * pipeline, and maps the result back.
  */
+import type { HistoryTransforms } from '../transforms.js';
 import type { DomainCompaction, DomainMessage, MessageRole, ResolvedAttachment, TokenEncoding } from '../types.js';
 
 export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'ANTHROPIC_MESSAGES';
@@ -50,6 +51,8 @@ export interface AssembleContextFlags {
   isFork: boolean;
   isFirstTurn: boolean;
   hasConnectorSwap: boolean;
+  /** A history transform or compaction was added since the last recorded context. */
+  hasNewTransforms?: boolean;
 }
 
 export interface AssembleContextInput {
@@ -59,6 +62,8 @@ export interface AssembleContextInput {
   compaction: DomainCompaction | null;
   /** By attachment id; a missing key means the attachment is missing. */
   attachments: ReadonlyMap<string, ResolvedAttachment>;
+  /** The history transforms in force in this session (the caller resolves fork inheritance); none when absent. */
+  transforms?: HistoryTransforms;
   options: AssembleContextOptions;
   /**
    * The id a reference block gives the model for an attachment (the client's opaque ID, which the
@@ -99,6 +104,7 @@ export type ContextDecisionKind =
   | 'KEPT'
   | 'ELIDED'
   | 'SUMMARIZED'
+  | 'HIDDEN'
   | 'DROPPED_GENERATING'
   | 'DROPPED_MAX_MESSAGES'
   | 'DROPPED_BUDGET'
@@ -145,6 +151,8 @@ export interface AssembledContext {
   isFork: boolean;
   isFirstTurn: boolean;
   hasConnectorSwap: boolean;
+  /** A history transform or compaction was added since the turn whose context was last recorded (a fork compares with its parent's). */
+  hasNewTransforms: boolean;
   encoding: TokenEncoding;
   format: ContextFormat;
   /** sha256 hex of the canonical serialization of format, encoding and payload. */

@@ -12,7 +12,9 @@
  * incomplete round for tool pairing, so counting it would stop the window early and drop older
  * messages the budget has room for). Messages are taken until that point plus a margin and the newest user message (always
  * kept). Everything before is decided without being loaded: summarized when the compaction covers
- * it, dropped for the budget otherwise, with the same reasons the pipeline gives.
+ * it, dropped for the budget otherwise, with the same reasons the pipeline gives. History
+ * transforms change the rows before they reach the rule (services/assembly.ts): a hidden message
+ * counts as nothing, as a generating one does, and a redacted one as its replacement.
  */
 import type { MessageRole, TokenEncoding } from '../types.js';
 import { summarizedReason } from './compaction.js';
@@ -20,6 +22,7 @@ import { budgetReason } from './fit-budget.js';
 import { MESSAGE_FRAMING_TOKENS } from './formats.js';
 import type { ContextDecision } from './types.js';
 import { toolResultStubTokens } from './work.js';
+import { hiddenReason, type Hidden } from '../transforms.js';
 
 /**
  * How the window is read, newest first: `first` messages while the compaction is read, then pages
@@ -155,6 +158,8 @@ export interface EarlierWindow {
   maxTokens: number | null;
   /** The leading system message (position 0) was loaded apart and decided by the pipeline. */
   pinnedFirst?: boolean;
+  /** Hidden messages by id (history transforms): decided HIDDEN unless summarized, as the pipeline does. */
+  hidden?: ReadonlyMap<string, Hidden>;
 }
 
 /**
@@ -166,9 +171,10 @@ export function earlierDecisions(messages: readonly { id: string; position: numb
   const summarized = earlier.compaction ? summarizedReason(earlier.compaction) : '';
   const dropped = earlier.maxTokens === null ? '' : budgetReason(earlier.maxTokens);
   const rest = earlier.pinnedFirst ? messages.filter((m) => m.position !== 0) : messages;
-  return rest.map((m) =>
-    m.position < upto
-      ? { messageId: m.id, index: m.position, decision: 'SUMMARIZED', reason: summarized }
-      : { messageId: m.id, index: m.position, decision: 'DROPPED_BUDGET', reason: dropped },
-  );
+  return rest.map((m) => {
+    if (m.position < upto) return { messageId: m.id, index: m.position, decision: 'SUMMARIZED', reason: summarized };
+    const hidden = earlier.hidden?.get(m.id);
+    if (hidden) return { messageId: m.id, index: m.position, decision: 'HIDDEN', reason: hiddenReason(hidden) };
+    return { messageId: m.id, index: m.position, decision: 'DROPPED_BUDGET', reason: dropped };
+  });
 }

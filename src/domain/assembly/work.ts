@@ -14,6 +14,8 @@ export interface WorkMessage {
   readonly source: DomainMessage;
   /** Tool result parts are replaced by a stub (set by `elideOldToolResults`). */
   readonly elided: boolean;
+  /** Why its results are stubs, when not for keepToolCallRounds (set by `stripToolOutputs`). */
+  readonly elidedReason?: string;
   /** Role, call ids and result ids, extracted once (elision keeps them). */
   readonly shape: ToolShape;
   /** @internal memo of `workParts` */
