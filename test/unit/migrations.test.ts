@@ -23,7 +23,8 @@ function copyOfMigrations() {
   return dir;
 }
 
-describe('migrations applied by the server', () => {
+// Each test builds a whole database from the migrations in a new PGlite: seconds, more on a loaded machine.
+describe('migrations applied by the server', { timeout: 120_000 }, () => {
   it("applies every folder once and records it in Prisma's _prisma_migrations table", async () => {
     const db = await freshDb();
     const first = await applyMigrations(pgliteConnection(db));
