@@ -16,7 +16,7 @@ import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
 import { createEventBus, type EventBus } from './pubsub.js';
 import { asClientError, useRequestParseErrors } from './client-errors.js';
-import { LIMITS } from './domain/parts.js';
+import { DEFAULT_STRING_CHARS, textCaps } from './domain/parts.js';
 import { asServiceUnavailable, isOutage } from './faults.js';
 import { rateIdentity, rateLimitedBody, useHealthEndpoints, useJsonPostsOnly, useNoIntrospection, useRateLimit } from './http-guards.js';
 import { useQueryLimits } from './query-limits.js';
@@ -79,9 +79,11 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     const revoked = await auth.init(config.apiKeys);
     for (const key of revoked) logger.warn('API_KEYS holds a revoked key; it stays refused', { workspace: key.workspace });
     const caches = new AssemblyCaches(config.caches);
-    const sessions = new SessionService(db.prisma, db.sql, bus, caches);
+    const caps = textCaps(config.maxStringChars ?? DEFAULT_STRING_CHARS[db.kind]);
+    const sessions = new SessionService(db.prisma, db.sql, bus, caches, caps);
     const runtime: AppRuntime = {
       config,
+      caps,
       logger,
       db,
       bus,
@@ -108,7 +110,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
 }
 
 function serve(runtime: AppRuntime, limiter: RateLimiter): App {
-  const { config, logger, db, bus, auth } = runtime;
+  const { config, caps, logger, db, bus, auth } = runtime;
   const endpoint = '/graphql';
   const subscriptions = new SubscriptionTracker();
   let stopping = false;
@@ -129,7 +131,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
     multipart: false,
     // Bodies sent without a Content-Length are cut off here (useRequestParseErrors refuses the others).
-    maxRequestBodySize: LIMITS.requestBytes,
+    maxRequestBodySize: caps.requestBytes,
     cors: (request) => corsFor(request.headers.get('origin'), config.corsOrigins),
     plugins: [
       useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),
@@ -137,7 +139,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
       useJsonPostsOnly(endpoint),
       useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'graphql-require-preflight'] }),
       ...(config.graphiql ? [] : [useNoIntrospection()]),
-      useRequestParseErrors(),
+      useRequestParseErrors(caps),
       useQueryLimits(),
       sharing,
       subscriptions.plugin(),

@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { LIMITS } from './domain/parts.js';
+import type { TextCaps } from './domain/parts.js';
 
 /** Codes graphql-yoga gives a refused request, which the contract spells BAD_USER_INPUT. */
 const YOGA_CLIENT_CODES = new Set(['BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
@@ -53,9 +53,9 @@ export function withClientIds(message: string): string {
   });
 }
 
-const bodyTooLarge = (size: string) =>
+const bodyTooLarge = (size: string, caps: TextCaps) =>
   new GraphQLError(
-    `The request body is ${size}; send long text in several calls (strings hold at most ${LIMITS.stringLength} characters).`,
+    `The request body is ${size}; send long text in several calls (strings hold at most ${caps.stringLength} characters).`,
     // The body is not read to its end: the connection cannot carry another request.
     { extensions: { code: 'BAD_USER_INPUT', http: { status: 413, headers: { connection: 'close' } } } },
   );
@@ -72,7 +72,7 @@ function isYogaBodyTooLarge(error: unknown): boolean {
  * Refuses multipart requests with a code, and turns a request graphql-yoga cannot read (`variables=%7Bbad` on a GET, whose JSON.parse throws
  * a plain SyntaxError) into a 400 with BAD_USER_INPUT instead of a masked internal error.
  */
-export function useRequestParseErrors(): Plugin {
+export function useRequestParseErrors(caps: TextCaps): Plugin {
   return {
     onRequestParse({ request, requestParser, setRequestParser }) {
       if (request.headers.get('content-type')?.toLowerCase().startsWith('multipart/')) {
@@ -85,7 +85,7 @@ export function useRequestParseErrors(): Plugin {
         return;
       }
       const length = Number(request.headers.get('content-length'));
-      if (length > LIMITS.requestBytes) throw bodyTooLarge(`${length} bytes, more than ${LIMITS.requestBytes}`);
+      if (length > caps.requestBytes) throw bodyTooLarge(`${length} bytes, more than ${caps.requestBytes}`, caps);
       if (!requestParser) return;
       setRequestParser(async (request) => {
         try {
@@ -93,7 +93,7 @@ export function useRequestParseErrors(): Plugin {
         } catch (error) {
           // A body sent without a Content-Length (chunked) is cut off by Yoga's own limit while it
           // is read: the same refusal as a declared length.
-          if (isYogaBodyTooLarge(error)) throw bodyTooLarge(`more than ${LIMITS.requestBytes} bytes`);
+          if (isYogaBodyTooLarge(error)) throw bodyTooLarge(`more than ${caps.requestBytes} bytes`, caps);
           if (error instanceof GraphQLError) throw error;
           throw new GraphQLError(`The request could not be read: ${(error as Error)?.message ?? String(error)}`, {
             extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },

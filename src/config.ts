@@ -83,6 +83,12 @@ export interface AppConfig {
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; idleMs: number };
   /** Longest wait for one dependency in `/readyz`. */
   readyTimeoutMs: number;
+  /**
+   * The longest string argument in UTF-16 units (MAX_STRING_CHARS); attachments, arguments and the
+   * body cap follow it (`textCaps`). `null`: the backend's default, 1 Mi on PostgreSQL and 256 Ki on
+   * the embedded PGlite, whose inserts run on the request thread (`DEFAULT_STRING_CHARS`).
+   */
+  maxStringChars: number | null;
 }
 
 export class ConfigError extends Error {}
@@ -113,6 +119,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS | 10000, 30000, 5000 | slow-client limits |
  * | IDLE_TIMEOUT_MS | 60000 | an HTTP socket with no traffic either way this long is destroyed (0: never) |
  * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
+ * | MAX_STRING_CHARS | 1048576 on PostgreSQL, 262144 on PGlite | longest string argument; attachment bytes, arguments and body cap follow |
  * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
@@ -169,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       idleMs: parseInteger(env, 'IDLE_TIMEOUT_MS', 60_000, 0),
     },
     readyTimeoutMs: parseInteger(env, 'READY_TIMEOUT_MS', 500, 1),
+    maxStringChars: env.MAX_STRING_CHARS?.trim() ? parseInteger(env, 'MAX_STRING_CHARS', 0, 1024) : null,
   };
 }
 

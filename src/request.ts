@@ -7,6 +7,7 @@ import type { SqlClient } from './db/sql.js';
 import type { PrismaClient, Session } from './generated/prisma/client.js';
 import type { Logger } from './logger.js';
 import type { EventBus } from './pubsub.js';
+import type { TextCaps } from './domain/parts.js';
 import { createMessageRangeLoader } from './db/stores/messages.js';
 import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from './db/stores/attachments.js';
 import type { AttachmentShape } from './schema/attachment.js';
@@ -26,6 +27,8 @@ import type { TurnService } from './services/turns.js';
  */
 export interface AppRuntime {
   config: AppConfig;
+  /** The caps on strings, attachments, arguments and bodies for this backend (MAX_STRING_CHARS, `textCaps`). */
+  caps: TextCaps;
   logger: Logger;
   db: Database;
   bus: EventBus;

@@ -21,7 +21,7 @@ function timed(fn: () => unknown) {
 const pathological: Scenario = {
   name: 'pathological',
   description:
-    'event-loop stall per pathological request (texts at the 1 Mi cap, 5 MiB texts refused, fragment bomb, deep nesting); token counting on long pieces',
+    'event-loop stall per pathological request (texts at the string cap of the backend, 1 Mi on PostgreSQL and 256 Ki on PGlite; 5 MiB texts refused, fragment bomb, deep nesting); token counting on long pieces',
   async run(ctx) {
     const rows: Row[] = [];
     // A fresh counter and an empty gpt-tokenizer cache: both cache by text, and the scenario runs
@@ -54,13 +54,14 @@ const pathological: Scenario = {
       'mutation { createSession(input: { title: "stall" }) { id } }',
     );
     // Warm up as a running server is: the token worker started, the message insert compiled.
-    const [warmUp] = pathologicalInputs();
+    const cap = ctx.app.runtime.caps.stringLength;
+    const [warmUp] = pathologicalInputs(cap);
     await sendWhileSampling(
       url,
       { ...warmUp, variables: (id) => warmUp.variables(id).replace(/x{1000,}/, 'x'.repeat(LONG_TEXT)) },
       createSession.id,
     );
-    for (const input of pathologicalInputs()) {
+    for (const input of pathologicalInputs(cap)) {
       const { maxStallMs, totalMs, body } = await sendWhileSampling(url, input, createSession.id);
       const answer = body.errors?.[0]?.extensions?.code ?? 'ok';
       const slug = input.name

@@ -24,6 +24,8 @@ export class QueryCounter {
 }
 
 export interface Database {
+  /** Which backend: real PostgreSQL, or PGlite in process (whose statements run on the request thread). */
+  kind: DatabaseOptions['kind'];
   /** One line for the start-up log: where the data lives. */
   description: string;
   prisma: PrismaClient;
@@ -56,6 +58,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       transactionOptions: TRANSACTION_OPTIONS,
     });
     return {
+      kind: 'postgres',
       description: `PostgreSQL at ${redact(options.url)}`,
       prisma,
       sql: createPgSql(pool, queries, pg.types),
@@ -97,6 +100,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     transactionOptions: TRANSACTION_OPTIONS,
   });
   return {
+    kind: 'pglite',
     description,
     prisma,
     sql: createPgliteSql(pglite, queries),

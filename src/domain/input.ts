@@ -10,7 +10,7 @@ import { LIMITS } from './parts.js';
 // A high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
 const UNPAIRED = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-export function checkString(value: string, where: string, maxLength: number = LIMITS.stringLength) {
+export function checkString(value: string, where: string, maxLength: number) {
   if (value.length > maxLength) throw badInput(`${where} is longer than ${maxLength} characters.`);
   const nul = value.indexOf('\u0000');
   if (nul >= 0) throw badInput(`${where} contains a NUL character (\\u0000) at position ${nul}.`);
@@ -25,8 +25,8 @@ export function checkName(value: string, where: string) {
 }
 
 /** A title: not blank (`""` and whitespace only are refused; leave it out for the default). */
-export function checkTitle(value: string, where: string) {
-  checkString(value, where);
+export function checkTitle(value: string, where: string, maxLength: number) {
+  checkString(value, where, maxLength);
   if (!value.trim()) throw badInput(`${where} must not be empty or blank; leave it out to get the default.`);
 }
 
@@ -51,7 +51,7 @@ export function checkJson(value: unknown, where: string): number {
       if (!Number.isFinite(v)) throw badInput(`${item.path} is not a finite number.`);
       length += String(v).length;
     } else if (typeof v === 'string') {
-      checkString(v, item.path);
+      checkString(v, item.path, LIMITS.jsonLength);
       length += v.length + 2;
     } else if (typeof v === 'object') {
       if (item.depth >= LIMITS.jsonDepth) throw badInput(`${where} is nested more than ${LIMITS.jsonDepth} levels deep.`);
@@ -65,7 +65,7 @@ export function checkJson(value: unknown, where: string): number {
         for (const key of Object.keys(v)) {
           const path = `${item.path}.${key.length > 40 ? `${key.slice(0, 37)}...` : key}`;
           if (FORBIDDEN_KEYS.has(key)) throw badInput(`${path}: the key "${key}" is not allowed.`);
-          checkString(key, `${item.path} (a key)`);
+          checkString(key, `${item.path} (a key)`, LIMITS.jsonLength);
           length += key.length + 4;
           stack.push({ value: (v as Record<string, unknown>)[key], path, depth: item.depth + 1 });
         }

@@ -37,49 +37,69 @@ export interface DraftMessage {
 }
 
 /**
- * The longest string argument, in UTF-16 units. Storing a string costs the request thread time in
- * proportion to its size that cannot be moved off it (body parse, Prisma's parameter walk, the
- * driver's bind message, PGlite's in-process insert); at 5 Mi characters that was 100-900 ms
- * (`npm run bench -- pathological`), at 1 Mi it stays under the 50 ms rule on PostgreSQL.
+ * The longest string argument by backend, in UTF-16 units (MAX_STRING_CHARS overrides it).
+ * Storing a string costs the request thread time in proportion to its size that cannot be moved
+ * off it (body parse, Prisma's parameter walk, the driver's bind message). On PostgreSQL 1 Mi
+ * characters stay under the 50 ms rule (33-44 ms, `npm run bench -- pathological`); the embedded
+ * PGlite backend runs the whole statement in process (bind, JSON parse, TOAST compression), 140-170
+ * ms at 1 Mi and 20-30 ms at 256 Ki, so it takes 256 Ki.
  */
-const STRING_CHARS = 1024 * 1024;
+export const DEFAULT_STRING_CHARS = { postgres: 1024 * 1024, pglite: 256 * 1024 } as const;
 
-export const LIMITS = {
-  messagesPerCall: 1000,
-  partsPerMessage: 1000,
-  /** Client-chosen identifiers: agent ids, tool call ids, tool names, global IDs. */
-  idLength: 256,
-  /** An attachment's content, in UTF-8 bytes (the same cost reasoning as `stringLength`). */
-  attachmentBytes: STRING_CHARS,
-  titleChars: 10_000,
-  /** Any other string argument (text, tool results, summaries, system prompts), in UTF-16 units. */
-  stringLength: STRING_CHARS,
-  /** Nesting of a JSON argument (settings, metadata, tool arguments, turn context). */
-  jsonDepth: 64,
-  /** A JSON argument's size as serialized, in UTF-16 units. */
-  jsonLength: 1024 * 1024,
+/**
+ * The caps that follow the longest string, so they depend on the backend (`textCaps`); they reach
+ * the checks through the app runtime (`AppRuntime.caps`), never through a global.
+ */
+export interface TextCaps {
+  /** Any string argument other than ids and JSON (text, tool results, summaries, system prompts), in UTF-16 units. */
+  stringLength: number;
+  /** An attachment's content, in UTF-8 bytes (the same number as `stringLength`, the same cost reasoning). */
+  attachmentBytes: number;
   /**
    * All strings and JSON of one field's arguments together, in UTF-16 units: bounds what one
    * request can make the server count and store (1,000 messages of 1,000 parts each would
    * otherwise pass every per-string cap): one full-size string and the small arguments beside it.
    */
-  argumentsLength: STRING_CHARS + 64 * 1024,
+  argumentsLength: number;
   /**
    * A request body, in bytes: room for a full-size string written as UTF-8 JSON (up to 3 bytes a
-   * character). Refused from its Content-Length before it is read, so an oversized body costs the
-   * request thread nothing (parsing a 5 MiB body alone took 20-50 ms of it).
+   * character), at least 1 MiB. Refused from its Content-Length before it is read, so an oversized
+   * body costs the request thread nothing (parsing a 5 MiB body alone took 20-50 ms of it).
    */
-  requestBytes: 4 * 1024 * 1024,
+  requestBytes: number;
+}
+
+/** The caps for a longest string of `stringLength` UTF-16 units. */
+export function textCaps(stringLength: number): TextCaps {
+  return {
+    stringLength,
+    attachmentBytes: stringLength,
+    argumentsLength: stringLength + 64 * 1024,
+    requestBytes: Math.max(4 * stringLength, 1024 * 1024),
+  };
+}
+
+/** The caps that are the same on every backend. */
+export const LIMITS = {
+  messagesPerCall: 1000,
+  partsPerMessage: 1000,
+  /** Client-chosen identifiers: agent ids, tool call ids, tool names, global IDs. */
+  idLength: 256,
+  titleChars: 10_000,
+  /** Nesting of a JSON argument (settings, metadata, tool arguments, turn context). */
+  jsonDepth: 64,
+  /** A JSON argument's size as serialized, in UTF-16 units (all arguments together stay within `TextCaps.argumentsLength`). */
+  jsonLength: 1024 * 1024,
 };
 
 /** Validates one message input and turns it into parts; `where` names it in errors. */
-export function draftMessage(input: MessageInputData, where: string): DraftMessage {
+export function draftMessage(input: MessageInputData, where: string, caps: TextCaps): DraftMessage {
   const hasText = input.text !== undefined && input.text !== null;
   const hasParts = input.parts !== undefined && input.parts !== null;
   if (hasText === hasParts) throw badInput(`${where}: give exactly one of \`text\` and \`parts\`.`);
   const parts: DraftPart[] = hasText
     ? [{ type: 'text', text: input.text! }]
-    : input.parts!.map((p, i) => draftPart(p, `${where}.parts[${i}]`));
+    : input.parts!.map((p, i) => draftPart(p, `${where}.parts[${i}]`, caps));
   if (parts.length === 0) throw badInput(`${where}: a message needs at least one part.`);
   if (parts.length > LIMITS.partsPerMessage) throw badInput(`${where}: at most ${LIMITS.partsPerMessage} parts.`);
   checkRoleParts(input.role, parts, where);
@@ -88,7 +108,7 @@ export function draftMessage(input: MessageInputData, where: string): DraftMessa
   return { role: input.role, parts, generating: input.generating ?? false, agentId };
 }
 
-function draftPart(input: PartInput, where: string): DraftPart {
+function draftPart(input: PartInput, where: string, caps: TextCaps): DraftPart {
   const keys = (Object.keys(input) as (keyof PartInput)[]).filter((k) => input[k] !== undefined && input[k] !== null);
   if (keys.length !== 1) throw badInput(`${where}: set exactly one of text, toolCall, toolResult, attachment.`);
   if (input.text) return { type: 'text', text: input.text.text };
@@ -120,8 +140,8 @@ function draftPart(input: PartInput, where: string): DraftPart {
   const a = input.attachment!;
   if (!a.name.trim()) throw badInput(`${where}.attachment.name must not be empty.`);
   if (!/^[\w.+-]+\/[\w.+-]+$/.test(a.mimeType)) throw badInput(`${where}.attachment.mimeType "${a.mimeType}" is not a MIME type.`);
-  if (Buffer.byteLength(a.content, 'utf8') > LIMITS.attachmentBytes) {
-    throw badInput(`${where}.attachment is larger than ${LIMITS.attachmentBytes} bytes.`);
+  if (Buffer.byteLength(a.content, 'utf8') > caps.attachmentBytes) {
+    throw badInput(`${where}.attachment.content is larger than ${caps.attachmentBytes} bytes (UTF-8), the cap on this server.`);
   }
   return { type: 'attachmentUpload', name: a.name, mimeType: a.mimeType, content: a.content };
 }

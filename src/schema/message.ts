@@ -3,7 +3,7 @@ import { resolveArrayConnection } from '@pothos/plugin-relay';
 import { builder } from './builder.js';
 import { Session } from './session.js';
 import { Attachment } from './attachment.js';
-import { LIMITS } from '../domain/parts.js';
+import { DEFAULT_STRING_CHARS, LIMITS } from '../domain/parts.js';
 import { countStoredTokens, toolArgumentsText } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 
@@ -129,8 +129,12 @@ builder.prismaObjectField(Message, 'forks', (t) =>
   ),
 );
 
-/** The string cap as quoted in input descriptions ("1,048,576"). */
-const maxChars = LIMITS.stringLength.toLocaleString('en-US');
+/**
+ * The string cap as quoted in input descriptions: it depends on the backend (`DEFAULT_STRING_CHARS`),
+ * and the schema text is the same on both, so both numbers are stated.
+ */
+const maxChars = `${DEFAULT_STRING_CHARS.postgres.toLocaleString('en-US')} on PostgreSQL, ${DEFAULT_STRING_CHARS.pglite.toLocaleString('en-US')} on the embedded backend`;
+const maxAttachment = `${DEFAULT_STRING_CHARS.postgres / 1024 / 1024} MiB on PostgreSQL, ${DEFAULT_STRING_CHARS.pglite / 1024} KiB on the embedded backend`;
 
 const TextPartInput = builder.inputType('TextPartInput', {
   description: 'A text part.',
@@ -165,7 +169,7 @@ const ToolResultPartInput = builder.inputType('ToolResultPartInput', {
 });
 
 const AttachmentPartInput = builder.inputType('AttachmentPartInput', {
-  description: `A file to store with the message. Text content up to ${LIMITS.attachmentBytes / 1024 / 1024} MiB (UTF-8).`,
+  description: `A file to store with the message. Text content up to ${maxAttachment} (UTF-8).`,
   fields: (t) => ({
     name: t.string({ required: true, description: 'File name.' }),
     mimeType: t.string({ required: true, description: 'MIME type, e.g. text/plain.' }),

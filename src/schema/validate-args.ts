@@ -13,7 +13,8 @@ import {
 import { checkJson, checkName, checkString, checkTitle } from '../domain/input.js';
 import { LONG_TEXT, precount } from '../domain/token-precount.js';
 import { MAX_PAGE } from '../domain/pagination.js';
-import { LIMITS } from '../domain/parts.js';
+import { LIMITS, type TextCaps } from '../domain/parts.js';
+import type { RequestContext } from '../request.js';
 import { badInput } from '../errors.js';
 
 /** Input fields and arguments that name something (ids, tool and file names): short and not blank. */
@@ -23,19 +24,19 @@ const NAME_FIELDS = new Set(['agentId', 'agentIds', 'callId', 'name', 'mimeType'
  * Checks one argument value against its type; returns the characters of string and JSON it holds,
  * and collects the long strings in `long` (to be token-counted off the request thread).
  */
-function checkValue(value: unknown, type: GraphQLInputType, where: string, field: string, long: string[]): number {
+function checkValue(value: unknown, type: GraphQLInputType, where: string, field: string, long: string[], caps: TextCaps): number {
   if (value === null || value === undefined) return 0;
-  if (isNonNullType(type)) return checkValue(value, type.ofType, where, field, long);
+  if (isNonNullType(type)) return checkValue(value, type.ofType, where, field, long, caps);
   if (isListType(type)) {
-    if (!Array.isArray(value)) return checkValue(value, type.ofType, where, field, long);
+    if (!Array.isArray(value)) return checkValue(value, type.ofType, where, field, long, caps);
     let length = 0;
-    for (let i = 0; i < value.length; i++) length += checkValue(value[i], type.ofType, `${where}[${i}]`, field, long);
+    for (let i = 0; i < value.length; i++) length += checkValue(value[i], type.ofType, `${where}[${i}]`, field, long, caps);
     return length;
   }
   if (isInputObjectType(type)) {
     let length = 0;
     for (const [name, inputField] of Object.entries(type.getFields())) {
-      length += checkValue((value as Record<string, unknown>)[name], inputField.type, `${where}.${name}`, name, long);
+      length += checkValue((value as Record<string, unknown>)[name], inputField.type, `${where}.${name}`, name, long, caps);
     }
     return length;
   }
@@ -43,9 +44,9 @@ function checkValue(value: unknown, type: GraphQLInputType, where: string, field
   if (type.name === 'JSON') return checkJson(value, where);
   if (typeof value !== 'string') return 0;
   if (type.name === 'ID') checkString(value, where, LIMITS.idLength);
-  else if (field === 'title') checkTitle(value, where);
+  else if (field === 'title') checkTitle(value, where, caps.stringLength);
   else if (NAME_FIELDS.has(field)) checkName(value, where);
-  else checkString(value, where);
+  else checkString(value, where, caps.stringLength);
   if (value.length >= LONG_TEXT) long.push(value);
   return value.length;
 }
@@ -53,8 +54,8 @@ function checkValue(value: unknown, type: GraphQLInputType, where: string, field
 /** Connection page sizes: the same bounds on every connection, refused rather than clamped. */
 const PAGE_ARGS = new Set(['first', 'last']);
 
-/** Checks every argument of a field; returns the long strings among them. */
-function checkArguments(args: readonly GraphQLArgument[], values: Record<string, unknown>): string[] {
+/** Checks every argument of a field against the app's caps; returns the long strings among them. */
+function checkArguments(args: readonly GraphQLArgument[], values: Record<string, unknown>, caps: TextCaps): string[] {
   const long: string[] = [];
   let length = 0;
   for (const arg of args) {
@@ -62,11 +63,11 @@ function checkArguments(args: readonly GraphQLArgument[], values: Record<string,
     if (PAGE_ARGS.has(arg.name) && typeof value === 'number' && (value < 0 || value > MAX_PAGE)) {
       throw badInput(`${arg.name} must be from 0 to ${MAX_PAGE}.`);
     }
-    length += checkValue(value, arg.type, arg.name, arg.name, long);
+    length += checkValue(value, arg.type, arg.name, arg.name, long, caps);
   }
-  if (length > LIMITS.argumentsLength) {
+  if (length > caps.argumentsLength) {
     throw badInput(
-      `The arguments hold ${length} characters of text and JSON (at most ${LIMITS.argumentsLength} per operation field); send them in several calls.`,
+      `The arguments hold ${length} characters of text and JSON (at most ${caps.argumentsLength} per operation field); send them in several calls.`,
     );
   }
   return long;
@@ -76,7 +77,8 @@ function checkArguments(args: readonly GraphQLArgument[], values: Record<string,
  * Applies the input rules of `domain/input.ts` to every argument of every field, in this one
  * place: each field's `resolve` (and a subscription's `subscribe`) is wrapped once so its
  * arguments, as coerced by graphql-js, are checked before the field's own code runs. A refused
- * argument answers BAD_USER_INPUT naming its path (`input.messages[0].text`). Long strings are
+ * argument answers BAD_USER_INPUT naming its path (`input.messages[0].text`) and the cap. The
+ * caps that depend on the backend come from the request's runtime (`AppRuntime.caps`). Long strings are
  * token-counted in a worker before the resolver runs (`domain/token-precount.ts`), so that the
  * resolver's own count finds them counted instead of stalling every other request.
  */
@@ -89,7 +91,7 @@ export function validateArguments(schema: GraphQLSchema): GraphQLSchema {
       const wrap = (inner: GraphQLFieldResolver<unknown, unknown> | undefined): GraphQLFieldResolver<unknown, unknown> | undefined => {
         if (!inner) return inner;
         return (source, values, context, info) => {
-          const long = checkArguments(args, values);
+          const long = checkArguments(args, values, (context as RequestContext).runtime.caps);
           if (long.length === 0) return inner(source, values, context, info);
           return precount(long).then(() => inner(source, values, context, info));
         };

@@ -30,6 +30,7 @@ import {
   type DraftPart,
   type MessageInputData,
   type PartInput,
+  type TextCaps,
 } from '../domain/parts.js';
 import { countTokens, partTokenTexts } from '../domain/tokens.js';
 import { precount } from '../domain/token-precount.js';
@@ -60,6 +61,8 @@ export class SessionService {
     private readonly sql: Sql,
     private readonly bus: EventBus,
     private readonly caches: Pick<AssemblyCaches, 'forget'>,
+    /** The backend's caps (`AppRuntime.caps`): what a message's text may grow to. */
+    private readonly caps: TextCaps,
   ) {}
 
   /** Runs `work` in a Prisma transaction, retrying serialization failures and deadlocks, then publishes. */
@@ -108,7 +111,7 @@ export class SessionService {
     const title = checkTitle(input.title ?? DEFAULT_TITLE);
     const settings = jsonObject(input.settings ?? {}, 'settings');
     const metadata = jsonObject(input.metadata ?? {}, 'metadata');
-    const drafts = draftBatch(input.messages ?? [], true);
+    const drafts = draftBatch(input.messages ?? [], true, this.caps);
     const parentTurnId = input.parentTurnId ?? null;
     const hasAgent = input.agentId !== undefined && input.agentId !== null;
     if (parentTurnId && !hasAgent) throw badInput('createSession: a sub-agent session (parentTurnId) needs the agentId that runs it.');
@@ -237,7 +240,7 @@ export class SessionService {
     options: { turnId: string | null; agentId: string | null; turnLabel?: string },
     clientId?: string,
   ): Promise<{ session: Session; messages: Message[] }> {
-    const drafts = draftBatch(inputs, false);
+    const drafts = draftBatch(inputs, false, this.caps);
     if (options.agentId !== null && !options.agentId.trim()) throw badInput('agentId must not be empty.');
     if (options.turnId === null && unansweredToolResults(drafts).size === 0 && !drafts.some(hasUpload)) {
       // Nothing to check against the database and nothing to store but the rows: the append is one
@@ -394,7 +397,7 @@ export class SessionService {
       const streamed = await this.retrying(async (events) => {
         const now = new Date();
         const eventId = uuidv7();
-        const done = await appendTextRow(this.sql, workspaceId, messageId, appendText, eventId, now, LIMITS.stringLength);
+        const done = await appendTextRow(this.sql, workspaceId, messageId, appendText, eventId, now, this.caps.stringLength);
         if (!done) return null;
         const { message, sequence } = done;
         events.push({
@@ -424,7 +427,7 @@ export class SessionService {
       }
       let parts = message.parts as unknown as StoredPart[];
       if (hasParts) {
-        const draft = draftMessage({ role: message.role, parts: input.parts! }, 'parts');
+        const draft = draftMessage({ role: message.role, parts: input.parts! }, 'parts', this.caps);
         await this.checkToolResults(tx, { ...session, messageCount: message.position }, [draft.parts]);
         parts = await this.storeAttachments(tx, session, draft.parts);
       }
@@ -439,8 +442,10 @@ export class SessionService {
       // Streaming into a turn's message is the turn's activity: it keeps the sweeper away.
       if (message.turnId) await touchIfActive(asSql(tx), message.turnId, new Date());
       const generating = input.generating ?? true;
-      if (hasAppend && joinedLength(parts) > LIMITS.stringLength) {
-        throw badInput(`appendText: the message's text would be longer than ${LIMITS.stringLength} characters; continue in a new message.`);
+      if (hasAppend && joinedLength(parts) > this.caps.stringLength) {
+        throw badInput(
+          `appendText: the message's text would be longer than ${this.caps.stringLength} characters; continue in a new message.`,
+        );
       }
       if (!generating) await precountFinished([parts]);
       const updated = await updateMessageContent(tx, messageId, parts, generating);
@@ -638,10 +643,10 @@ async function prepareMessages(drafts: readonly StoredDraft[], agentId: string |
   }));
 }
 
-function draftBatch(inputs: MessageInputData[], allowEmpty: boolean): DraftMessage[] {
+function draftBatch(inputs: MessageInputData[], allowEmpty: boolean, caps: TextCaps): DraftMessage[] {
   if (!allowEmpty && inputs.length === 0) throw badInput('messages must not be empty.');
   if (inputs.length > LIMITS.messagesPerCall) throw badInput(`At most ${LIMITS.messagesPerCall} messages per call.`);
-  return inputs.map((input, i) => draftMessage(input, `messages[${i}]`));
+  return inputs.map((input, i) => draftMessage(input, `messages[${i}]`, caps));
 }
 
 function checkTitle(title: string): string {

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
+import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/parts.js';
 
 /**
  * Where the integration tests run: in-memory PGlite and in-memory pub/sub by default; real
@@ -17,6 +18,10 @@ export const backend = {
   redisUrl: process.env.TEST_REDIS_URL || null,
   get label() {
     return `${this.postgresUrl ? 'postgres' : 'pglite'}+${this.redisUrl ? 'redis' : 'memory'}`;
+  },
+  /** The caps a test app on this backend has by default (the string cap is 1 Mi on PostgreSQL, 256 Ki on PGlite). */
+  get caps() {
+    return textCaps(DEFAULT_STRING_CHARS[this.postgresUrl ? 'postgres' : 'pglite']);
   },
 };
 

@@ -1,5 +1,4 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { LIMITS } from '../../src/domain/parts.js';
 
 /**
  * Requests that once froze the server (issue 11, section 1), shared by the event-loop test (which
@@ -34,8 +33,8 @@ export const base64Text = (chars: number) =>
 /** 5 MiB: the size that once stalled the server for minutes (issue 11), now over the string cap. */
 export const HUGE_TEXT = 5 * 1024 * 1024;
 
-export function pathologicalInputs(): PathologicalInput[] {
-  const cap = LIMITS.stringLength;
+/** The inputs for a server whose string cap is `cap` (`AppRuntime.caps.stringLength`). */
+export function pathologicalInputs(cap: number): PathologicalInput[] {
   return [
     { name: `text: 'x' x ${cap} (the cap)`, query: APPEND, variables: (id) => appendText(id, 'x'.repeat(cap)), code: null },
     { name: `text: base64 of ${cap} chars (the cap)`, query: APPEND, variables: (id) => appendText(id, base64Text(cap)), code: null },

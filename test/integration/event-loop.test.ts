@@ -1,7 +1,6 @@
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { backend, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
-import { LIMITS } from '../../src/domain/parts.js';
 import { base64Text, pathologicalInputs, sendWhileSampling } from '../helpers/pathological.js';
 import { wsClient } from '../helpers/subscriptions.js';
 
@@ -25,12 +24,17 @@ useTestApp(async (built) => {
   sessionId = data.createSession.id;
 });
 
-const CAP = LIMITS.stringLength;
+/** The backend's string cap: a max-size string is sent for the backend the test runs on. */
+const CAP = backend.caps.stringLength;
 // 'x' repeated merges into tokens of a fixed length; the reference finishes on a short run.
 const X_TOKENS = CAP / (4096 / encode('x'.repeat(4096)).length);
 
 describe(`pathological inputs over HTTP (${backend.label})`, () => {
-  it.each(pathologicalInputs().map((input) => [input.name, input] as const))('%s is answered', async (_name, input) => {
+  it('runs on an app whose string cap is the one the inputs are built for', () => {
+    expect(app.runtime.caps.stringLength).toBe(CAP);
+  });
+
+  it.each(pathologicalInputs(CAP).map((input) => [input.name, input] as const))('%s is answered', async (_name, input) => {
     const messagesBefore = await app.runtime.db.prisma.message.count();
     const { body, status } = await sendWhileSampling(url, input, sessionId);
     if (input.code) {
@@ -39,7 +43,7 @@ describe(`pathological inputs over HTTP (${backend.label})`, () => {
       // sent without one, as soon as what was read passes the cap.
       if (input.name.startsWith('text:')) {
         expect(status).toBe(413);
-        expect(body.errors?.[0].message).toContain(`more than ${LIMITS.requestBytes}`);
+        expect(body.errors?.[0].message).toContain(`more than ${backend.caps.requestBytes}`);
         expect(body.errors?.[0].message).toContain(`at most ${CAP} characters`);
       }
       expect(await app.runtime.db.prisma.message.count()).toBe(messagesBefore);

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withClientIds } from '../../src/client-errors.js';
-import { LIMITS } from '../../src/domain/parts.js';
 import { backend, globalIdOf, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 
 /**
@@ -185,16 +184,16 @@ const cases: Case[] = [
       input: { sessionId, messages: [{ role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c', name: 'n'.repeat(1024 * 1024) } }] }] },
     }),
   ],
-  ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(LIMITS.stringLength + 1))] } })],
+  ['a text longer than the string cap', CREATE, () => ({ input: { messages: [text('x'.repeat(backend.caps.stringLength + 1))] } })],
   [
     "appendText taking a message's text past the string cap",
     UPDATE_MESSAGE,
-    () => ({ input: { messageId, appendText: 'x'.repeat(LIMITS.stringLength) } }),
+    () => ({ input: { messageId, appendText: 'x'.repeat(backend.caps.stringLength) } }),
   ],
   [
     'texts adding up past the per-call cap',
     CREATE,
-    () => ({ input: { messages: Array.from({ length: 2 }, () => text('x'.repeat(LIMITS.stringLength))) } }),
+    () => ({ input: { messages: Array.from({ length: 2 }, () => text('x'.repeat(backend.caps.stringLength))) } }),
   ],
   ['a wrong enum value', APPEND, () => ({ input: { sessionId, messages: [{ role: 'ROBOT', text: 'x' }] } })],
   ['a missing required variable', APPEND, () => ({})],
@@ -238,7 +237,8 @@ const cases: Case[] = [
     () => ({}),
     'QUERY_TOO_COMPLEX',
   ],
-  ['100,000 tokens', `{ sessions(first: 1) { ${'totalCount '.repeat(100_000)} } }`, () => ({}), 'QUERY_TOO_COMPLEX'],
+  // 50,000 tokens in 550 kB: within the smallest body cap (1 MiB on PGlite), so the token limit answers.
+  ['50,000 tokens', `{ sessions(first: 1) { ${'totalCount '.repeat(50_000)} } }`, () => ({}), 'QUERY_TOO_COMPLEX'],
   [
     'brackets in strings and comments do not count',
     `{ sessions(after: "${'{'.repeat(500)}") { totalCount } } # ${'['.repeat(500)}`,
@@ -264,6 +264,24 @@ describe(`malformed requests (${backend.label})`, () => {
     expect(withClientIds('Turn 01a20000-0000-4000-8000-000000000000 was not found.')).toBe(
       `Turn ${globalIdOf('Turn', '01a20000-0000-4000-8000-000000000000')} was not found.`,
     );
+  });
+
+  it("refuses a string or attachment over the backend's cap naming the field and the cap, and takes one at the cap", async () => {
+    const cap = backend.caps.stringLength;
+    expect(app.runtime.caps.stringLength).toBe(cap);
+    const long = await gql(app, APPEND, { input: { sessionId, messages: [text('ok'), text('x'.repeat(cap + 1))] } });
+    expect(long.errors?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+    expect(long.errors?.[0].message).toBe(`input.messages[1].text is longer than ${cap} characters.`);
+    // 'é' is 2 bytes in UTF-8: within the string cap in characters, over the attachment cap in bytes.
+    const file = (content: string) => ({ role: 'USER', parts: [{ attachment: { name: 'a.txt', mimeType: 'text/plain', content } }] });
+    const big = await gql(app, APPEND, { input: { sessionId, messages: [file('é'.repeat(cap / 2 + 1))] } });
+    expect(big.errors?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+    expect(big.errors?.[0].message).toBe(
+      `messages[0].parts[0].attachment.content is larger than ${backend.caps.attachmentBytes} bytes (UTF-8), the cap on this server.`,
+    );
+    const before = await rowCounts();
+    expect((await gql(app, APPEND, { input: { sessionId, messages: [file('é'.repeat(cap / 2))] } })).errors).toBeUndefined();
+    expect((await rowCounts()).attachments).toBe(before.attachments + 1);
   });
 
   it('names the argument path of a refused string', async () => {

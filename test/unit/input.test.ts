@@ -4,17 +4,18 @@ import { LIMITS } from '../../src/domain/parts.js';
 
 describe('input rules', () => {
   it('accepts paired surrogates (emoji) and refuses unpaired ones and NUL with the path', () => {
-    expect(() => checkString('🍴 fork 👍🏽', 'x')).not.toThrow();
-    expect(() => checkString('\uD83C', 'input.title')).toThrow('input.title contains an unpaired UTF-16 surrogate at position 0.');
-    expect(() => checkString('ab\uDF74', 'x')).toThrow(/unpaired/);
-    expect(() => checkString('\uDF74\uD83C', 'x')).toThrow(/unpaired/);
-    expect(() => checkString('a\u0000', 'x')).toThrow(/NUL/);
+    expect(() => checkString('🍴 fork 👍🏽', 'x', 100)).not.toThrow();
+    expect(() => checkString('\uD83C', 'input.title', 100)).toThrow('input.title contains an unpaired UTF-16 surrogate at position 0.');
+    expect(() => checkString('ab\uDF74', 'x', 100)).toThrow(/unpaired/);
+    expect(() => checkString('\uDF74\uD83C', 'x', 100)).toThrow(/unpaired/);
+    expect(() => checkString('a\u0000', 'x', 100)).toThrow(/NUL/);
+    expect(() => checkString('x'.repeat(101), 'input.text', 100)).toThrow('input.text is longer than 100 characters.');
   });
 
   it('refuses blank titles', () => {
-    expect(() => checkTitle('', 'input.title')).toThrow(/must not be empty/);
-    expect(() => checkTitle(' \t\n', 'input.title')).toThrow(/must not be empty/);
-    expect(() => checkTitle(' T ', 'input.title')).not.toThrow();
+    expect(() => checkTitle('', 'input.title', 100)).toThrow(/must not be empty/);
+    expect(() => checkTitle(' \t\n', 'input.title', 100)).toThrow(/must not be empty/);
+    expect(() => checkTitle(' T ', 'input.title', 100)).not.toThrow();
   });
 
   it('checks JSON iteratively: depth, size, keys, values, non-JSON objects', () => {
