@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis as RedisClient } from 'ioredis';
 import { redact } from './config.js';
 import type { MessageSnapshot } from './db/stores/messages.js';
 import type { Logger } from './logger.js';
@@ -132,10 +133,10 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
   const channelPrefix = `${prefix}session-events:`;
   const table = new ListenerTable();
 
-  const publisher = new Redis(redisUrl, { connectionName: 'session-graph-pub', maxRetriesPerRequest: 1 });
+  const publisher = new (loadRedis())(redisUrl, { connectionName: 'session-graph-pub', maxRetriesPerRequest: 1 });
   // Our own (re)subscription logic decides what the connection listens to: no offline queue (a
   // command sent while down fails at once), no automatic resubscribe or resend behind our back.
-  const subscriber = new Redis(redisUrl, {
+  const subscriber = new (loadRedis())(redisUrl, {
     connectionName: 'session-graph-sub',
     enableOfflineQueue: false,
     autoResubscribe: false,
@@ -239,7 +240,7 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
 }
 
 /** Resolves when the connection is ready; rejects at once unless it is being made right now. */
-function whenReady(client: Redis): Promise<void> {
+function whenReady(client: RedisClient): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
   if (client.status !== 'connecting' && client.status !== 'connect') return Promise.reject(new Error(`redis ${client.status}`));
   return new Promise((resolve, reject) => {
@@ -254,4 +255,9 @@ function whenReady(client: Redis): Promise<void> {
     client.once('ready', onReady);
     client.once('close', onClose);
   });
+}
+
+/** ioredis is loaded only when a Redis URL is configured (start-up time and memory without Redis). */
+export function loadRedis(): typeof RedisClient {
+  return (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis;
 }

@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import type { Logger } from './logger.js';
+import { loadRedis } from './pubsub.js';
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
@@ -54,7 +54,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     };
   }
 
-  const redis = new Redis(options.redisUrl, {
+  const redis = new (loadRedis())(options.redisUrl, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

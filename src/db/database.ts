@@ -1,9 +1,6 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
-import { PrismaPg } from '@prisma/adapter-pg';
+import type { PGlite } from '@electric-sql/pglite';
 import type { SqlDriverAdapter, SqlDriverAdapterFactory, Transaction } from '@prisma/driver-adapter-utils';
-import pg from 'pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { redact } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
@@ -48,7 +45,10 @@ const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
  */
 export async function createDatabase(options: DatabaseOptions): Promise<Database> {
   const queries = new QueryCounter();
+  // Each backend's driver is loaded only when it is used (start-up time, and memory: PGlite's
+  // module alone is tens of MB that a PostgreSQL server never needs).
   if (options.kind === 'postgres') {
+    const [{ default: pg }, { PrismaPg }] = await Promise.all([import('pg'), import('@prisma/adapter-pg')]);
     const pool = new pg.Pool({ connectionString: options.url, max: 10 });
     pool.on('error', () => {
       // An idle client lost its connection; the pool replaces it and the next query reports errors.
@@ -84,6 +84,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     };
   }
 
+  const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
   let pglite: PGlite;
   let description: string;
   if (options.dataDir.startsWith('memory://')) {

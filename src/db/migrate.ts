@@ -49,6 +49,9 @@ export function readMigrations(dir = MIGRATIONS_DIR): MigrationFile[] {
  */
 export async function applyMigrations(conn: MigrationConnection, dir = MIGRATIONS_DIR): Promise<MigrationReport> {
   const files = readMigrations(dir);
+  // Start-up on a migrated database: one read, no lock, no DDL. Anything else (no table yet, a
+  // pending, unknown, edited or unfinished migration) takes the locked path below, which decides.
+  if (await upToDate(conn, files)) return { applied: [], alreadyApplied: files.length };
   await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
   try {
     await conn.exec(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
@@ -105,4 +108,16 @@ export async function applyMigrations(conn: MigrationConnection, dir = MIGRATION
   } finally {
     await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
   }
+}
+
+/** Whether the database records exactly the shipped migrations, all finished, with the same checksums. */
+async function upToDate(conn: MigrationConnection, files: MigrationFile[]): Promise<boolean> {
+  const [table] = await conn.query<{ exists: boolean }>(`SELECT to_regclass('"_prisma_migrations"') IS NOT NULL AS exists`);
+  if (!table?.exists) return false;
+  const rows = await conn.query<{ migration_name: string; checksum: string; finished: boolean }>(
+    'SELECT migration_name, checksum, finished_at IS NOT NULL AS finished FROM "_prisma_migrations" WHERE rolled_back_at IS NULL',
+  );
+  if (rows.length !== files.length) return false;
+  const shipped = new Map(files.map((f) => [f.name, f.checksum]));
+  return rows.every((row) => row.finished && shipped.get(row.migration_name) === row.checksum);
 }

@@ -29,7 +29,20 @@ describe('migrations applied by the server', { timeout: 120_000 }, () => {
     const db = await freshDb();
     const first = await applyMigrations(pgliteConnection(db));
     expect(first.applied).toEqual(readMigrations().map((m) => m.name));
-    const second = await applyMigrations(pgliteConnection(db));
+    const statements: string[] = [];
+    const recording = pgliteConnection(db);
+    const second = await applyMigrations({
+      query: (sql, params) => {
+        statements.push(sql);
+        return recording.query(sql, params);
+      },
+      exec: (sql) => {
+        statements.push(sql);
+        return recording.exec(sql);
+      },
+    });
+    // A migrated database is recognized with reads only: no lock, no DDL.
+    expect(statements.every((sql) => /^SELECT /.test(sql) && !/advisory/.test(sql))).toBe(true);
     expect(second).toEqual({ applied: [], alreadyApplied: first.applied.length });
     const rows = await db.query<{ migration_name: string; checksum: string; finished_at: Date | null; applied_steps_count: number }>(
       'SELECT migration_name, checksum, finished_at, applied_steps_count FROM "_prisma_migrations"',
@@ -73,5 +86,20 @@ describe('migrations applied by the server', { timeout: 120_000 }, () => {
     expect(half.rows).toHaveLength(0);
     const recorded = await db.query('SELECT 1 FROM "_prisma_migrations" WHERE migration_name = $1', [name]);
     expect(recorded.rows).toHaveLength(0);
+  });
+
+  it('refuses to start when a recorded migration never finished, or is unknown', async () => {
+    const db = await freshDb();
+    const dir = copyOfMigrations();
+    await applyMigrations(pgliteConnection(db), dir);
+    const [first] = readMigrations(dir);
+    await db.query('UPDATE "_prisma_migrations" SET finished_at = NULL WHERE migration_name = $1', [first.name]);
+    await expect(applyMigrations(pgliteConnection(db), dir)).rejects.toThrow(/never finished/);
+    await db.query('UPDATE "_prisma_migrations" SET finished_at = now() WHERE migration_name = $1', [first.name]);
+    await db.query(
+      `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, finished_at) VALUES ('x', $1, '29990101000000_newer', now())`,
+      [first.checksum],
+    );
+    await expect(applyMigrations(pgliteConnection(db), dir)).rejects.toThrow(/does not know/);
   });
 });
