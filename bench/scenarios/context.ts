@@ -61,7 +61,14 @@ function messageAt(i: number): { role: 'USER' | 'ASSISTANT' | 'TOOL'; parts: Sto
         role: 'ASSISTANT',
         parts: [
           { type: 'text', text: 'Let me look up the orders.' },
-          { type: 'toolCall', callId: `call-${i}`, name: 'search_orders', arguments: { customer: `c-${i}`, limit: 20 } },
+          // As the server stores a tool call since its arguments are kept byte for byte: the text beside the value.
+          {
+            type: 'toolCall',
+            callId: `call-${i}`,
+            name: 'search_orders',
+            arguments: { customer: `c-${i}`, limit: 20 },
+            argumentsJson: JSON.stringify({ customer: `c-${i}`, limit: 20 }),
+          },
         ],
       };
     case 4:
