@@ -316,6 +316,8 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
               role: 'ASSISTANT',
               parts: [{ text: { text: 'calling' } }, { toolCall: { callId: 'c1', name: 'look', arguments: { q: [1, 'é'] } } }],
             },
+            // Too large to carry too, though it has no text part: the cap counts every string of the parts.
+            { role: 'TOOL', parts: [{ toolResult: { callId: 'c1', content: large, isError: false } }] },
             { role: 'USER', text: large },
             { role: 'ASSISTANT', text: 'strea', generating: true, agentId: 'writer' },
           ],
@@ -323,26 +325,27 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
       },
       auth,
     );
-    const [small, big, streaming] = (appended as { appendMessages: { messages: FullMessage[] } }).appendMessages.messages;
+    const [small, bigResult, big, streaming] = (appended as { appendMessages: { messages: FullMessage[] } }).appendMessages.messages;
     const updated = await gqlOk(
       app,
       `mutation ($input: UpdateMessageInput!) { updateMessage(input: $input) { ${MESSAGE_FIELDS} } }`,
       { input: { messageId: streaming.id, appendText: 'med', generating: false } },
       auth,
     );
-    for (const sub of subs) await sub.collector.until((e) => e.length >= 5, 10_000, 'the four live events');
+    for (const sub of subs) await sub.collector.until((e) => e.length >= 6, 10_000, 'the five live events');
     const messageReads = app.runtime.db.queries.statements.filter((sql) => /^\s*SELECT/i.test(sql) && /FROM "public"\."Message"/.test(sql));
     for (const sub of subs) {
       expect(sub.collector.events.slice(1).map((e) => e.message)).toEqual([
         small,
+        bigResult,
         big,
         streaming,
         (updated as { updateMessage: FullMessage }).updateMessage,
       ]);
     }
-    // updateMessage finds and locks its message (two statements); the events read only the large one, once for every subscriber.
+    // updateMessage finds and locks its message (two statements); the events read only the two large ones, once for every subscriber.
     const eventReads = messageReads.filter((sql) => !/"public"\."Message"\."sessionId" FROM/.test(sql));
-    expect(eventReads, `message reads:\n${messageReads.join('\n')}`).toHaveLength(1);
+    expect(eventReads, `message reads:\n${messageReads.join('\n')}`).toHaveLength(2);
     for (const sub of subs) sub.unsubscribe();
     await client.dispose();
   });
