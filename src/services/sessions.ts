@@ -217,8 +217,9 @@ export class SessionService {
         );
       }
       const ids = [...descendants.map((d) => d.id), sessionId];
-      // Sub-agent sessions go with the turns they run in (and their forks with them).
-      const nested = await sessionStore.findNestedSubSessions(tx, ids);
+      // Sub-agent sessions go with the turns they run in (and their forks with them): locked, so
+      // none gains a fork or a sub-session of its own before the delete.
+      const nested = await sessionStore.lockNestedSubSessions(tx, ids);
       // A sub-session deleted on its own: the sessions above it keep its SessionDeleted, wrapped.
       const head = await sessionStore.readEventHead(tx, sessionId);
       if (head?.parentTurnId) {

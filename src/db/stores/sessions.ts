@@ -349,6 +349,24 @@ export async function findNestedSubSessions(db: SqlTarget, ids: readonly string[
   );
 }
 
+/**
+ * The sub-sessions (and their forks) nested under `ids`, locked (`FOR UPDATE`, in id order). Read
+ * again after each lock until the set stops growing: a sub-session or fork made under one of them
+ * meanwhile is found and locked too, and none can be made under a locked one until the caller ends.
+ */
+export async function lockNestedSubSessions(db: SqlTarget, ids: readonly string[]): Promise<{ id: string }[]> {
+  const sql = asSql(db);
+  let nested = await findNestedSubSessions(sql, ids);
+  for (;;) {
+    if (nested.length === 0) return nested;
+    await sql.query('SELECT id FROM "Session" WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [nested.map((n) => n.id)]);
+    const locked = new Set(nested.map((n) => n.id));
+    const again = await findNestedSubSessions(sql, ids);
+    if (again.every((n) => locked.has(n.id))) return again;
+    nested = again;
+  }
+}
+
 /** The session's last event sequence and the turn it runs in (a sub-session's), read under its lock. */
 export async function readEventHead(
   db: SqlTarget,
