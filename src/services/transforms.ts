@@ -28,7 +28,8 @@ type ClientIds = ReadonlyMap<string, string>;
  * History transforms (domain/transforms.ts): hide, unhide, redact, unredact, strip tool outputs.
  * Each write locks the session it is made in (so ordinals, and the replay order they define, are
  * serialized with appends, forks and compactions of that session on any number of instances),
- * checks every target is a finished message of that session's view, skips what would change
+ * checks every target is a message of that session's view (finished, for a redaction: hiding a
+ * message still generating is allowed, and it stays hidden once finished), skips what would change
  * nothing, numbers the new transforms after the session's last, and appends its event in the same
  * transaction; the event is published after the commit. A refusal writes nothing.
  */
