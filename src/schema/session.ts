@@ -142,7 +142,8 @@ builder.prismaObjectField(Session, 'subSessions', (t) =>
   ),
 );
 
-type TimelineItemShape = { index: number; depth: number; message: MessageRow };
+/** `sessionId`: the session whose item it is (a fork's inherited messages are the fork's items). */
+type TimelineItemShape = { index: number; depth: number; sessionId: string; message: MessageRow };
 
 const TimelineItem = builder.objectRef<TimelineItemShape>('TimelineItem').implement({
   description: "One message of a session's timeline: the session's own, or one of a sub-agent session nested in its turns.",
@@ -154,7 +155,7 @@ const TimelineItem = builder.objectRef<TimelineItemShape>('TimelineItem').implem
     session: t.field({
       type: Session,
       description: "The session whose message it is (the timeline's session, or a sub-agent session).",
-      resolve: async (item, _, ctx) => (await ctx.loaders.sessionById.load(item.message.sessionId))!,
+      resolve: async (item, _, ctx) => (await ctx.loaders.sessionById.load(item.sessionId))!,
     }),
     message: t.field({ type: Message, description: 'The message.', resolve: (item) => item.message }),
   }),
@@ -175,7 +176,13 @@ builder.prismaObjectField(Session, 'timeline', (t) =>
             // A sub-session deleted since the tree was read: its items are left out of this page.
             if (!owner) return [];
             const rows = await ctx.loaders.messageRange.load({ session: owner, lo: range.lo, hi: range.hi });
-            return rows.map((message, i) => ({ index: range.start + i, depth: range.depth, message }));
+            // Read through the session it belongs to: a fork's inherited messages carry the fork's transforms.
+            return rows.map((message, i) => ({
+              index: range.start + i,
+              depth: range.depth,
+              sessionId: range.sessionId,
+              message: { ...message, viewSessionId: range.sessionId },
+            }));
           }),
         );
         const items = chunks.flat();

@@ -439,3 +439,38 @@ describe('validation and concurrency', () => {
     expect(redactedIndexes(listed)).toHaveLength(16);
   });
 });
+
+describe('the timeline of a fork', () => {
+  it("shows the fork's own view of its inherited messages: its transforms, not its parent's, and the fork as their session", async () => {
+    const parent = await createSession([
+      { role: 'USER', text: 'first question' },
+      { role: 'ASSISTANT', text: 'first answer' },
+      { role: 'USER', text: 'second question' },
+    ]);
+    const child = await fork(parent.id, 2);
+    // Hidden in the fork only, and redacted in the parent only after the fork.
+    await hide(child.id, [parent.messages[1].id], 'noise');
+    await redact(parent.messages[0].id, '[gone]', parent.id);
+    const TIMELINE = `query ($id: ID!) { node(id: $id) { ... on Session { timeline(first: 10) { edges { node { index session { id } message { ${MESSAGE} } } } } } } }`;
+    const timeline = async (id: string) =>
+      (
+        await gqlOk<{ node: { timeline: { edges: { node: { index: number; session: { id: string }; message: Msg } }[] } } }, unknown>(
+          app,
+          TIMELINE,
+          { id },
+        )
+      ).node.timeline.edges.map((e) => e.node);
+    const items = await timeline(child.id);
+    expect(items.map((i) => i.session.id)).toEqual([child.id, child.id]);
+    expect(items.map((i) => [i.message.hidden, i.message.redacted])).toEqual([
+      [false, false],
+      [true, false],
+    ]);
+    const parentItems = await timeline(parent.id);
+    expect(parentItems.map((i) => [i.message.hidden, i.message.redacted])).toEqual([
+      [false, true],
+      [false, false],
+      [false, false],
+    ]);
+  });
+});
