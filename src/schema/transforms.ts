@@ -153,6 +153,18 @@ function parseMessageIds(raw: readonly (string | number)[], argument: string): {
   return { ids, clientIds };
 }
 
+/** The message a (un)redaction names and the optional session it is made in: internal ids, and the client's for messages. */
+function parseRedactionTarget(input: { messageId: unknown; sessionId?: unknown }) {
+  const session = input.sessionId ? String(input.sessionId) : null;
+  return {
+    ids: {
+      messageId: parseGlobalId(String(input.messageId), 'Message', 'messageId'),
+      sessionId: session ? parseGlobalId(session, 'Session', 'sessionId') : null,
+    },
+    clientIds: { message: String(input.messageId), session },
+  };
+}
+
 builder.mutationFields((t) => ({
   hideMessages: t.field({
     type: MessageVisibilityPayload,
@@ -189,31 +201,20 @@ builder.mutationFields((t) => ({
     description:
       'Redacts a message in a session: from now on assembleContext sends the replacement instead of its content (a secret pasted by mistake, a huge tool output), counted exactly; the original stays readable through the API, flagged `redacted`. Redacting again replaces the replacement. Inherited by forks made later, like hideMessages.',
     args: { input: t.arg({ type: RedactMessageInput, required: true }) },
-    resolve: (_, { input }, ctx) =>
-      ctx.runtime.transforms.redactMessage(
-        ctx.workspaceId,
-        {
-          messageId: parseGlobalId(String(input.messageId), 'Message', 'messageId'),
-          sessionId: input.sessionId ? parseGlobalId(String(input.sessionId), 'Session', 'sessionId') : null,
-          replacement: input.replacement,
-        },
-        { message: String(input.messageId), session: input.sessionId ? String(input.sessionId) : null },
-      ),
+    resolve: (_, { input }, ctx) => {
+      const { ids, clientIds } = parseRedactionTarget(input);
+      return ctx.runtime.transforms.redactMessage(ctx.workspaceId, { ...ids, replacement: input.replacement }, clientIds);
+    },
   }),
   unredactMessage: t.field({
     type: RedactMessagePayload,
     description:
       'Lifts a redaction in a session: assembleContext sends the original content again. A message not redacted there is left as it is.',
     args: { input: t.arg({ type: UnredactMessageInput, required: true }) },
-    resolve: (_, { input }, ctx) =>
-      ctx.runtime.transforms.unredactMessage(
-        ctx.workspaceId,
-        {
-          messageId: parseGlobalId(String(input.messageId), 'Message', 'messageId'),
-          sessionId: input.sessionId ? parseGlobalId(String(input.sessionId), 'Session', 'sessionId') : null,
-        },
-        { message: String(input.messageId), session: input.sessionId ? String(input.sessionId) : null },
-      ),
+    resolve: (_, { input }, ctx) => {
+      const { ids, clientIds } = parseRedactionTarget(input);
+      return ctx.runtime.transforms.unredactMessage(ctx.workspaceId, ids, clientIds);
+    },
   }),
   stripToolOutputs: t.field({
     type: Session,
