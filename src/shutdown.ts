@@ -38,13 +38,16 @@ export class SubscriptionTracker {
   private track<T>(source: AsyncIterable<T>): AsyncIterableIterator<T> {
     const inner = source[Symbol.asyncIterator]();
     let finished = false;
-    let stop!: () => void;
-    const stopping = new Promise<IteratorReturnResult<undefined>>((resolve) => {
-      stop = () => {
-        finish();
-        resolve(DONE);
-      };
-    });
+    /** Ends the `next()` waiting now, if any. */
+    let ending: ((done: IteratorReturnResult<undefined>) => void) | null = null;
+    // Not `Promise.race([inner.next(), stopping])` with one promise kept for the whole subscription:
+    // each race adds a reaction to that promise that stays until it settles, so a subscriber held
+    // one more per event for as long as it stayed (the soak's RSS grew with the events delivered).
+    const stop = () => {
+      finish();
+      ending?.(DONE);
+      ending = null;
+    };
     const finish = () => {
       if (finished) return;
       finished = true;
@@ -59,7 +62,11 @@ export class SubscriptionTracker {
       },
       async next() {
         if (finished) return DONE;
-        const result = await Promise.race([inner.next(), stopping]);
+        const result = await new Promise<IteratorResult<T>>((resolve, reject) => {
+          ending = resolve;
+          inner.next().then(resolve, reject);
+        });
+        ending = null;
         if (result.done) finish();
         return finished && !result.done ? DONE : result;
       },
