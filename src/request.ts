@@ -49,83 +49,92 @@ export interface RequestContext {
   runtime: AppRuntime;
   prisma: PrismaClient;
   workspaceId: string;
-  loaders: ReturnType<typeof createLoaders>;
-}
-
-function createLoaders(prisma: PrismaClient, sql: SqlClient, workspaceId: string) {
-  // Made once, on first use, and shared by the loaders below that read sessions too.
-  let sessions: DataLoader<string, Session | null> | undefined;
-  const sessionById = () =>
-    (sessions ??= new DataLoader<string, Session | null>(async (ids) => {
-      const rows = await findSessions(sql, workspaceId, ids);
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      return ids.map((id) => byId.get(id) ?? null);
-    }));
-  const { attachmentCharsAsked, ...makers } = {
-    /** Attachments of the workspace by id (no content), in the shape the Attachment type takes. */
-    attachmentById: () =>
-      new DataLoader<string, AttachmentShape | null>(async (ids) => {
-        const byId = new Map((await findAttachmentSummaries(sql, workspaceId, ids)).map((r) => [r.id, r]));
-        return ids.map((id) => {
-          const row = byId.get(id);
-          return row ? { attachmentId: row.id, name: row.name, mimeType: row.mimeType, size: row.size } : null;
-        });
-      }),
-    /** Pages of attachments' text asked for by the request, read in one statement. */
-    attachmentPages: () =>
-      new DataLoader<AttachmentPageRead, AttachmentPageRow | null, string>(
-        async (reads) => {
-          const rows = await readAttachmentPages(sql, workspaceId, reads);
-          const byOrd = new Map(rows.map((r) => [r.ord, r]));
-          return reads.map((_, i) => byOrd.get(i + 1) ?? null);
-        },
-        { cacheKeyFn: (r) => `${r.id}/${r.offset}/${r.length}` },
-      ),
-    /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */
-    attachmentCharsAsked: 0,
-    messageRange: () => createMessageRangeLoader(sql),
-    /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
-    forksByMessage: () =>
-      new DataLoader<string, Session[]>(async (messageIds) => {
-        const rows = await findForksAt(prisma, workspaceId, messageIds);
-        const byMessage = new Map<string, Session[]>();
-        for (const row of rows) {
-          const forks = byMessage.get(row.forkPointMessageId!);
-          if (forks) forks.push(row);
-          else byMessage.set(row.forkPointMessageId!, [row]);
-        }
-        return messageIds.map((id) => byMessage.get(id) ?? []);
-      }),
-    sessionById,
-    /** The history transforms in force in each session's view (no statement for a session that has none). */
-    transformsBySession: () =>
-      new DataLoader<string, HistoryTransforms | null>((ids) =>
-        Promise.all(
-          ids.map(async (id) => {
-            const session = await sessionById().load(id);
-            return session ? foldTransforms(await readTransforms(sql, session)) : null;
-          }),
-        ),
-      ),
-  };
-  return Object.assign(lazily(makers), { attachmentCharsAsked });
+  loaders: RequestLoaders;
 }
 
 /**
- * An object whose properties are made by `makers` on first read. The loaders of a request are made
- * this way: a subscription keeps its context for its whole life, and most requests and events
- * need one loader or none.
+ * One request's loaders, each made on first read: a subscription keeps its context for its whole
+ * life, and most requests and events need one loader or none. Getters on the prototype, so an
+ * unused set costs one small object (it was six closures, their scopes and accessors per context,
+ * kept by every subscribed socket).
  */
-function lazily<T extends Record<string, () => unknown>>(makers: T): { [K in keyof T]: ReturnType<T[K]> } {
-  const target = {} as { [K in keyof T]: ReturnType<T[K]> };
-  for (const key of Object.keys(makers) as (keyof T)[]) {
-    let made: ReturnType<T[typeof key]> | undefined;
-    Object.defineProperty(target, key, {
-      enumerable: true,
-      get: () => (made ??= makers[key]() as ReturnType<T[typeof key]>),
-    });
+export class RequestLoaders {
+  /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */
+  attachmentCharsAsked = 0;
+  private sessions: DataLoader<string, Session | null> | undefined = undefined;
+  private attachments: DataLoader<string, AttachmentShape | null> | undefined = undefined;
+  private pages: DataLoader<AttachmentPageRead, AttachmentPageRow | null, string> | undefined = undefined;
+  private ranges: ReturnType<typeof createMessageRangeLoader> | undefined = undefined;
+  private forks: DataLoader<string, Session[]> | undefined = undefined;
+  private transforms: DataLoader<string, HistoryTransforms | null> | undefined = undefined;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly sql: SqlClient,
+    private readonly workspaceId: string,
+  ) {}
+
+  /** Sessions of the workspace by id; shared by the loaders below that read sessions too. */
+  get sessionById(): DataLoader<string, Session | null> {
+    return (this.sessions ??= new DataLoader<string, Session | null>(async (ids) => {
+      const rows = await findSessions(this.sql, this.workspaceId, ids);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }));
   }
-  return target;
+
+  /** Attachments of the workspace by id (no content), in the shape the Attachment type takes. */
+  get attachmentById(): DataLoader<string, AttachmentShape | null> {
+    return (this.attachments ??= new DataLoader<string, AttachmentShape | null>(async (ids) => {
+      const byId = new Map((await findAttachmentSummaries(this.sql, this.workspaceId, ids)).map((r) => [r.id, r]));
+      return ids.map((id) => {
+        const row = byId.get(id);
+        return row ? { attachmentId: row.id, name: row.name, mimeType: row.mimeType, size: row.size } : null;
+      });
+    }));
+  }
+
+  /** Pages of attachments' text asked for by the request, read in one statement. */
+  get attachmentPages(): DataLoader<AttachmentPageRead, AttachmentPageRow | null, string> {
+    return (this.pages ??= new DataLoader<AttachmentPageRead, AttachmentPageRow | null, string>(
+      async (reads) => {
+        const rows = await readAttachmentPages(this.sql, this.workspaceId, reads);
+        const byOrd = new Map(rows.map((r) => [r.ord, r]));
+        return reads.map((_, i) => byOrd.get(i + 1) ?? null);
+      },
+      { cacheKeyFn: (r) => `${r.id}/${r.offset}/${r.length}` },
+    ));
+  }
+
+  get messageRange(): ReturnType<typeof createMessageRangeLoader> {
+    return (this.ranges ??= createMessageRangeLoader(this.sql));
+  }
+
+  /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
+  get forksByMessage(): DataLoader<string, Session[]> {
+    return (this.forks ??= new DataLoader<string, Session[]>(async (messageIds) => {
+      const rows = await findForksAt(this.prisma, this.workspaceId, messageIds);
+      const byMessage = new Map<string, Session[]>();
+      for (const row of rows) {
+        const forks = byMessage.get(row.forkPointMessageId!);
+        if (forks) forks.push(row);
+        else byMessage.set(row.forkPointMessageId!, [row]);
+      }
+      return messageIds.map((id) => byMessage.get(id) ?? []);
+    }));
+  }
+
+  /** The history transforms in force in each session's view (no statement for a session that has none). */
+  get transformsBySession(): DataLoader<string, HistoryTransforms | null> {
+    return (this.transforms ??= new DataLoader<string, HistoryTransforms | null>((ids) =>
+      Promise.all(
+        ids.map(async (id) => {
+          const session = await this.sessionById.load(id);
+          return session ? foldTransforms(await readTransforms(this.sql, session)) : null;
+        }),
+      ),
+    ));
+  }
 }
 
 /**
@@ -140,11 +149,11 @@ export async function createRequestContext(runtime: AppRuntime, source: { author
     runtime,
     prisma,
     workspaceId,
-    loaders: createLoaders(prisma, runtime.db.sql, workspaceId),
+    loaders: new RequestLoaders(prisma, runtime.db.sql, workspaceId),
   };
 }
 
 /** A copy of a subscription's context with fresh loaders and Pothos caches, for one event (hayes/pothos#1421). */
 export function contextForEvent(ctx: RequestContext): RequestContext {
-  return { ...ctx, ...initContextCache(), loaders: createLoaders(ctx.prisma, ctx.runtime.db.sql, ctx.workspaceId) };
+  return { ...ctx, ...initContextCache(), loaders: new RequestLoaders(ctx.prisma, ctx.runtime.db.sql, ctx.workspaceId) };
 }
