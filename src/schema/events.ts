@@ -4,6 +4,7 @@ import type { Message as MessageRow, Session as SessionRow } from '../generated/
 import type { SessionEventMessage } from '../pubsub.js';
 import { SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
 import { messageFromSnapshot } from '../db/stores/messages.js';
+import { sessionInWorkspace } from '../db/stores/sessions.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { Message } from './message.js';
@@ -180,10 +181,9 @@ eventType(
  */
 export async function workspaceSessionStream(ctx: RequestContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
-  const exists = await ctx.prisma.session.findFirst({ where: { id: sessionId, workspaceId: ctx.workspaceId }, select: { id: true } });
-  if (!exists) throw notFound('Session', String(rawSessionId));
+  if (!(await sessionInWorkspace(ctx.runtime.db.sql, ctx.workspaceId, sessionId))) throw notFound('Session', String(rawSessionId));
   // Each event runs with a fresh request context (subscription-sharing.ts), so no per-event reset here.
-  return sessionEventStream(ctx.prisma, ctx.runtime.bus, sessionId, afterSequence ?? null);
+  return sessionEventStream(ctx.runtime.db.sql, ctx.runtime.bus, sessionId, afterSequence ?? null);
 }
 
 builder.subscriptionField('sessionEvents', (t) =>

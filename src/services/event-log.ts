@@ -1,5 +1,5 @@
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
-import type { PrismaClient } from '../generated/prisma/client.js';
+import type { SqlClient } from '../db/sql.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 
 // The log's statements (the append, and the reads the streams below make) live in the events store.
@@ -69,11 +69,11 @@ const MAX_LIVE_BACKLOG = 1_000;
  * before the trigger are then visible to the read. `readClock` orders triggers and read starts.
  */
 let readClock = 0;
-const readsInFlight = new WeakMap<PrismaClient, Map<string, { started: number; result: Promise<unknown> }>>();
+const readsInFlight = new WeakMap<SqlClient, Map<string, { started: number; result: Promise<unknown> }>>();
 
-function sharedRead<T>(prisma: PrismaClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
-  let reads = readsInFlight.get(prisma);
-  if (!reads) readsInFlight.set(prisma, (reads = new Map()));
+function sharedRead<T>(sql: SqlClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
+  let reads = readsInFlight.get(sql);
+  if (!reads) readsInFlight.set(sql, (reads = new Map()));
   const hit = reads.get(key);
   if (hit && hit.started > trigger) return hit.result as Promise<T>;
   const started = ++readClock;
@@ -105,7 +105,7 @@ export interface SessionEventStream extends AsyncIterableIterator<SessionEventMe
  * leaves does not hold memory or a Redis channel until the session's next event.
  */
 export function sessionEventStream(
-  prisma: PrismaClient,
+  sql: SqlClient,
   bus: EventBus,
   sessionId: string,
   afterSequence: number | null,
@@ -197,7 +197,7 @@ export function sessionEventStream(
         }
         if (ending) return finish();
         if (last === null) {
-          const current = await sharedRead(prisma, `sequence:${sessionId}`, startTrigger, () => currentEventSequence(prisma, sessionId));
+          const current = await sharedRead(sql, `sequence:${sessionId}`, startTrigger, () => currentEventSequence(sql, sessionId));
           if (done) return;
           last ??= current ?? 0;
           if (current === null) accept(sessionDeletedEvent(sessionId, last));
@@ -206,7 +206,7 @@ export function sessionEventStream(
         if (syncDue) {
           syncDue = false;
           const trigger = syncTrigger;
-          const current = await sharedRead(prisma, `sequence:${sessionId}`, trigger, () => currentEventSequence(prisma, sessionId));
+          const current = await sharedRead(sql, `sequence:${sessionId}`, trigger, () => currentEventSequence(sql, sessionId));
           if (done) return;
           if (current === null) {
             accept(sessionDeletedEvent(sessionId, last));
@@ -219,8 +219,8 @@ export function sessionEventStream(
         if (logUpTo !== undefined) {
           const upTo = logUpTo;
           const after = last;
-          const rows = await sharedRead(prisma, `log:${sessionId}:${after}:${upTo}`, logTrigger, () =>
-            readEventsAfter(prisma, sessionId, after, upTo, REPLAY_PAGE),
+          const rows = await sharedRead(sql, `log:${sessionId}:${after}:${upTo}`, logTrigger, () =>
+            readEventsAfter(sql, sessionId, after, upTo, REPLAY_PAGE),
           );
           if (done) return;
           for (const row of rows) if (row.sequence > last) accept(row);

@@ -3,12 +3,12 @@
  * live streams. The sequence counter lives on the session row, so numbers are gapless per session
  * even across server instances.
  */
-import type { Message, PrismaClient, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
+import type { Message, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
 import type { SessionEventMessage } from '../../pubsub.js';
 import { uuidv7 } from '../ids.js';
-import { asSql, type SqlTarget } from '../sql.js';
+import { asSql, type SqlClient, type SqlTarget } from '../sql.js';
 import { messageSnapshot } from './messages.js';
-import { insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
+import { columnList, insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
 
 export interface NewSessionEvent {
   type: SessionEventType;
@@ -224,25 +224,31 @@ function toMessage(row: SessionEvent): SessionEventMessage {
   };
 }
 
-/** Stored events of a session with `after < sequence <= upTo` (to the end when `upTo` is null), oldest first, at most `limit`. */
+const EVENT_SQL = columnList(EVENT_COLUMNS);
+
+/**
+ * Stored events of a session with `after < sequence <= upTo` (to the end when `upTo` is null), oldest
+ * first, at most `limit`. Plain SQL, as the counter read below: every subscription starts with these
+ * reads, and a Prisma query's allocations, times hundreds of sockets subscribing at once, were most
+ * of what a subscribed socket cost in RSS (bench `memory`, issue 13).
+ */
 export async function readEventsAfter(
-  prisma: PrismaClient,
+  sql: SqlClient,
   sessionId: string,
   after: number,
   upTo: number | null,
   limit: number,
 ): Promise<SessionEventMessage[]> {
-  const rows = await prisma.sessionEvent.findMany({
-    where: { sessionId, sequence: upTo === null ? { gt: after } : { gt: after, lte: upTo } },
-    orderBy: { sequence: 'asc' },
-    take: limit,
-    select: EVENT_COLUMNS,
-  });
+  const rows = await sql.query<SessionEvent>(
+    `SELECT ${EVENT_SQL} FROM "SessionEvent" WHERE "sessionId" = $1 AND sequence > $2${upTo === null ? '' : ' AND sequence <= $4'}
+     ORDER BY sequence LIMIT $3`,
+    upTo === null ? [sessionId, after, limit] : [sessionId, after, limit, upTo],
+  );
   return rows.map(toMessage);
 }
 
 /** The sequence of a session's latest event (its counter), or null when the session does not exist (any more). */
-export async function currentEventSequence(prisma: PrismaClient, sessionId: string): Promise<number | null> {
-  const session = await prisma.session.findUnique({ where: { id: sessionId }, select: { eventSequence: true } });
-  return session ? session.eventSequence : null;
+export async function currentEventSequence(sql: SqlClient, sessionId: string): Promise<number | null> {
+  const [row] = await sql.query<{ eventSequence: number }>('SELECT "eventSequence" FROM "Session" WHERE id = $1', [sessionId]);
+  return row ? Number(row.eventSequence) : null;
 }

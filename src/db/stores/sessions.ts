@@ -264,6 +264,11 @@ export function findSessions(sql: SqlClient, workspaceId: string, ids: readonly 
   ]);
 }
 
+/** Whether the session exists in the workspace (a subscription's check before it streams). */
+export async function sessionInWorkspace(sql: SqlClient, workspaceId: string, sessionId: string): Promise<boolean> {
+  return (await sql.query('SELECT 1 FROM "Session" WHERE id = $1 AND "workspaceId" = $2', [sessionId, workspaceId])).length > 0;
+}
+
 /** Forks cut at any of these messages, oldest first. */
 export function findForksAt(db: Tx, workspaceId: string, messageIds: readonly string[]): Promise<Session[]> {
   return db.session.findMany({ where: { forkPointMessageId: { in: [...messageIds] }, workspaceId }, orderBy: { id: 'asc' } });
