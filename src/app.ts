@@ -119,6 +119,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     scopeOf: (ctx) => ctx.workspaceId,
     contextForEvent,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
+    maxShapes: config.caches.subscriptionShapesMax,
   });
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,

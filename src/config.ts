@@ -25,6 +25,8 @@ export interface CacheConfig {
    * revoked with `npm run keys -- revoke` keeps working on an instance.
    */
   apiKeyTtlMs: number;
+  /** Distinct subscription selections given a short id for sharing executions (SUBSCRIPTION_SHAPES_MAX). */
+  subscriptionShapesMax: number;
 }
 
 export const DEFAULT_CACHE_CONFIG: CacheConfig = {
@@ -34,6 +36,7 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   windowHintsMax: 10_000,
   apiKeyMax: 10_000,
   apiKeyTtlMs: 5_000,
+  subscriptionShapesMax: 1_000,
 };
 
 const CACHE_VARIABLES: Record<keyof CacheConfig, string> = {
@@ -43,6 +46,7 @@ const CACHE_VARIABLES: Record<keyof CacheConfig, string> = {
   windowHintsMax: 'WINDOW_HINTS_MAX',
   apiKeyMax: 'API_KEY_CACHE_MAX',
   apiKeyTtlMs: 'API_KEY_CACHE_TTL_MS',
+  subscriptionShapesMax: 'SUBSCRIPTION_SHAPES_MAX',
 };
 
 /** Everything the server is configured by. `buildApp` takes this; only `main.ts` reads the environment. */

@@ -25,6 +25,8 @@ export interface SubscriptionSharingOptions<Context> {
   streamOnlyArguments?: Record<string, readonly string[]>;
   /** How many results to keep (distinct selection × event). */
   maxEntries?: number;
+  /** How many distinct selection texts get a short id (SUBSCRIPTION_SHAPES_MAX); beyond it the table starts over. */
+  maxShapes?: number;
   /** How long a result may be reused, in ms: long enough for one event's fan-out, short enough that a later replay reads fresh data. */
   ttlMs?: number;
 }
@@ -49,15 +51,34 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   const results = new EventMemo<ExecutionResult>(options.maxEntries, options.ttlMs);
   const shapes = new WeakMap<DocumentNode, DocumentShape>();
   const streamOnly = options.streamOnlyArguments ?? {};
+  // A selection's text stands in the keys as a short id: each subscriber keeps its key for as long
+  // as it stays, and the text in it (a JSON-escaped copy of the whole document) was about 1.5 KB
+  // per subscribed socket. The same text gets the same id, so documents that differ only in what
+  // the shape strips still share; the table starts over when full (ids are never reused, so that
+  // only costs sharing between subscribers on either side of the reset, never a wrong result).
+  const maxShapes = options.maxShapes ?? 1_000;
+  const shapeIds = new Map<string, string>();
+  let lastShapeId = 0;
+  const shapeOf = (document: DocumentNode): DocumentShape => {
+    let shape = shapes.get(document);
+    if (shape) return shape;
+    const { text, streamOnlyVariables } = documentShape(document, streamOnly);
+    let id = shapeIds.get(text);
+    if (id === undefined) {
+      if (shapeIds.size >= maxShapes) shapeIds.clear();
+      shapeIds.set(text, (id = `${++lastShapeId}`));
+    }
+    shapes.set(document, (shape = { id, streamOnlyVariables }));
+    return shape;
+  };
 
   const selectionKey = (args: ExecutionArgs): string | null => {
     const scope = options.scopeOf(args.contextValue as Context);
     if (scope === null) return null;
-    let shape = shapes.get(args.document);
-    if (!shape) shapes.set(args.document, (shape = documentShape(args.document, streamOnly)));
+    const shape = shapeOf(args.document);
     const variables = { ...(args.variableValues ?? {}) };
     for (const name of shape.streamOnlyVariables) delete variables[name];
-    return JSON.stringify([shape.text, args.operationName ?? null, canonical(variables), scope]);
+    return JSON.stringify([shape.id, args.operationName ?? null, canonical(variables), scope]);
   };
 
   const run = (args: ExecutionArgs, event: unknown): Promise<ExecutionResult> => {
@@ -93,13 +114,16 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   };
 }
 
-/** A document as far as sharing is concerned: its text without stream-only arguments, and their variables. */
+/** A document as far as sharing is concerned: the id of its text without stream-only arguments, and their variables. */
 interface DocumentShape {
-  text: string;
+  id: string;
   streamOnlyVariables: string[];
 }
 
-function documentShape(document: DocumentNode, streamOnly: Record<string, readonly string[]>): DocumentShape {
+function documentShape(
+  document: DocumentNode,
+  streamOnly: Record<string, readonly string[]>,
+): { text: string; streamOnlyVariables: string[] } {
   const uses = new Map<string, number>();
   visit(document, {
     Variable(node) {

@@ -107,6 +107,7 @@ describe('configuration from the environment', () => {
       windowHintsMax: 10_000,
       apiKeyMax: 10_000,
       apiKeyTtlMs: 5_000,
+      subscriptionShapesMax: 1_000,
     });
     const caches = loadConfig({
       PARTS_CACHE_MAX_CHARS: '1_000_000',
@@ -115,6 +116,7 @@ describe('configuration from the environment', () => {
       WINDOW_HINTS_MAX: '7',
       API_KEY_CACHE_MAX: '8',
       API_KEY_CACHE_TTL_MS: '1000',
+      SUBSCRIPTION_SHAPES_MAX: '9',
     }).caches;
     expect(caches).toEqual({
       partsMaxChars: 1_000_000,
@@ -123,6 +125,7 @@ describe('configuration from the environment', () => {
       windowHintsMax: 7,
       apiKeyMax: 8,
       apiKeyTtlMs: 1000,
+      subscriptionShapesMax: 9,
     });
   });
 

@@ -9,7 +9,7 @@ interface Tick {
 }
 
 /** A tiny server whose `ticks` subscription emits what the test pushes, and counts executions. */
-function tickServer() {
+function tickServer(options: { maxShapes?: number } = {}) {
   const listeners = new Set<(tick: Tick) => void>();
   let resolved = 0;
   const schema = createSchema<Ctx>({
@@ -57,6 +57,7 @@ function tickServer() {
     scopeOf: (ctx) => ctx.scope,
     contextForEvent: (ctx) => ({ ...ctx }),
     streamOnlyArguments: { ticks: ['after'] },
+    maxShapes: options.maxShapes,
   });
   const yoga = createYoga({
     schema,
@@ -116,6 +117,35 @@ describe('subscription sharing', () => {
     await Promise.all(subs.map((s) => s.collector.until((e) => e.length >= 2)));
     expect(server.stats).toEqual({ executions: 6, shared: 4 });
     for (const sub of subs) sub.unsubscribe();
+  });
+
+  it('shares between documents that differ only in a stripped argument, and never mixes selections when its table of selections starts over', async () => {
+    const withDefault = 'subscription ($after: Int = 0) { ticks(after: $after) { id label(prefix: "a") } }';
+    const without = 'subscription ($after: Int) { ticks(after: $after) { id label(prefix: "a") } }';
+    const other = 'subscription ($after: Int) { ticks(after: $after) { id label(prefix: "b") } }';
+    const pick = (data: Record<string, unknown>) => data.ticks as { id: string; label: string };
+    for (const [maxShapes, stats] of [
+      [undefined, { executions: 2, shared: 1 }],
+      // One selection at a time: `other` pushes the first out, so the third subscriber's selection
+      // gets a new id and runs on its own, still with its own label.
+      [1, { executions: 3, shared: 0 }],
+    ] as const) {
+      const server = tickServer({ maxShapes });
+      const subs = [];
+      for (const doc of [withDefault, other, without]) {
+        subs.push(subscribeSse(server.yoga.fetch as never, doc, { after: 1 }, pick, { 'x-scope': 's' }));
+        await until(() => server.listeners.size === subs.length, 'the subscriber to be registered');
+      }
+      server.emit({ id: 't' });
+      const results = await Promise.all(subs.map((s) => s.collector.until((e) => e.length >= 1).then((e) => e[0])));
+      expect(results).toEqual([
+        { id: 't', label: 'at' },
+        { id: 't', label: 'bt' },
+        { id: 't', label: 'at' },
+      ]);
+      expect(server.stats).toEqual(stats);
+      for (const sub of subs) sub.unsubscribe();
+    }
   });
 
   it('keeps a stream-only argument in the key when its variable is also used in the selection', async () => {
