@@ -73,7 +73,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
     bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
-    const auth = new WorkspaceAuth(db.prisma, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax), {
+    const auth = new WorkspaceAuth(db.sql, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax), {
       required: config.authRequired,
     });
     const revoked = await auth.init(config.apiKeys);

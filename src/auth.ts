@@ -4,7 +4,7 @@ import type { ApiKeyConfig } from './config.js';
 import { DomainError } from './errors.js';
 import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from './db/stores/api-keys.js';
 import { asServiceUnavailable } from './faults.js';
-import type { PrismaClient } from './generated/prisma/client.js';
+import type { SqlClient } from './db/sql.js';
 
 export const DEFAULT_WORKSPACE = 'default';
 
@@ -24,20 +24,20 @@ export interface WorkspaceAuthOptions {
 export class WorkspaceAuth {
   private defaultWorkspaceId = '';
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly sql: SqlClient,
     private readonly cache = new ApiKeyCache(),
     private readonly options: WorkspaceAuthOptions = { required: null },
   ) {}
 
   /** Creates the default workspace and stores the bootstrap keys; returns the ones found revoked. */
   async init(keys: ApiKeyConfig[]): Promise<ApiKeyConfig[]> {
-    const fallback = await ensureWorkspace(this.prisma, DEFAULT_WORKSPACE);
+    const fallback = await ensureWorkspace(this.sql, DEFAULT_WORKSPACE);
     this.defaultWorkspaceId = fallback.id;
     const revoked: ApiKeyConfig[] = [];
     for (const config of keys) {
-      const ws = await ensureWorkspace(this.prisma, config.workspace);
+      const ws = await ensureWorkspace(this.sql, config.workspace);
       // Never un-revoked: removing a key from API_KEYS is not how keys are revoked, revoke is.
-      const key = await storeBootstrapKey(this.prisma, {
+      const key = await storeBootstrapKey(this.sql, {
         workspaceId: ws.id,
         name: `${config.workspace} (API_KEYS)`,
         keyHash: hashApiKey(config.key),
@@ -52,7 +52,7 @@ export class WorkspaceAuth {
     if (this.options.required !== null) return this.options.required;
     let exist = this.cache.getKeysExist();
     if (exist === undefined) {
-      exist = await this.lookup(() => anyActiveApiKey(this.prisma));
+      exist = await this.lookup(() => anyActiveApiKey(this.sql));
       this.cache.setKeysExist(exist);
     }
     return exist;
@@ -72,7 +72,7 @@ export class WorkspaceAuth {
     const hash = hashApiKey(match[1]);
     let workspaceId = this.cache.get(hash);
     if (workspaceId === undefined) {
-      const key = await this.lookup(() => findApiKeyByHash(this.prisma, hash));
+      const key = await this.lookup(() => findApiKeyByHash(this.sql, hash));
       workspaceId = key && !key.revokedAt ? key.workspaceId : null;
       this.cache.set(hash, workspaceId);
     }

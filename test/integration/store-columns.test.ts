@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SqlParams, type SqlClient } from '../../src/db/sql.js';
+import { API_KEY_COLUMNS, WORKSPACE_COLUMNS } from '../../src/db/stores/api-keys.js';
 import { APPEND_INSERT_COLUMNS, STREAM_EVENT_INSERT_COLUMNS } from '../../src/db/stores/append.js';
 import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS, WRAPPER_INSERT_COLUMNS } from '../../src/db/stores/events.js';
 import { MESSAGE_COLUMNS } from '../../src/db/stores/messages.js';
@@ -38,6 +39,8 @@ const fork: NewFork = {
 const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'fork INSERT', table: 'Session', columns: Object.keys(forkInsert(fork, new SqlParams()).values) },
   { name: 'Session row decoder', table: 'Session', columns: Object.keys(SESSION_COLUMNS) },
+  { name: 'Workspace row decoder', table: 'Workspace', columns: Object.keys(WORKSPACE_COLUMNS) },
+  { name: 'ApiKey row decoder', table: 'ApiKey', columns: Object.keys(API_KEY_COLUMNS) },
   { name: 'appendMessages Message INSERT', table: 'Message', columns: APPEND_INSERT_COLUMNS.Message },
   { name: 'appendMessages event INSERT', table: 'SessionEvent', columns: APPEND_INSERT_COLUMNS.SessionEvent },
   { name: 'updateMessage(appendText) event INSERT', table: 'SessionEvent', columns: STREAM_EVENT_INSERT_COLUMNS },
@@ -87,6 +90,8 @@ describe(`store column lists match the migrated tables (${backend.label})`, () =
       TurnAgent: 'role',
       TurnUsageReport: 'region',
       MessageTransform: 'note',
+      Workspace: 'plan',
+      ApiKey: 'scope',
     };
     await expect(
       app.runtime.db.sql.transaction(async (sql) => {

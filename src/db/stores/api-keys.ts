@@ -1,33 +1,66 @@
-/** Every statement on the `Workspace` and `ApiKey` tables (the server's key check and `npm run keys`). */
+/**
+ * Every statement on the `Workspace` and `ApiKey` tables (the server's key check and `npm run keys`).
+ * What the server runs (at start, and per key lookup) is plain SQL: a server that has only started,
+ * or only streams, never loads Prisma's query compiler for them (about 20 MB of RSS once loaded).
+ */
 import type { ApiKey, PrismaClient, Workspace } from '../../generated/prisma/client.js';
+import { uuidv7 } from '../ids.js';
+import { asSql, type SqlClient, type SqlTarget } from '../sql.js';
+import { columnList, type ColumnSet } from './columns.js';
+
+/** Every column of the two tables, for the reads below: a column added to either is a type error here. */
+export const WORKSPACE_COLUMNS: ColumnSet<Workspace> = { id: true, name: true, createdAt: true };
+export const API_KEY_COLUMNS: ColumnSet<ApiKey> = {
+  id: true,
+  workspaceId: true,
+  name: true,
+  keyHash: true,
+  createdAt: true,
+  revokedAt: true,
+};
+const WORKSPACE_SQL = columnList(WORKSPACE_COLUMNS);
+const API_KEY_SQL = columnList(API_KEY_COLUMNS);
 
 /** A key row with its workspace's name, as `npm run keys -- list` shows it. */
 export type ApiKeyWithWorkspace = ApiKey & { workspace: Workspace };
 
-/** The workspace called `name`, created if it does not exist yet. */
-export function ensureWorkspace(prisma: PrismaClient, name: string): Promise<Workspace> {
-  return prisma.workspace.upsert({ where: { name }, create: { name }, update: {} });
+/**
+ * The workspace called `name`, created if it does not exist yet. The no-op update on a conflict
+ * makes the statement return the row a concurrent start (or `npm run keys`) inserted.
+ */
+export async function ensureWorkspace(db: SqlTarget, name: string): Promise<Workspace> {
+  const [row] = await asSql(db).query<Workspace>(
+    `INSERT INTO "Workspace" (id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING ${WORKSPACE_SQL}`,
+    [uuidv7(), name],
+  );
+  return row;
 }
 
 /**
  * Stores a key from API_KEYS unless its hash is already stored; returns the stored row. Never
  * un-revokes: a key revoked with `npm run keys -- revoke` stays refused whatever API_KEYS says.
  */
-export function storeBootstrapKey(prisma: PrismaClient, data: { workspaceId: string; name: string; keyHash: string }): Promise<ApiKey> {
-  return prisma.apiKey.upsert({ where: { keyHash: data.keyHash }, create: data, update: {} });
+export async function storeBootstrapKey(sql: SqlClient, data: { workspaceId: string; name: string; keyHash: string }): Promise<ApiKey> {
+  const [row] = await sql.query<ApiKey>(
+    `INSERT INTO "ApiKey" (id, "workspaceId", name, "keyHash") VALUES ($1, $2, $3, $4)
+     ON CONFLICT ("keyHash") DO UPDATE SET "keyHash" = EXCLUDED."keyHash" RETURNING ${API_KEY_SQL}`,
+    [uuidv7(), data.workspaceId, data.name, data.keyHash],
+  );
+  return row;
 }
 
 export function insertApiKey(prisma: PrismaClient, data: { workspaceId: string; name: string; keyHash: string }): Promise<ApiKey> {
   return prisma.apiKey.create({ data });
 }
 
-export function findApiKeyByHash(prisma: PrismaClient, keyHash: string): Promise<ApiKey | null> {
-  return prisma.apiKey.findUnique({ where: { keyHash } });
+export async function findApiKeyByHash(sql: SqlClient, keyHash: string): Promise<ApiKey | null> {
+  const [row] = await sql.query<ApiKey>(`SELECT ${API_KEY_SQL} FROM "ApiKey" WHERE "keyHash" = $1`, [keyHash]);
+  return row ?? null;
 }
 
 /** Whether any key is not revoked (AUTH_REQUIRED unset: keys are required once one exists). */
-export async function anyActiveApiKey(prisma: PrismaClient): Promise<boolean> {
-  return (await prisma.apiKey.count({ where: { revokedAt: null } })) > 0;
+export async function anyActiveApiKey(sql: SqlClient): Promise<boolean> {
+  return (await sql.query('SELECT 1 FROM "ApiKey" WHERE "revokedAt" IS NULL LIMIT 1')).length > 0;
 }
 
 /** Every key, oldest first, with its workspace. */
