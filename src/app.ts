@@ -7,7 +7,7 @@ import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { WorkspaceAuth } from './auth.js';
-import { ApiKeyCache, AssemblyCaches } from './caches/index.js';
+import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
 import { contextForEvent, createRequestContext, type AppRuntime, type RequestContext } from './request.js';
 import { createDatabase, type Database } from './db/database.js';
@@ -91,6 +91,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       sessions,
       transforms: new TransformService(sessions),
       caches,
+      sessionRows: new SessionRowsCache(db.sql.writes, config.caches.sessionRowsMax),
       assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches),
       turns: new TurnService(db.sql, bus, logger, {
         turnTimeoutMs: config.turnTimeoutMs,

@@ -14,8 +14,12 @@ export interface CacheConfig {
   partsMaxChars: number;
   /** Light message rows kept over all sessions (ROWS_CACHE_MAX_ROWS). */
   rowsMax: number;
-  /** Light message rows kept for one session (ROWS_CACHE_MAX_ROWS_PER_SESSION). */
+  /** Light message rows kept for one session (ROWS_CACHE_MAX_ROWS_PER_SESSION); whole rows for pages too. */
   rowsMaxPerSession: number;
+  /** Characters of whole finished message rows kept for `Session.messages` pages (PAGE_CACHE_MAX_CHARS). */
+  pageMaxChars: number;
+  /** Session rows kept when this process is the database's only writer, PGlite (SESSION_CACHE_MAX_ROWS). */
+  sessionRowsMax: number;
   /** Sessions whose window hint is kept (WINDOW_HINTS_MAX). */
   windowHintsMax: number;
   /** API key lookups kept (API_KEY_CACHE_MAX). */
@@ -33,6 +37,8 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   partsMaxChars: 32_000_000,
   rowsMax: 250_000,
   rowsMaxPerSession: 16_384,
+  pageMaxChars: 8_000_000,
+  sessionRowsMax: 10_000,
   windowHintsMax: 10_000,
   apiKeyMax: 10_000,
   apiKeyTtlMs: 5_000,
@@ -43,6 +49,8 @@ const CACHE_VARIABLES: Record<keyof CacheConfig, string> = {
   partsMaxChars: 'PARTS_CACHE_MAX_CHARS',
   rowsMax: 'ROWS_CACHE_MAX_ROWS',
   rowsMaxPerSession: 'ROWS_CACHE_MAX_ROWS_PER_SESSION',
+  pageMaxChars: 'PAGE_CACHE_MAX_CHARS',
+  sessionRowsMax: 'SESSION_CACHE_MAX_ROWS',
   windowHintsMax: 'WINDOW_HINTS_MAX',
   apiKeyMax: 'API_KEY_CACHE_MAX',
   apiKeyTtlMs: 'API_KEY_CACHE_TTL_MS',
@@ -125,7 +133,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
  * | MAX_STRING_CHARS | 1048576 on PostgreSQL, 262144 on PGlite | longest string argument; attachment bytes, arguments and body cap follow |
  * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
- * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
+ * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, PAGE_CACHE_MAX_CHARS, SESSION_CACHE_MAX_ROWS, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const production = env.NODE_ENV?.trim() === 'production';

@@ -12,7 +12,7 @@ import { createMessageRangeLoader } from './db/stores/messages.js';
 import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from './db/stores/attachments.js';
 import type { AttachmentShape } from './schema/attachment.js';
 import { findForksAt, findSessions } from './db/stores/sessions.js';
-import type { AssemblyCaches } from './caches/index.js';
+import type { AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AssemblyService } from './services/assembly.js';
 import type { EventMemo } from './subscription-sharing.js';
 import type { SessionService } from './services/sessions.js';
@@ -40,6 +40,8 @@ export interface AppRuntime {
   /** The caches assembly reads through; `forget` is called by every path that can break their rules. */
   caches: AssemblyCaches;
   turns: TurnService;
+  /** Session rows while this process is the database's only writer (PGlite); see its rule. */
+  sessionRows: SessionRowsCache;
   /** What events point at (message, session), read once per instance per event by every subscriber. */
   eventEntities: EventMemo<unknown>;
 }
@@ -69,17 +71,30 @@ export class RequestLoaders {
   private transforms: DataLoader<string, HistoryTransforms | null> | undefined = undefined;
 
   constructor(
-    private readonly prisma: PrismaClient,
-    private readonly sql: SqlClient,
+    private readonly runtime: AppRuntime,
     private readonly workspaceId: string,
   ) {}
 
-  /** Sessions of the workspace by id; shared by the loaders below that read sessions too. */
+  private get prisma(): PrismaClient {
+    return this.runtime.db.prisma;
+  }
+
+  private get sql(): SqlClient {
+    return this.runtime.db.sql;
+  }
+
+  /** Sessions of the workspace by id (kept rows first, on PGlite); shared by the loaders below that read sessions too. */
   get sessionById(): DataLoader<string, Session | null> {
     return (this.sessions ??= new DataLoader<string, Session | null>(async (ids) => {
-      const rows = await findSessions(this.sql, this.workspaceId, ids);
+      const { sessionRows, db } = this.runtime;
+      const kept = ids.map((id) => sessionRows.get(id, this.workspaceId));
+      const missing = ids.filter((_, i) => !kept[i]);
+      if (!missing.length) return kept as Session[];
+      const mark = sessionRows.mark();
+      const rows = await findSessions({ query: db.sql.read }, this.workspaceId, missing);
+      sessionRows.keep(mark, rows);
       const byId = new Map(rows.map((r) => [r.id, r]));
-      return ids.map((id) => byId.get(id) ?? null);
+      return ids.map((id, i) => kept[i] ?? byId.get(id) ?? null);
     }));
   }
 
@@ -107,7 +122,7 @@ export class RequestLoaders {
   }
 
   get messageRange(): ReturnType<typeof createMessageRangeLoader> {
-    return (this.ranges ??= createMessageRangeLoader(this.sql));
+    return (this.ranges ??= createMessageRangeLoader({ query: this.runtime.db.sql.read }, this.runtime.caches.pages));
   }
 
   /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
@@ -149,11 +164,11 @@ export async function createRequestContext(runtime: AppRuntime, source: { author
     runtime,
     prisma,
     workspaceId,
-    loaders: new RequestLoaders(prisma, runtime.db.sql, workspaceId),
+    loaders: new RequestLoaders(runtime, workspaceId),
   };
 }
 
 /** A copy of a subscription's context with fresh loaders and Pothos caches, for one event (hayes/pothos#1421). */
 export function contextForEvent(ctx: RequestContext): RequestContext {
-  return { ...ctx, ...initContextCache(), loaders: new RequestLoaders(ctx.prisma, ctx.runtime.db.sql, ctx.workspaceId) };
+  return { ...ctx, ...initContextCache(), loaders: new RequestLoaders(ctx.runtime, ctx.workspaceId) };
 }

@@ -9,10 +9,12 @@
  * of these (deleting or editing a message, reusing a position) must call `forget(sessionId)` on
  * every instance; `deleteSession` calls it for each deleted session (hygiene: no id is reused).
  *
- * Bounded by rows (a light row takes about 230 bytes: 250,000 rows are about 60 MB;
- * ROWS_CACHE_MAX_ROWS): whole sessions are forgotten, least recently used first, and one session
- * keeps at most `maxRowsPerSession` (its newest: windows are read newest first;
- * ROWS_CACHE_MAX_ROWS_PER_SESSION).
+ * Bounded by weight, each row weighing `weigh(row)` (1 by default: then the bound counts rows; a
+ * light row takes about 230 bytes, so 250,000 rows are about 60 MB; ROWS_CACHE_MAX_ROWS): whole
+ * sessions are forgotten, least recently used first, and one session keeps at most
+ * `maxRowsPerSession` rows (its newest: windows are read newest first;
+ * ROWS_CACHE_MAX_ROWS_PER_SESSION). The same class keeps whole rows for message pages, weighed by
+ * their characters (`PAGE_CACHE_MAX_CHARS`).
  */
 export interface FinishedRow {
   position: number;
@@ -25,13 +27,21 @@ interface Run<R> {
   rows: R[];
 }
 
+const ONE = () => 1;
+
+interface Kept<R> extends Run<R> {
+  /** The rows' total weight. */
+  weight: number;
+}
+
 export class FinishedRowsCache<R extends FinishedRow> {
-  private readonly runs = new Map<string, Run<R>>();
+  private readonly runs = new Map<string, Kept<R>>();
   private total = 0;
 
   constructor(
-    private readonly maxRows = 250_000,
+    private readonly maxWeight = 250_000,
     private readonly maxRowsPerSession = 16_384,
+    private readonly weigh: (row: R) => number = ONE,
   ) {}
 
   /** The positions [lo, hi) kept for `sessionId`, or null. */
@@ -42,19 +52,25 @@ export class FinishedRowsCache<R extends FinishedRow> {
 
   /** Rows [from, to) of `sessionId`, newest first; the range must lie within `range(sessionId)`. */
   newestFirst(sessionId: string, from: number, to: number): R[] {
+    return this.oldestFirst(sessionId, from, to).reverse();
+  }
+
+  /** Rows [from, to) of `sessionId`, oldest first; the range must lie within `range(sessionId)`. */
+  oldestFirst(sessionId: string, from: number, to: number): R[] {
     const run = this.runs.get(sessionId)!;
     // Used now: last to be forgotten.
     this.runs.delete(sessionId);
     this.runs.set(sessionId, run);
-    return run.rows.slice(from - run.lo, to - run.lo).reverse();
+    return run.rows.slice(from - run.lo, to - run.lo);
   }
 
   /** Keeps what `rows` (of one session, any order) adds to its run: finished rows only. */
   add(sessionId: string, rows: readonly R[]): void {
     if (rows.length === 0) return;
     const sorted = [...rows].sort((a, b) => a.position - b.position);
-    let run = this.runs.get(sessionId) ?? null;
-    const before = run?.rows.length ?? 0;
+    const kept = this.runs.get(sessionId) ?? null;
+    let run: Run<R> | null = kept;
+    const before = kept?.weight ?? 0;
     // Each stretch of consecutive finished rows joins the run when it touches it; a stretch apart
     // from it replaces it when it is newer (the next assembly starts from the newest messages).
     for (let start = 0; start < sorted.length; ) {
@@ -69,23 +85,30 @@ export class FinishedRowsCache<R extends FinishedRow> {
       start = end;
     }
     if (!run) return;
-    const cap = Math.min(this.maxRowsPerSession, this.maxRows);
-    if (run.rows.length > cap) {
-      const cut = run.rows.length - cap;
+    if (run === kept) return;
+    if (run.rows.length > this.maxRowsPerSession) {
+      const cut = run.rows.length - this.maxRowsPerSession;
       run = { lo: run.lo + cut, rows: run.rows.slice(cut) };
     }
-    if (run.rows.length === 0) {
-      this.runs.delete(sessionId);
-      this.total -= before;
-      return;
+    // The newest rows that fit the whole bound (one session may not take more than all of it).
+    let weight = 0;
+    let first = run.rows.length;
+    if (this.weigh === ONE) {
+      first = Math.max(0, run.rows.length - this.maxWeight);
+      weight = run.rows.length - first;
+    } else {
+      while (first > 0 && weight + this.weigh(run.rows[first - 1]) <= this.maxWeight) weight += this.weigh(run.rows[--first]);
     }
+    if (first > 0) run = { lo: run.lo + first, rows: run.rows.slice(first) };
     this.runs.delete(sessionId);
-    this.runs.set(sessionId, run);
-    this.total += run.rows.length - before;
-    for (const [oldest, kept] of this.runs) {
-      if (this.total <= this.maxRows || oldest === sessionId) break;
+    this.total -= before;
+    if (run.rows.length === 0) return;
+    this.runs.set(sessionId, { ...run, weight });
+    this.total += weight;
+    for (const [oldest, other] of this.runs) {
+      if (this.total <= this.maxWeight || oldest === sessionId) break;
       this.runs.delete(oldest);
-      this.total -= kept.rows.length;
+      this.total -= other.weight;
     }
   }
 
@@ -94,10 +117,10 @@ export class FinishedRowsCache<R extends FinishedRow> {
     const run = this.runs.get(sessionId);
     if (!run) return;
     this.runs.delete(sessionId);
-    this.total -= run.rows.length;
+    this.total -= run.weight;
   }
 
-  /** Rows kept, over all sessions. */
+  /** Weight kept, over all sessions (rows, with the default weight). */
   get size(): number {
     return this.total;
   }

@@ -3,7 +3,8 @@
  * file). `AssemblyCaches.forget(sessionId)` is what every path able to break a rule calls.
  */
 import type { CacheConfig } from '../config.js';
-import type { LightRow } from '../db/stores/messages.js';
+import { messageRowChars, type LightRow } from '../db/stores/messages.js';
+import type { Message } from '../generated/prisma/client.js';
 import { FinishedRowsCache } from './finished-rows.js';
 import { FinishedPartsCache } from './parts.js';
 import { WindowHints } from './window-hints.js';
@@ -11,24 +12,32 @@ import { WindowHints } from './window-hints.js';
 export { ApiKeyCache } from './api-keys.js';
 export { FinishedRowsCache } from './finished-rows.js';
 export { FinishedPartsCache } from './parts.js';
+export { SessionRowsCache } from './session-rows.js';
 export { WindowHints, type WindowHint } from './window-hints.js';
 
-/** The caches context assembly reads through: parsed parts, light rows and window hints. */
+/**
+ * The caches of message data: what context assembly reads through (parsed parts, light rows and
+ * window hints) and the whole finished rows that `Session.messages` pages are served from.
+ */
 export class AssemblyCaches {
   readonly parts: FinishedPartsCache;
   readonly rows: FinishedRowsCache<LightRow>;
   readonly hints: WindowHints;
+  /** Whole finished message rows (the rule of FinishedRowsCache), weighed by their characters (PAGE_CACHE_MAX_CHARS). */
+  readonly pages: FinishedRowsCache<Message>;
 
-  constructor(config: Pick<CacheConfig, 'partsMaxChars' | 'rowsMax' | 'rowsMaxPerSession' | 'windowHintsMax'>) {
+  constructor(config: Pick<CacheConfig, 'partsMaxChars' | 'rowsMax' | 'rowsMaxPerSession' | 'windowHintsMax' | 'pageMaxChars'>) {
     this.parts = new FinishedPartsCache(config.partsMaxChars);
     this.rows = new FinishedRowsCache(config.rowsMax, config.rowsMaxPerSession);
     this.hints = new WindowHints(config.windowHintsMax);
+    this.pages = new FinishedRowsCache<Message>(config.pageMaxChars, config.rowsMaxPerSession, messageRowChars);
   }
 
-  /** Forgets everything kept of `sessionId` (its own messages' parts and rows, its hint). */
+  /** Forgets everything kept of `sessionId` (its own messages' parts, rows and page rows, its hint). */
   forget(sessionId: string): void {
     this.parts.forget(sessionId);
     this.rows.forget(sessionId);
+    this.pages.forget(sessionId);
     this.hints.forget(sessionId);
   }
 }

@@ -22,6 +22,14 @@ export interface Sql extends SqlClient {
    * Retrying is the caller's choice: see `isRetryableSqlError`.
    */
   transaction<T>(work: (sql: SqlClient) => Promise<T>): Promise<T>;
+  /** A statement that only reads (no write, no lock, no function that writes): it does not move `writes()`. */
+  read<T = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<T[]>;
+  /**
+   * How many writes this process has begun or ended, when it is the database's only writer (PGlite:
+   * one process owns its folder); null on PostgreSQL, where other instances write too. A row read
+   * while it stood at N is current for as long as it stays at N (caches/session-rows.ts).
+   */
+  writes(): number | null;
 }
 
 /** A Prisma interactive transaction. */
@@ -98,6 +106,8 @@ export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes:
   };
   return {
     query: (text, values) => run(pool, text, values),
+    read: (text, values) => run(pool, text, values),
+    writes: () => null,
     async transaction(work) {
       const client = await pool.connect();
       let broken: Error | undefined;
@@ -121,7 +131,33 @@ export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes:
   };
 }
 
+/**
+ * Counts the writes on a PGlite instance, whoever sends them (this module, the Prisma adapter,
+ * migrations): every `query`, `exec` and `transaction` call on it moves the count when it begins
+ * and again when it ends, except the statements sent through the returned `read`. Patches the
+ * instance, so call it before anything else holds it.
+ */
+export function trackPgliteWrites(pglite: PGlite): { writes(): number; read: PGlite['query'] } {
+  let writes = 0;
+  const read = pglite.query.bind(pglite);
+  const exec = pglite.exec.bind(pglite);
+  const transaction = pglite.transaction.bind(pglite);
+  const counted =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      writes++;
+      try {
+        return await call(...args);
+      } finally {
+        writes++;
+      }
+    };
+  Object.assign(pglite, { query: counted(read), exec: counted(exec), transaction: counted(transaction) });
+  return { writes: () => writes, read };
+}
+
 export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder): Sql {
+  const tracker = trackPgliteWrites(pglite);
   const options = { parsers: PARSERS };
   const run = async <T>(client: PGlite | PGliteTransaction, text: string, values: readonly unknown[] = []) => {
     recorder.record(text);
@@ -132,6 +168,11 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder): Sq
     query: (text, values) => run(pglite, text, values),
     // PGlite is one connection: its transaction holds it, and every other query waits.
     transaction: (work) => pglite.transaction((tx) => work({ query: (text, values) => run(tx, text, values) })),
+    async read<T>(text: string, values: readonly unknown[] = []) {
+      recorder.record(text);
+      return (await tracker.read<T>(text, values as unknown[], options)).rows;
+    },
+    writes: tracker.writes,
   };
 }
 

@@ -48,4 +48,22 @@ describe('FinishedRowsCache', () => {
     expect(none.range('a')).toBeNull();
     expect(none.size).toBe(0);
   });
+
+  it('bounds by weight when given one: one session keeps its newest rows that fit, others are forgotten least recently used first', () => {
+    type Heavy = ReturnType<typeof row> & { chars: number };
+    const heavy = (position: number, chars: number): Heavy => ({ ...row(position), chars });
+    const cache = new FinishedRowsCache<Heavy>(100, 1_000, (r) => r.chars);
+    cache.add('a', [heavy(0, 60), heavy(1, 30), heavy(2, 30)]);
+    // 120 does not fit in 100: the oldest row goes.
+    expect(cache.range('a')).toEqual({ lo: 1, hi: 3 });
+    expect(cache.size).toBe(60);
+    cache.add('b', [heavy(0, 50)]);
+    // a (60) and b (50) exceed 100: a, used least recently, is forgotten.
+    expect(cache.range('a')).toBeNull();
+    expect(cache.size).toBe(50);
+    cache.add('b', [heavy(1, 200)]);
+    // A row heavier than the whole bound is not kept, and leaves the run with nothing that fits after it.
+    expect(cache.range('b')).toBeNull();
+    expect(cache.size).toBe(0);
+  });
 });

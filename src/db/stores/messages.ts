@@ -6,10 +6,12 @@
  */
 import DataLoader from 'dataloader';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../../domain/lineage.js';
+import { markImmutable } from '../../domain/immutable.js';
 import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
 import { countStoredTokens, toolArgumentsText } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
 import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import type { FinishedRowsCache } from '../../caches/finished-rows.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
 
@@ -96,20 +98,46 @@ export interface MessageRange {
 
 /**
  * Batches every message-page read of one request into a single query, so a list of sessions with
- * their messages costs the same number of queries whatever the page sizes.
+ * their messages costs the same number of queries whatever the page sizes. Segments whose rows are
+ * all in `pages` (whole finished rows, which never change) are not read at all; what is read is
+ * kept there.
  */
-export function createMessageRangeLoader(sql: SqlClient) {
+export function createMessageRangeLoader(sql: SqlClient, pages: FinishedRowsCache<Message>) {
   return new DataLoader<MessageRange, Message[], string>(
     async (ranges) => {
       const wanted = ranges.map((r) => clipSegments(visibleSegments(r.session), r.lo, r.hi));
-      const all = wanted.flat();
-      const rows = all.length ? await readSegments(sql, all) : [];
+      const missing = wanted.flat().filter((s) => !covers(pages.range(s.sessionId), s));
+      const rows = missing.length ? await readSegments(sql, missing) : [];
+      const read = new Map<string, Message[]>();
+      for (const row of rows) {
+        const list = read.get(row.sessionId);
+        if (list) list.push(row);
+        else read.set(row.sessionId, [row]);
+      }
+      for (const [sessionId, list] of read) {
+        // What is kept is shared by every request: frozen, so a stray write throws.
+        for (const row of list) if (!row.generating) markImmutable(row.parts as object);
+        pages.add(sessionId, list);
+      }
       return wanted.map((segments) =>
-        rows.filter((row) => segments.some((s) => s.sessionId === row.sessionId && row.position >= s.start && row.position < s.end)),
+        segments.flatMap((s) =>
+          covers(pages.range(s.sessionId), s) && !missing.includes(s)
+            ? pages.oldestFirst(s.sessionId, s.start, s.end)
+            : (read.get(s.sessionId) ?? []).filter((row) => row.position >= s.start && row.position < s.end),
+        ),
       );
     },
     { cacheKeyFn: (r) => `${r.session.id}:${r.session.messageCount}:${r.lo}:${r.hi}` },
   );
+}
+
+function covers(kept: { lo: number; hi: number } | null, segment: Segment): boolean {
+  return kept !== null && kept.lo <= segment.start && segment.end <= kept.hi;
+}
+
+/** What a whole message row weighs in the page cache: its characters (text, and the parts' strings), plus its other fields. */
+export function messageRowChars(row: Message): number {
+  return 256 + row.text.length + partsChars(row.parts as unknown as StoredPart[]);
 }
 
 /**
