@@ -20,6 +20,7 @@ import { DEFAULT_STRING_CHARS, textCaps } from './domain/parts.js';
 import { asServiceUnavailable, isOutage } from './faults.js';
 import { rateIdentity, rateLimitedBody, useHealthEndpoints, useJsonPostsOnly, useNoIntrospection, useRateLimit } from './http-guards.js';
 import { useQueryLimits } from './query-limits.js';
+import { type QueryJitStats, useQueryJit } from './query-jit.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
 import { SubscriptionTracker } from './shutdown.js';
@@ -39,6 +40,8 @@ export interface App {
   runtime: AppRuntime;
   /** How many subscription events were executed, and how many shared another subscriber's execution. */
   sharing: SharingStats;
+  /** How many executions ran as compiled queries, and how many on graphql-js. */
+  jit: QueryJitStats;
   /** Starts listening; resolves with the URL of the GraphQL endpoint. */
   listen(port?: number, host?: string): Promise<string>;
   /**
@@ -122,6 +125,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,
   });
+  const jit = useQueryJit(config.queryJit);
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,
     graphqlEndpoint: endpoint,
@@ -145,6 +149,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
       useQueryLimits(),
       sharing,
       subscriptions.plugin(),
+      jit,
     ],
     maskedErrors: {
       maskError(error) {
@@ -290,6 +295,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     server,
     runtime,
     sharing: sharing.stats,
+    jit: jit.stats,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

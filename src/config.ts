@@ -101,6 +101,11 @@ export interface AppConfig {
    * the embedded PGlite, whose inserts run on the request thread (`DEFAULT_STRING_CHARS`).
    */
   maxStringChars: number | null;
+  /**
+   * Compiling repeated queries (src/query-jit.ts): the execution of a document that compiles it
+   * (QUERY_JIT_AFTER_USES, 0: never) and the largest document compiled, in fields (QUERY_JIT_MAX_FIELDS).
+   */
+  queryJit: { afterUses: number; maxFields: number };
 }
 
 export class ConfigError extends Error {}
@@ -133,6 +138,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
  * | MAX_STRING_CHARS | 1048576 on PostgreSQL, 262144 on PGlite | longest string argument; attachment bytes, arguments and body cap follow |
  * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
+ * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS | 2, 100 | a query document's 2nd execution compiles it (0: never), if it has at most 100 fields |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, PAGE_CACHE_MAX_CHARS, SESSION_CACHE_MAX_ROWS, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -189,6 +195,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     readyTimeoutMs: parseInteger(env, 'READY_TIMEOUT_MS', 500, 1),
     maxStringChars: env.MAX_STRING_CHARS?.trim() ? parseInteger(env, 'MAX_STRING_CHARS', 0, 1024) : null,
+    queryJit: {
+      afterUses: parseInteger(env, 'QUERY_JIT_AFTER_USES', 2, 0),
+      maxFields: parseInteger(env, 'QUERY_JIT_MAX_FIELDS', 100, 1),
+    },
   };
 }
 

@@ -57,15 +57,13 @@ interface Measure {
 const EMPTY: Measure = { depth: 0, fullDepth: 0, introspectionDepth: 0, fields: 0, aliases: 0 };
 
 /**
- * What is wrong with a document by the limits (too deep, too wide or too aliased), or null: a nested
- * session graph is cheap per level, but unbounded nesting is not. A plain walk of the syntax tree
- * (no schema, no type information), each fragment measured once and its measure reused at every
- * spread, so its cost is linear in the document even when fragments double at each level
- * (`F_i { ...F_{i-1} ...F_{i-1} }` expands to 2^n fields and is refused by its count, not by
- * expanding it). A spread that closes a cycle counts as empty: graphql-js's NoFragmentCycles
- * refuses the document anyway.
+ * The measure of each operation of a document: a plain walk of the syntax tree (no schema, no type
+ * information), each fragment measured once and its measure reused at every spread, so its cost is
+ * linear in the document even when fragments double at each level (`F_i { ...F_{i-1} ...F_{i-1} }`
+ * expands to 2^n fields and is counted, not expanded). A spread that closes a cycle counts as
+ * empty: graphql-js's NoFragmentCycles refuses the document anyway.
  */
-export function queryLimitProblems(document: DocumentNode, limits: QueryLimits): string[] {
+function measureOperations(document: DocumentNode): Measure[] {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const def of document.definitions) {
     if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
@@ -114,10 +112,21 @@ export function queryLimitProblems(document: DocumentNode, limits: QueryLimits):
     return total;
   };
 
+  return document.definitions.flatMap((def) => (def.kind === Kind.OPERATION_DEFINITION ? [measure(def.selectionSet)] : []));
+}
+
+/** Fields the largest operation of `document` selects, fragments expanded once per use (linear in the document). */
+export function operationFields(document: DocumentNode): number {
+  return Math.max(0, ...measureOperations(document).map((m) => m.fields));
+}
+
+/**
+ * What is wrong with a document by the limits (too deep, too wide or too aliased): a nested session
+ * graph is cheap per level, but unbounded nesting is not.
+ */
+export function queryLimitProblems(document: DocumentNode, limits: QueryLimits): string[] {
   const problems: string[] = [];
-  for (const def of document.definitions) {
-    if (def.kind !== Kind.OPERATION_DEFINITION) continue;
-    const m = measure(def.selectionSet);
+  for (const m of measureOperations(document)) {
     const problem =
       m.depth > limits.maxDepth
         ? `is ${m.depth} levels deep (at most ${limits.maxDepth})`

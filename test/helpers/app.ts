@@ -38,8 +38,9 @@ export interface TestApp extends App {
 
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   return {
-    // The server's defaults outside production, without rate limiting (tests send bursts on purpose).
-    ...loadConfig({ RATE_LIMIT: '0' }),
+    // The server's defaults outside production, without rate limiting (tests send bursts on purpose),
+    // and with every query document compiled from its first use, so the suite runs the compiled path.
+    ...loadConfig({ RATE_LIMIT: '0', QUERY_JIT_AFTER_USES: '1' }),
     port: 0,
     host: '127.0.0.1',
     dataDir: 'memory://',

@@ -1,0 +1,127 @@
+/**
+ * Queries that clients send again and again run as compiled JavaScript (graphql-jit) instead of
+ * graphql-js's interpreter: for the session read, execution was most of the server's own time per
+ * request. Compiling costs milliseconds per document, growing with its size (a 4 KB nested session
+ * graph took 50 to 90 ms), so it is spent only where it pays and never stalls the loop for long:
+ *
+ * - only a document's `afterUses`-th execution compiles it (one-off documents never are);
+ * - only documents of one query operation of at most `maxFields` fields (fragments expanded, as the
+ *   query limits count them), which compile in a few milliseconds;
+ * - a document that does not compile runs on graphql-js, as every mutation and subscription does.
+ *
+ * Compiled queries are kept per DocumentNode (weakly): Yoga's parse cache hands out the same node
+ * for the same text and bounds how many there are. Results and errors are the same as graphql-js's
+ * (the whole test suite runs with `afterUses: 1`).
+ */
+import {
+  type ASTNode,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  GraphQLError,
+  Kind,
+  type OperationDefinitionNode,
+  visit,
+} from 'graphql';
+import { compileQuery, type CompiledQuery, isCompiledQuery } from 'graphql-jit';
+import type { Plugin } from 'graphql-yoga';
+import { operationFields } from './query-limits.js';
+
+export interface QueryJitOptions {
+  /** The execution of a document that compiles it (QUERY_JIT_AFTER_USES; 0 turns compiling off). */
+  afterUses: number;
+  /** Largest document compiled, in fields (QUERY_JIT_MAX_FIELDS). */
+  maxFields: number;
+}
+
+interface Entry {
+  uses: number;
+  /** undefined: not decided yet; null: runs on graphql-js. */
+  compiled?: CompiledQuery | null;
+  /** The operation's name (a request naming another operation runs on graphql-js, which refuses it). */
+  name?: string;
+  /** The document's nodes by where they start (`line:column`), made at the first error. */
+  nodes?: Map<string, ASTNode>;
+}
+
+/**
+ * graphql-jit's errors carry their locations but not their nodes, and Yoga rebuilds every error
+ * from its nodes before sending it: the same errors with their nodes, as graphql-js gives them.
+ */
+function withNodes(entry: Entry, document: DocumentNode, result: ExecutionResult): ExecutionResult {
+  if (!result.errors?.length) return result;
+  if (!entry.nodes) {
+    const nodes = new Map<string, ASTNode>();
+    visit(document, {
+      enter(node) {
+        const start = node.loc?.startToken;
+        if (start && !nodes.has(`${start.line}:${start.column}`)) nodes.set(`${start.line}:${start.column}`, node);
+      },
+    });
+    entry.nodes = nodes;
+  }
+  const nodes = entry.nodes;
+  return {
+    ...result,
+    errors: result.errors.map((error) => {
+      if (error.nodes?.length || !error.locations?.length) return error;
+      const found = error.locations.map(({ line, column }) => nodes.get(`${line}:${column}`)).filter((n) => n !== undefined);
+      return new GraphQLError(error.message, {
+        nodes: found,
+        path: error.path,
+        originalError: error.originalError,
+        extensions: error.extensions,
+      });
+    }),
+  };
+}
+
+/** The single query operation of `document`, or null (mutations, subscriptions, several operations). */
+function singleQuery(document: DocumentNode): OperationDefinitionNode | null {
+  let found: OperationDefinitionNode | null = null;
+  for (const def of document.definitions) {
+    if (def.kind !== Kind.OPERATION_DEFINITION) continue;
+    if (found || def.operation !== 'query') return null;
+    found = def;
+  }
+  return found;
+}
+
+/** Executions so far: compiled, and on graphql-js's interpreter. */
+export interface QueryJitStats {
+  compiled: number;
+  interpreted: number;
+}
+
+export function useQueryJit(options: QueryJitOptions): Plugin & { stats: QueryJitStats } {
+  const stats: QueryJitStats = { compiled: 0, interpreted: 0 };
+  const entries = new WeakMap<DocumentNode, Entry>();
+  const decide = (entry: Entry, args: ExecutionArgs): void => {
+    const operation = singleQuery(args.document);
+    entry.compiled = null;
+    if (!operation || operationFields(args.document) > options.maxFields) return;
+    const compiled = compileQuery(args.schema, args.document, operation.name?.value);
+    if (!isCompiledQuery(compiled)) return;
+    entry.compiled = compiled;
+    entry.name = operation.name?.value;
+  };
+  return {
+    stats,
+    onExecute({ args, setExecuteFn }) {
+      stats.interpreted++;
+      if (options.afterUses <= 0) return;
+      let entry = entries.get(args.document);
+      if (!entry) entries.set(args.document, (entry = { uses: 0 }));
+      if (entry.compiled === undefined && ++entry.uses >= options.afterUses) decide(entry, args);
+      const compiled = entry.compiled;
+      if (!compiled || (args.operationName != null && args.operationName !== entry.name)) return;
+      stats.interpreted--;
+      stats.compiled++;
+      const done = (result: ExecutionResult) => withNodes(entry, args.document, result);
+      setExecuteFn((run: ExecutionArgs) => {
+        const result = compiled.query(run.rootValue, run.contextValue, run.variableValues);
+        return result instanceof Promise ? result.then(done) : done(result);
+      });
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { AppendMessages, CreateSession, SessionMessages } from '../helpers/documents.js';
+import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+
+// Repeated queries run compiled (src/query-jit.ts), as in production: a document's second execution
+// compiles it, if it is one query of at most 100 fields. The rest of the suite compiles every query
+// from its first use, so the compiled path answers everything the suite asks.
+
+let app: TestApp;
+useTestApp(
+  (built) => {
+    app = built;
+  },
+  { config: { queryJit: { afterUses: 2, maxFields: 100 } } },
+);
+
+const TITLE = 'query Title($id: ID!) { session(id: $id) { id title messageCount } }';
+
+async function runs<T>(run: () => Promise<T>) {
+  const before = { ...app.jit };
+  const result = await run();
+  return { result, compiled: app.jit.compiled - before.compiled, interpreted: app.jit.interpreted - before.interpreted };
+}
+
+/** A raw request (with an operation name), its parsed body. */
+async function send(body: { query: string; variables?: unknown; operationName?: string }) {
+  const response = await app.yoga.fetch('http://localhost/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: a test reads whatever came back
+  return (await response.json()) as any;
+}
+
+describe(`compiled queries (${backend.label})`, () => {
+  it("compiles a query document at its second execution, and answers the same as graphql-js's interpreter", async () => {
+    const { id } = (
+      await gqlOk(app, CreateSession, {
+        input: {
+          title: 'jit',
+          messages: [
+            { role: 'USER', text: 'q' },
+            { role: 'ASSISTANT', text: 'a' },
+          ],
+        },
+      })
+    ).createSession;
+    const first = await runs(() => gqlOk(app, SessionMessages, { id, first: 5 }));
+    expect(first).toMatchObject({ compiled: 0, interpreted: 1 });
+    const second = await runs(() => gqlOk(app, SessionMessages, { id, first: 5 }));
+    expect(second).toMatchObject({ compiled: 1, interpreted: 0 });
+    expect(second.result).toEqual(first.result);
+    // Other variables, same compiled document; a variable of the wrong type is refused the same way.
+    const last = await runs(() => gqlOk(app, SessionMessages, { id, last: 1 }));
+    expect(last.compiled).toBe(1);
+    expect(last.result.session!.messages.edges.map((e) => e.node.text)).toEqual(['a']);
+    const interpreted = await gql(app, TITLE, { id: 42 } as never);
+    const compiled = await gql(app, TITLE, { id: 42 } as never);
+    expect(compiled.errors).toEqual(interpreted.errors);
+    expect(compiled.errors?.[0]?.extensions?.code).toBe(interpreted.errors?.[0]?.extensions?.code);
+    // A missing session, and an operation named wrong (refused before execution, compiled or not).
+    const missing = await gql(app, TITLE, { id: 'U2Vzc2lvbjpub3BlCg==' });
+    expect(missing.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    const wrongName = await runs(() => send({ query: TITLE, variables: { id }, operationName: 'Other' }));
+    expect(wrongName.compiled).toBe(0);
+    expect(wrongName.result.data).toBeUndefined();
+    expect(wrongName.result.errors[0].message).toBe('Could not determine what operation to execute.');
+  });
+
+  it('never compiles mutations, documents of several operations, or documents over the field bound', async () => {
+    const { id } = (await gqlOk(app, CreateSession, { input: { title: 'jit 2' } })).createSession;
+    for (let i = 0; i < 3; i++) {
+      const append = await runs(() =>
+        gqlOk(app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'USER', text: `m${i}` }] } }),
+      );
+      expect(append.compiled).toBe(0);
+    }
+    const two = `${TITLE} query Other { __typename }`;
+    // 101 fields by the query limits' count (each selection counts), no alias.
+    const wide = `query ($id: ID!) { session(id: $id) { ${'title '.repeat(100)} } }`;
+    for (let i = 0; i < 3; i++) {
+      const several = await runs(() => send({ query: two, variables: { id }, operationName: 'Title' }));
+      expect(several).toMatchObject({ compiled: 0, interpreted: 1 });
+      expect(several.result.data.session.title).toBe('jit 2');
+      const big = await runs(() => send({ query: wide, variables: { id } }));
+      expect(big).toMatchObject({ compiled: 0, interpreted: 1 });
+      expect(big.result.data.session.title).toBe('jit 2');
+    }
+  });
+});
