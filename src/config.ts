@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { QueryJitOptions } from './query-jit.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -103,9 +104,10 @@ export interface AppConfig {
   maxStringChars: number | null;
   /**
    * Compiling repeated queries (src/query-jit.ts): the execution of a document that compiles it
-   * (QUERY_JIT_AFTER_USES, 0: never) and the largest document compiled, in fields (QUERY_JIT_MAX_FIELDS).
+   * (QUERY_JIT_AFTER_USES, 0: never), the largest document compiled, in fields (QUERY_JIT_MAX_FIELDS),
+   * and how many compiled documents are kept (QUERY_JIT_MAX_DOCUMENTS).
    */
-  queryJit: { afterUses: number; maxFields: number };
+  queryJit: QueryJitOptions;
 }
 
 export class ConfigError extends Error {}
@@ -138,7 +140,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
  * | MAX_STRING_CHARS | 1048576 on PostgreSQL, 262144 on PGlite | longest string argument; attachment bytes, arguments and body cap follow |
  * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
- * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS | 2, 100 | a query document's 2nd execution compiles it (0: never), if it has at most 100 fields |
+ * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS, QUERY_JIT_MAX_DOCUMENTS | 2, 64, 200 | a query document's 2nd execution compiles it (0: never), if it has at most 64 fields; 200 compiled documents kept |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, PAGE_CACHE_MAX_CHARS, SESSION_CACHE_MAX_ROWS, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -197,7 +199,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     maxStringChars: env.MAX_STRING_CHARS?.trim() ? parseInteger(env, 'MAX_STRING_CHARS', 0, 1024) : null,
     queryJit: {
       afterUses: parseInteger(env, 'QUERY_JIT_AFTER_USES', 2, 0),
-      maxFields: parseInteger(env, 'QUERY_JIT_MAX_FIELDS', 100, 1),
+      maxFields: parseInteger(env, 'QUERY_JIT_MAX_FIELDS', 64, 1),
+      maxDocuments: parseInteger(env, 'QUERY_JIT_MAX_DOCUMENTS', 200, 0),
     },
   };
 }

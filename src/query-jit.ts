@@ -1,17 +1,21 @@
 /**
  * Queries that clients send again and again run as compiled JavaScript (graphql-jit) instead of
  * graphql-js's interpreter: for the session read, execution was most of the server's own time per
- * request. Compiling costs milliseconds per document, growing with its size (a 4 KB nested session
- * graph took 50 to 90 ms), so it is spent only where it pays and never stalls the loop for long:
+ * request. Compiling costs milliseconds and memory per document, growing with its size (100 fields
+ * of a nested session graph: 3 to 13 ms on a quiet machine, about 35 under load, and 130 KB), so it
+ * is spent only where it pays, and bounded:
  *
  * - only a document's `afterUses`-th execution compiles it (one-off documents never are);
  * - only documents of one query operation of at most `maxFields` fields (fragments expanded, as the
- *   query limits count them), which compile in a few milliseconds;
- * - a document that does not compile runs on graphql-js, as every mutation and subscription does.
+ *   query limits count them);
+ * - at most `maxDocuments` compiled documents are kept (least recently used first out), and at most
+ *   COMPILE_BUDGET compilations run per window (20 per 10 s), so a client cycling through documents
+ *   cannot turn compiling into a cost it chooses;
+ * - a document that is not compiled runs on graphql-js, as every mutation and subscription does.
  *
- * Compiled queries are kept per DocumentNode (weakly): Yoga's parse cache hands out the same node
- * for the same text and bounds how many there are. Results and errors are the same as graphql-js's
- * (the whole test suite runs with `afterUses: 1`).
+ * Use counts are kept per DocumentNode (weakly): Yoga's parse cache hands out the same node for the
+ * same text and bounds how many there are. Results and errors are the same as graphql-js's (the
+ * whole test suite runs with `afterUses: 1`).
  */
 import {
   type ASTNode,
@@ -32,11 +36,17 @@ export interface QueryJitOptions {
   afterUses: number;
   /** Largest document compiled, in fields (QUERY_JIT_MAX_FIELDS). */
   maxFields: number;
+  /** Compiled documents kept (QUERY_JIT_MAX_DOCUMENTS). */
+  maxDocuments: number;
+  /** At most `compiles` compilations per `windowMs`, whatever the documents (default COMPILE_BUDGET). */
+  budget?: { compiles: number; windowMs: number };
 }
+
+export const COMPILE_BUDGET = { compiles: 20, windowMs: 10_000 };
 
 interface Entry {
   uses: number;
-  /** undefined: not decided yet; null: runs on graphql-js. */
+  /** undefined: not decided (or compiled and since evicted); null: runs on graphql-js. */
   compiled?: CompiledQuery | null;
   /** The operation's name (a request naming another operation runs on graphql-js, which refuses it). */
   name?: string;
@@ -87,24 +97,53 @@ function singleQuery(document: DocumentNode): OperationDefinitionNode | null {
   return found;
 }
 
-/** Executions so far: compiled, and on graphql-js's interpreter. */
+/** Executions so far, compiled and on graphql-js's interpreter, and the compilations run. */
 export interface QueryJitStats {
   compiled: number;
   interpreted: number;
+  compilations: number;
 }
 
 export function useQueryJit(options: QueryJitOptions): Plugin & { stats: QueryJitStats } {
-  const stats: QueryJitStats = { compiled: 0, interpreted: 0 };
+  const stats: QueryJitStats = { compiled: 0, interpreted: 0, compilations: 0 };
   const entries = new WeakMap<DocumentNode, Entry>();
+  // Entries holding a compiled query, least recently used first.
+  const kept = new Map<DocumentNode, Entry>();
+  const budget = options.budget ?? COMPILE_BUDGET;
+  let windowStart = Number.NEGATIVE_INFINITY;
+  let spent = 0;
+
   const decide = (entry: Entry, args: ExecutionArgs): void => {
     const operation = singleQuery(args.document);
-    entry.compiled = null;
-    if (!operation || operationFields(args.document) > options.maxFields) return;
+    if (!operation || operationFields(args.document) > options.maxFields || options.maxDocuments <= 0) {
+      entry.compiled = null;
+      return;
+    }
+    const now = performance.now();
+    if (now - windowStart > budget.windowMs) {
+      windowStart = now;
+      spent = 0;
+    }
+    // Over budget: undecided still, tried again at a later use.
+    if (spent >= budget.compiles) return;
+    spent++;
+    stats.compilations++;
     const compiled = compileQuery(args.schema, args.document, operation.name?.value);
-    if (!isCompiledQuery(compiled)) return;
+    if (!isCompiledQuery(compiled)) {
+      entry.compiled = null;
+      return;
+    }
     entry.compiled = compiled;
     entry.name = operation.name?.value;
+    kept.set(args.document, entry);
+    for (const [document, old] of kept) {
+      if (kept.size <= options.maxDocuments) break;
+      kept.delete(document);
+      old.compiled = undefined;
+      old.nodes = undefined;
+    }
   };
+
   return {
     stats,
     onExecute({ args, setExecuteFn }) {
@@ -115,6 +154,9 @@ export function useQueryJit(options: QueryJitOptions): Plugin & { stats: QueryJi
       if (entry.compiled === undefined && ++entry.uses >= options.afterUses) decide(entry, args);
       const compiled = entry.compiled;
       if (!compiled || (args.operationName != null && args.operationName !== entry.name)) return;
+      // Used now: last to be evicted.
+      kept.delete(args.document);
+      kept.set(args.document, entry);
       stats.interpreted--;
       stats.compiled++;
       const done = (result: ExecutionResult) => withNodes(entry, args.document, result);

@@ -3,7 +3,8 @@ import { AppendMessages, CreateSession, SessionMessages } from '../helpers/docum
 import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 
 // Repeated queries run compiled (src/query-jit.ts), as in production: a document's second execution
-// compiles it, if it is one query of at most 100 fields. The rest of the suite compiles every query
+// compiles it, if it is one query of at most 64 fields (here: two compiled documents kept, 8
+// compilations in all). The rest of the suite compiles every query
 // from its first use, so the compiled path answers everything the suite asks.
 
 let app: TestApp;
@@ -11,7 +12,7 @@ useTestApp(
   (built) => {
     app = built;
   },
-  { config: { queryJit: { afterUses: 2, maxFields: 100 } } },
+  { config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2, budget: { compiles: 8, windowMs: 600_000 } } } },
 );
 
 const TITLE = 'query Title($id: ID!) { session(id: $id) { id title messageCount } }';
@@ -77,8 +78,8 @@ describe(`compiled queries (${backend.label})`, () => {
       expect(append.compiled).toBe(0);
     }
     const two = `${TITLE} query Other { __typename }`;
-    // 101 fields by the query limits' count (each selection counts), no alias.
-    const wide = `query ($id: ID!) { session(id: $id) { ${'title '.repeat(100)} } }`;
+    // 65 fields by the query limits' count (each selection counts), no alias.
+    const wide = `query ($id: ID!) { session(id: $id) { ${'title '.repeat(64)} } }`;
     for (let i = 0; i < 3; i++) {
       const several = await runs(() => send({ query: two, variables: { id }, operationName: 'Title' }));
       expect(several).toMatchObject({ compiled: 0, interpreted: 1 });
@@ -87,5 +88,34 @@ describe(`compiled queries (${backend.label})`, () => {
       expect(big).toMatchObject({ compiled: 0, interpreted: 1 });
       expect(big.result.data.session.title).toBe('jit 2');
     }
+  });
+
+  it('keeps the most recently used compiled documents, compiling an evicted one again at its next use', async () => {
+    const { id } = (await gqlOk(app, CreateSession, { input: { title: 'jit 3' } })).createSession;
+    const doc = (n: number) => `query Evict${n}($id: ID!) { session(id: $id) { title } }`;
+    const before = app.jit.compilations;
+    for (const n of [1, 2, 3]) for (let i = 0; i < 2; i++) await send({ query: doc(n), variables: { id } });
+    expect(app.jit.compilations - before).toBe(3);
+    // Evict1 was pushed out by Evict3 (two kept): it runs compiled again only after compiling again.
+    const again = await runs(() => send({ query: doc(1), variables: { id } }));
+    expect(again).toMatchObject({ compiled: 1, interpreted: 0 });
+    expect(again.result.data.session.title).toBe('jit 3');
+    expect(app.jit.compilations - before).toBe(4);
+    // Evict3 and Evict1 are kept now: no compilation.
+    await send({ query: doc(3), variables: { id } });
+    expect(app.jit.compilations - before).toBe(4);
+  });
+
+  it('compiles no more than its budget, running the documents over it on graphql-js', async () => {
+    const { id } = (await gqlOk(app, CreateSession, { input: { title: 'jit 4' } })).createSession;
+    const left = 8 - app.jit.compilations;
+    expect(left).toBeGreaterThan(0);
+    for (let n = 0; n < left + 3; n++) {
+      for (let i = 0; i < 2; i++) {
+        const body = await send({ query: `query Budget${n}($id: ID!) { session(id: $id) { title } }`, variables: { id } });
+        expect(body.data.session.title).toBe('jit 4');
+      }
+    }
+    expect(app.jit.compilations).toBe(8);
   });
 });
