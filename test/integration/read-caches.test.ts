@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { AppendMessages, CreateSession, DeleteSession, SessionMessages, UpdateMessage, UpdateSession } from '../helpers/documents.js';
 import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
+import { FinishedRowsCache } from '../../src/caches/finished-rows.js';
+import { createMessageRangeLoader, messageRowChars } from '../../src/db/stores/messages.js';
+import { findSessions } from '../../src/db/stores/sessions.js';
+import type { Message } from '../../src/generated/prisma/client.js';
 
 // The rows reads are served from without a statement: whole finished message rows for
 // Session.messages pages (both backends), and session rows while this process is the database's
@@ -62,6 +66,33 @@ describe(`read caches (${backend.label})`, () => {
     expect(app.runtime.caches.pages.range(rawIdOf(id))).toEqual({ lo: 0, hi: 5 });
     await gqlOk(app, DeleteSession, { input: { sessionId: id } });
     expect(app.runtime.caches.pages.range(rawIdOf(id))).toBeNull();
+  });
+
+  it('answers a batch whose reads evict the rows it took from the cache', async () => {
+    const text = 'x'.repeat(100);
+    const ids = [
+      await session([
+        { role: 'USER', text },
+        { role: 'ASSISTANT', text },
+      ]),
+      await session([{ role: 'USER', text }]),
+    ];
+    const { sql } = app.runtime.db;
+    const [{ workspaceId }] = await sql.query<{ workspaceId: string }>('SELECT "workspaceId" FROM "Session" WHERE id = $1', [
+      rawIdOf(ids[0]),
+    ]);
+    const rows = await findSessions(sql, workspaceId, ids.map(rawIdOf));
+    const [a, b] = ids.map((id) => rows.find((r) => r.id === rawIdOf(id))!);
+    // Room for one session's rows only (a row weighs 256 plus its text, counted in the text and in the parts).
+    const pages = new FinishedRowsCache<Message>(2 * (256 + 2 * 100) + 10, 100, messageRowChars);
+    await createMessageRangeLoader(sql, pages).load({ session: a, lo: 0, hi: 2 });
+    expect(pages.range(a.id)).toEqual({ lo: 0, hi: 2 });
+    const loader = createMessageRangeLoader(sql, pages);
+    const [fromCache, fromDb] = await Promise.all([loader.load({ session: a, lo: 0, hi: 2 }), loader.load({ session: b, lo: 0, hi: 1 })]);
+    // Keeping b's row evicted a's, which this batch had already taken.
+    expect(pages.range(a.id)).toBeNull();
+    expect(fromCache.map((m) => m.position)).toEqual([0, 1]);
+    expect(fromDb.map((m) => m.text)).toEqual([text]);
   });
 
   it.runIf(pglite)('keeps session rows on PGlite until any write begins or ends, whoever sends it', async () => {

@@ -106,7 +106,13 @@ export function createMessageRangeLoader(sql: SqlClient, pages: FinishedRowsCach
   return new DataLoader<MessageRange, Message[], string>(
     async (ranges) => {
       const wanted = ranges.map((r) => clipSegments(visibleSegments(r.session), r.lo, r.hi));
-      const missing = wanted.flat().filter((s) => !covers(pages.range(s.sessionId), s));
+      // Taken from the cache first: keeping what is read below may evict them.
+      const cached = new Map<Segment, Message[]>();
+      const missing: Segment[] = [];
+      for (const s of wanted.flat()) {
+        if (covers(pages.range(s.sessionId), s)) cached.set(s, pages.oldestFirst(s.sessionId, s.start, s.end));
+        else missing.push(s);
+      }
       const rows = missing.length ? await readSegments(sql, missing) : [];
       const read = new Map<string, Message[]>();
       for (const row of rows) {
@@ -120,10 +126,8 @@ export function createMessageRangeLoader(sql: SqlClient, pages: FinishedRowsCach
         pages.add(sessionId, list);
       }
       return wanted.map((segments) =>
-        segments.flatMap((s) =>
-          covers(pages.range(s.sessionId), s) && !missing.includes(s)
-            ? pages.oldestFirst(s.sessionId, s.start, s.end)
-            : (read.get(s.sessionId) ?? []).filter((row) => row.position >= s.start && row.position < s.end),
+        segments.flatMap(
+          (s) => cached.get(s) ?? (read.get(s.sessionId) ?? []).filter((row) => row.position >= s.start && row.position < s.end),
         ),
       );
     },
