@@ -4,7 +4,7 @@ import type { ApiKeyConfig } from './config.js';
 import { DomainError } from './errors.js';
 import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from './db/stores/api-keys.js';
 import { asServiceUnavailable } from './faults.js';
-import type { SqlClient } from './db/sql.js';
+import type { Sql } from './db/sql.js';
 
 export const DEFAULT_WORKSPACE = 'default';
 
@@ -24,7 +24,7 @@ export interface WorkspaceAuthOptions {
 export class WorkspaceAuth {
   private defaultWorkspaceId = '';
   constructor(
-    private readonly sql: SqlClient,
+    private readonly sql: Sql,
     private readonly cache = new ApiKeyCache(),
     private readonly options: WorkspaceAuthOptions = { required: null },
   ) {}
@@ -52,7 +52,7 @@ export class WorkspaceAuth {
     if (this.options.required !== null) return this.options.required;
     let exist = this.cache.getKeysExist();
     if (exist === undefined) {
-      exist = await this.lookup(() => anyActiveApiKey(this.sql));
+      exist = await this.lookup(() => anyActiveApiKey({ query: this.sql.read }));
       this.cache.setKeysExist(exist);
     }
     return exist;
@@ -72,7 +72,7 @@ export class WorkspaceAuth {
     const hash = hashApiKey(match[1]);
     let workspaceId = this.cache.get(hash);
     if (workspaceId === undefined) {
-      const key = await this.lookup(() => findApiKeyByHash(this.sql, hash));
+      const key = await this.lookup(() => findApiKeyByHash({ query: this.sql.read }, hash));
       workspaceId = key && !key.revokedAt ? key.workspaceId : null;
       this.cache.set(hash, workspaceId);
     }
