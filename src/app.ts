@@ -26,7 +26,7 @@ import { createRateLimiter, type RateLimiter } from './rate-limit.js';
 import { SubscriptionTracker } from './shutdown.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
-import { EventMemo, useSubscriptionSharing, type SharingStats } from './subscription-sharing.js';
+import { EventMemo, type LiveSink, useSubscriptionSharing, webSocketSink, type SharingStats } from './subscription-sharing.js';
 import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
@@ -119,9 +119,12 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   const subscriptions = new SubscriptionTracker();
   let stopping = false;
 
+  /** The socket and operation id of each graphql-ws subscription's context: its results are written there directly. */
+  const sinks = new WeakMap<RequestContext, LiveSink>();
   const sharing = useSubscriptionSharing<RequestContext>({
     scopeOf: (ctx) => ctx.workspaceId,
     contextForEvent,
+    sinkOf: (ctx) => sinks.get(ctx) ?? null,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,
   });
@@ -234,7 +237,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
           throw error;
         }
       },
-      onSubscribe: async (ctx, _id, params) => {
+      onSubscribe: async (ctx, id, params) => {
         const decision = await limiter.take(
           rateIdentity(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.request), ctx.extra.request.socket.remoteAddress),
         );
@@ -276,6 +279,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
         }
         const errors = validate(envelopedSchema, document);
         if (errors.length) return errors.map((e: GraphQLError) => asClientError(e) ?? e);
+        sinks.set(contextValue, webSocketSink(ctx.extra.socket, id));
         return {
           schema: envelopedSchema,
           operationName: params.operationName,

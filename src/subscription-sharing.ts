@@ -1,5 +1,6 @@
 import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import type { WebSocket } from 'ws';
 
 /** Counts for tests and diagnostics. */
 export interface SharingStats {
@@ -23,6 +24,13 @@ export interface SubscriptionSharingOptions<Context> {
    * in them share executions. An argument whose variable is used anywhere else still counts.
    */
   streamOnlyArguments?: Record<string, readonly string[]>;
+  /**
+   * Where a subscriber's results may be written straight away, serialized once per shared result
+   * (its graphql-ws socket and operation id; see `webSocketSink`), or null to leave every result
+   * to the transport. Results with errors always go through the transport (and the plugins that
+   * mask them).
+   */
+  sinkOf?(context: Context): LiveSink | null;
   /** How many results to keep (distinct selection × event). */
   maxEntries?: number;
   /** How many distinct selection texts get a short id (SUBSCRIPTION_SHAPES_MAX); beyond it the table starts over. */
@@ -103,7 +111,9 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
     const key = selectionKey(args);
-    return mapStream(source, (event) => executeOnce(key, args, event));
+    const map = (event: unknown) => executeOnce(key, args, event);
+    const sink = options.sinkOf?.(args.contextValue as Context) ?? null;
+    return sink ? pumpStream(source, map, sink) : mapStream(source, map);
   };
 
   return {
@@ -200,6 +210,160 @@ function mapStream<T, R>(source: AsyncIterable<T>, map: (value: T) => Promise<R>
       if (iterator.throw) await iterator.throw(error);
       else await iterator.return?.();
       return { value: undefined, done: true };
+    },
+  };
+  return stream;
+}
+
+/** A subscriber's socket as far as a live result is concerned: see `webSocketSink`. */
+export interface LiveSink {
+  /** The operation's id (graphql-transport-ws `subscribe` id). */
+  readonly id: string;
+  /** False once the socket is closing or closed: results are then dropped, as graphql-ws drops them. */
+  open(): boolean;
+  /** Writes one text frame; returns a promise when the socket's buffer is over its mark (it resolves once this frame is written). */
+  write(frame: Buffer): Promise<void> | undefined;
+}
+
+/** A socket buffering more than this makes its stream wait (a slow consumer reads the log instead of growing memory). */
+const SINK_HIGH_WATER = 64 * 1024;
+
+const TEXT_FRAME = { binary: false } as const;
+
+/** A graphql-ws subscriber's socket as a `LiveSink`. */
+export function webSocketSink(socket: WebSocket, id: string): LiveSink {
+  return {
+    id,
+    open: () => socket.readyState === socket.OPEN,
+    write(frame) {
+      if (socket.bufferedAmount + frame.length <= SINK_HIGH_WATER) {
+        socket.send(frame, TEXT_FRAME);
+        return undefined;
+      }
+      return new Promise((resolve) => socket.send(frame, TEXT_FRAME, () => resolve()));
+    },
+  };
+}
+
+/** The graphql-transport-ws `next` frames of one result, serialized once, by operation id. */
+const frames = new WeakMap<ExecutionResult, { payload: string; byId: Map<string, Buffer> }>();
+const MAX_FRAME_IDS = 16;
+
+/** `{"id":…,"type":"next","payload":result}`, exactly as graphql-ws writes a result without errors. */
+function nextFrame(result: ExecutionResult, id: string): Buffer {
+  let entry = frames.get(result);
+  if (!entry) frames.set(result, (entry = { payload: JSON.stringify(result), byId: new Map() }));
+  let frame = entry.byId.get(id);
+  if (!frame) {
+    frame = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":${entry.payload}}`);
+    if (entry.byId.size < MAX_FRAME_IDS) entry.byId.set(id, frame);
+  }
+  return frame;
+}
+
+const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
+
+/**
+ * `source` mapped through `map` and written to `sink` as it comes: each result without errors is
+ * written straight to the socket, serialized once for every subscriber sharing it, instead of
+ * travelling one subscriber at a time through the plugins' stream wrappers and graphql-ws (its
+ * `next` serializes per socket and waits for each write). The stream graphql-ws holds yields only
+ * what must go its way (a result with errors, for masking), its end and its error; the pump waits
+ * until graphql-ws has sent such a result (it asks for the next one) before it writes anything
+ * after it, so the subscriber gets every result once and in order. `return()` stops the pump and
+ * releases the source at once.
+ */
+function pumpStream<T>(
+  source: AsyncIterable<T>,
+  map: (value: T) => Promise<ExecutionResult>,
+  sink: LiveSink,
+): AsyncIterableIterator<ExecutionResult> {
+  const iterator = source[Symbol.asyncIterator]();
+  let started = false;
+  let stopped = false;
+  /** graphql-ws's pending `next()`. */
+  let consumer: { resolve(r: IteratorResult<ExecutionResult>): void; reject(e: unknown): void } | null = null;
+  /** What the pump handed over before graphql-ws asked for it. */
+  let handed: { result?: IteratorResult<ExecutionResult>; error?: unknown } | null = null;
+  /** The pump, waiting until graphql-ws asks again (it sent what was handed over). */
+  let resume: (() => void) | null = null;
+
+  const hand = (item: { result?: IteratorResult<ExecutionResult>; error?: unknown }) => {
+    if (!consumer) {
+      handed = item;
+      return;
+    }
+    const waiting = consumer;
+    consumer = null;
+    if ('error' in item) waiting.reject(item.error);
+    else waiting.resolve(item.result!);
+  };
+
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    hand({ result: DONE });
+    resume?.();
+    resume = null;
+  };
+
+  async function pump() {
+    try {
+      for (;;) {
+        const step = await iterator.next();
+        if (step.done || stopped) break;
+        const result = await map(step.value);
+        if (stopped) break;
+        if (!sink.open()) continue;
+        if (result.errors?.length) {
+          await new Promise<void>((resolve) => {
+            resume = resolve;
+            hand({ result: { value: result, done: false } });
+          });
+          continue;
+        }
+        const drained = sink.write(nextFrame(result, sink.id));
+        if (drained) await drained;
+      }
+      stop();
+    } catch (error) {
+      if (stopped) return;
+      stopped = true;
+      hand({ error });
+    }
+  }
+
+  const stream: AsyncIterableIterator<ExecutionResult> = {
+    [Symbol.asyncIterator]: () => stream,
+    next() {
+      const item = handed;
+      handed = null;
+      const answer = item
+        ? 'error' in item
+          ? Promise.reject(item.error)
+          : Promise.resolve(item.result!)
+        : stopped
+          ? Promise.resolve(DONE)
+          : new Promise<IteratorResult<ExecutionResult>>((resolve, reject) => (consumer = { resolve, reject }));
+      // Asking again means what was handed over has been sent: the pump goes on.
+      const go = resume;
+      resume = null;
+      go?.();
+      if (!started) {
+        started = true;
+        void pump();
+      }
+      return answer;
+    },
+    async return() {
+      stop();
+      await iterator.return?.();
+      return DONE;
+    },
+    async throw() {
+      stop();
+      await iterator.return?.();
+      return DONE;
     },
   };
   return stream;
