@@ -1,6 +1,11 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ExecutionArgs } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
-import { useSubscriptionSharing } from '../../src/subscription-sharing.js';
+import { WebSocket, WebSocketServer } from 'ws';
+import { EventMemo, type LiveSink, useSubscriptionSharing, webSocketSink } from '../../src/subscription-sharing.js';
 import { subscribeSse } from '../helpers/subscriptions.js';
 
 type Ctx = { scope: string };
@@ -167,5 +172,220 @@ describe('subscription sharing', () => {
     // The first two share; the last two differ in a variable their selection uses.
     expect(server.stats).toEqual({ executions: 3, shared: 1 });
     for (const sub of subs) sub.unsubscribe();
+  });
+});
+
+/**
+ * The tick schema behind graphql-ws on a real socket, as app.ts wires it: each subscription's
+ * results are written straight to its socket (`sinkOf`), except results with errors, which go
+ * through graphql-ws and the masking plugin. `sink: false` leaves every result to graphql-ws.
+ */
+async function tickWsServer(sink: boolean) {
+  const listeners = new Set<(tick: Tick) => void>();
+  const schema = createSchema<Ctx>({
+    typeDefs: /* GraphQL */ `
+      type Query { ok: Boolean }
+      type Tick { id: ID! check: String }
+      type Subscription { ticks: Tick! }
+    `,
+    resolvers: {
+      Subscription: {
+        ticks: {
+          // Released at once by return(), even while waiting (an async generator would wait for its next event).
+          subscribe: (): AsyncIterableIterator<Tick> => {
+            const queue: Tick[] = [];
+            let waiting: ((r: IteratorResult<Tick>) => void) | null = null;
+            const push = (tick: Tick) => {
+              if (waiting) {
+                waiting({ value: tick, done: false });
+                waiting = null;
+              } else queue.push(tick);
+            };
+            listeners.add(push);
+            const done = (): IteratorResult<Tick> => {
+              listeners.delete(push);
+              waiting?.({ value: undefined, done: true });
+              waiting = null;
+              return { value: undefined, done: true };
+            };
+            const stream: AsyncIterableIterator<Tick> = {
+              [Symbol.asyncIterator]: () => stream,
+              next: () =>
+                queue.length
+                  ? Promise.resolve({ value: queue.shift()!, done: false })
+                  : listeners.has(push)
+                    ? new Promise((resolve) => (waiting = resolve))
+                    : Promise.resolve({ value: undefined, done: true }),
+              return: async () => done(),
+              throw: async () => done(),
+            };
+            return stream;
+          },
+          resolve: (tick: Tick) => tick,
+        },
+      },
+      Tick: {
+        // An event whose id starts with "bad" makes a result with an (unexpected, hence masked) error.
+        check: (tick: Tick) => {
+          if (tick.id.startsWith('bad')) throw new Error('secret detail');
+          return 'ok';
+        },
+      },
+    },
+  });
+  const sinks = new WeakMap<Ctx, LiveSink>();
+  const sharing = useSubscriptionSharing<Ctx>({
+    scopeOf: (ctx) => ctx.scope,
+    contextForEvent: (ctx) => ({ ...ctx }),
+    sinkOf: (ctx) => (sink ? (sinks.get(ctx) ?? null) : null),
+  });
+  const yoga = createYoga({
+    schema,
+    plugins: [sharing],
+    context: () => ({ scope: 's' }),
+    logging: false,
+  });
+  const server = createServer(yoga);
+  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
+  useServer<Record<string, unknown>, { request: IncomingMessage }>(
+    {
+      execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
+      subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      onSubscribe: async (ctx, id, params) => {
+        const {
+          schema: s,
+          execute,
+          subscribe,
+          contextFactory,
+          parse,
+          validate,
+        } = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, params });
+        const contextValue = (await contextFactory()) as unknown as Ctx;
+        const document = parse(params.query);
+        const errors = validate(s, document);
+        if (errors.length) return errors;
+        sinks.set(contextValue, webSocketSink(ctx.extra.socket, id));
+        return { schema: s, document, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
+      },
+    },
+    wss,
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}${yoga.graphqlEndpoint}`;
+  return {
+    url,
+    listeners,
+    emit: (tick: Tick) => {
+      for (const push of listeners) push(tick);
+    },
+    async close() {
+      for (const client of wss.clients) client.terminate();
+      await new Promise((resolve) => wss.close(resolve));
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** A raw graphql-transport-ws client: every frame as received (text or binary), after `subscribe`. */
+async function rawWsSubscriber(url: string, id: string, query: string) {
+  const socket = new WebSocket(url, 'graphql-transport-ws');
+  const frames: { text: string; binary: boolean }[] = [];
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init' })));
+    socket.on('message', (data, binary) => {
+      const text = String(data);
+      if (JSON.parse(text).type === 'connection_ack') {
+        socket.send(JSON.stringify({ id, type: 'subscribe', payload: { query } }));
+        resolve();
+      } else {
+        frames.push({ text, binary });
+      }
+    });
+  });
+  return { socket, frames };
+}
+
+describe('subscription sharing over graphql-ws, results written to the socket', () => {
+  const QUERY = 'subscription { ticks { id check } }';
+
+  it('sends every result once and in order, exactly as graphql-ws would, errors masked by the plugins, and releases the stream on complete', async () => {
+    const direct = await tickWsServer(true);
+    const plain = await tickWsServer(false);
+    try {
+      const subs = await Promise.all([
+        rawWsSubscriber(direct.url, 'a', QUERY),
+        rawWsSubscriber(direct.url, 'op-"2"', QUERY),
+        rawWsSubscriber(plain.url, 'a', QUERY),
+      ]);
+      await until(() => direct.listeners.size === 2 && plain.listeners.size === 1, 'every subscriber to be registered');
+      const ticks = ['t1', 'bad2', 't3', 't4', 'bad5', 'bad6', 't7'];
+      // Emitted back to back: a direct result must not overtake the error result before it.
+      for (const id of ticks) {
+        direct.emit({ id });
+        plain.emit({ id });
+      }
+      await until(() => subs.every((s) => s.frames.length === ticks.length), 'every result');
+      const [first, second, reference] = subs;
+      // The same bytes as graphql-ws writes, in text frames.
+      expect(first.frames).toEqual(reference.frames);
+      expect(first.frames.every((f) => !f.binary)).toBe(true);
+      const parsed = second.frames.map((f) => JSON.parse(f.text));
+      expect(parsed.map((m) => [m.id, m.type, m.payload.data.ticks.id])).toEqual(ticks.map((id) => ['op-"2"', 'next', id]));
+      for (const m of parsed) {
+        if (m.payload.data.ticks.id.startsWith('bad')) {
+          expect(m.payload.errors).toHaveLength(1);
+          expect(JSON.stringify(m.payload.errors)).not.toContain('secret detail');
+        } else {
+          expect(m.payload).toEqual({ data: { ticks: { id: m.payload.data.ticks.id, check: 'ok' } } });
+        }
+      }
+
+      // The client completes one operation: its stream is released at once, the other goes on.
+      first.socket.send(JSON.stringify({ id: 'a', type: 'complete' }));
+      await until(() => direct.listeners.size === 1, 'the completed stream to be released');
+      direct.emit({ id: 't8' });
+      await until(() => second.frames.length === ticks.length + 1, 'the next result');
+      expect(first.frames).toHaveLength(ticks.length);
+      second.socket.close();
+      await until(() => direct.listeners.size === 0, 'a closed socket to release its stream');
+      for (const s of subs) s.socket.terminate();
+    } finally {
+      await direct.close();
+      await plain.close();
+    }
+  });
+});
+
+describe('EventMemo', () => {
+  it('shares a value per (event, what), recomputes after its time to live or a rejection, and stays within its bound', async () => {
+    const memo = new EventMemo<string>(3, 50);
+    let computed = 0;
+    const compute = (v: string) => () => {
+      computed++;
+      return Promise.resolve(v);
+    };
+    const a = memo.get('e1', 'sel', compute('a'));
+    expect(memo.get('e1', 'sel', compute('x'))).toBe(a);
+    expect(await memo.get('e1', 'other', compute('b'))).toBe('b');
+    expect(await memo.get('e2', 'sel', compute('c'))).toBe('c');
+    expect(computed).toBe(3);
+    expect(memo.size).toBe(3);
+
+    // Beyond the bound the oldest event's entries go: e1 is computed again, e2 is still shared.
+    await memo.get('e3', 'sel', compute('d'));
+    expect(memo.size).toBeLessThanOrEqual(3);
+    expect(await memo.get('e2', 'sel', compute('y'))).toBe('c');
+    expect(await memo.get('e1', 'sel', compute('a2'))).toBe('a2');
+
+    // A rejection is forgotten; the next caller computes again.
+    const failed = memo.get('e4', 'sel', () => Promise.reject(new Error('down')));
+    await expect(failed).rejects.toThrow('down');
+    expect(await memo.get('e4', 'sel', compute('e'))).toBe('e');
+
+    // After the time to live an entry is computed afresh.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(await memo.get('e4', 'sel', compute('f'))).toBe('f');
+    expect(memo.size).toBeLessThanOrEqual(3);
   });
 });
