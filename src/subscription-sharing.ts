@@ -28,7 +28,8 @@ export interface SubscriptionSharingOptions<Context> {
    * Where a subscriber's results may be written straight away, serialized once per shared result
    * (its graphql-ws socket and operation id; see `webSocketSink`), or null to leave every result
    * to the transport. Results with errors always go through the transport (and the plugins that
-   * mask them).
+   * mask them); results written directly skip graphql-ws's `onNext` hook and the plugins'
+   * `onSubscribeResult` `onNext` hooks (none of this app's changes a result without errors).
    */
   sinkOf?(context: Context): LiveSink | null;
   /** How many results to keep (distinct selection × event). */
@@ -327,6 +328,8 @@ function pumpStream<T>(
       }
       stop();
     } catch (error) {
+      // A failed execution leaves the source open: release it (graphql-ws reports the error and never calls return()).
+      void Promise.resolve(iterator.return?.()).catch(() => {});
       if (stopped) return;
       stopped = true;
       hand({ error });
