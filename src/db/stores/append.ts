@@ -99,25 +99,29 @@ export async function appendMessageRows(
   now: Date,
   subSessions: boolean,
 ): Promise<Session | null> {
-  const [row] = await asSql(db).query<Session>(APPEND_SQL, [
-    sessionId,
-    workspaceId,
-    messages.length,
-    now.toISOString(),
-    turnId,
-    messages.map((m) => m.id),
-    messages.map((m) => m.role),
-    messages.map((m) => JSON.stringify(m.content.parts)),
-    messages.map((m) => JSON.stringify(m.content.toolCallIds)),
-    messages.map((m) => JSON.stringify(m.content.toolResultIds)),
-    messages.map((m) => m.content.generating),
-    messages.map((m) => m.content.tokensO200k),
-    messages.map((m) => m.content.tokensCl100k),
-    messages.map((m) => m.agentId),
-    messages.map((m) => m.createdAt.toISOString()),
-    messages.map((m) => m.eventId),
-    subSessions,
-  ]);
+  const [row] = await asSql(db).query<Session>(
+    APPEND_SQL,
+    [
+      sessionId,
+      workspaceId,
+      messages.length,
+      now.toISOString(),
+      turnId,
+      messages.map((m) => m.id),
+      messages.map((m) => m.role),
+      messages.map((m) => JSON.stringify(m.content.parts)),
+      messages.map((m) => JSON.stringify(m.content.toolCallIds)),
+      messages.map((m) => JSON.stringify(m.content.toolResultIds)),
+      messages.map((m) => m.content.generating),
+      messages.map((m) => m.content.tokensO200k),
+      messages.map((m) => m.content.tokensCl100k),
+      messages.map((m) => m.agentId),
+      messages.map((m) => m.createdAt.toISOString()),
+      messages.map((m) => m.eventId),
+      subSessions,
+    ],
+    { name: 'sg_append_messages' },
+  );
   return row ?? null;
 }
 
@@ -188,15 +192,11 @@ export async function appendTextRow(
   now: Date,
   maxChars: number,
 ): Promise<{ message: Message; sequence: number } | null> {
-  const [row] = await asSql(db).query<Message & { eventSequence: number }>(APPEND_TEXT_SQL, [
-    messageId,
-    workspaceId,
-    text,
-    eventId,
-    now.toISOString(),
-    text.length,
-    maxChars,
-  ]);
+  const [row] = await asSql(db).query<Message & { eventSequence: number }>(
+    APPEND_TEXT_SQL,
+    [messageId, workspaceId, text, eventId, now.toISOString(), text.length, maxChars],
+    { name: 'sg_append_text' },
+  );
   if (!row) return null;
   const { eventSequence, ...message } = row;
   return { message, sequence: Number(eventSequence) };
