@@ -39,7 +39,8 @@ import { badInput, DomainError, notFound } from '../errors.js';
 import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub.js';
 import type { AssemblyCaches } from '../caches/index.js';
-import { sessionDeletedEvent, writeThenPublish } from './event-log.js';
+import { publishAll, sessionDeletedEvent, writeThenPublish } from './event-log.js';
+import { AppendBatcher } from './append-batcher.js';
 import { touchIfActive, turnStatusIn } from '../db/stores/turns.js';
 import { requiredKey, turnNotActive } from '../domain/turns.js';
 
@@ -56,6 +57,9 @@ export const MAX_TIMELINE_SESSIONS = 10_000;
  * server or many, and publishes its events only after the transaction commits.
  */
 export class SessionService {
+  /** Plain appends arriving together are written together (see append-batcher.ts). */
+  private readonly batcher: AppendBatcher;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly sql: Sql,
@@ -63,7 +67,9 @@ export class SessionService {
     private readonly caches: Pick<AssemblyCaches, 'forget'>,
     /** The backend's caps (`AppRuntime.caps`): what a message's text may grow to. */
     private readonly caps: TextCaps,
-  ) {}
+  ) {
+    this.batcher = new AppendBatcher(sql);
+  }
 
   /** Runs `work` in a Prisma transaction, retrying serialization failures and deadlocks, then publishes. */
   write<T>(work: (tx: Tx, events: SessionEventMessage[]) => Promise<T>): Promise<T> {
@@ -247,14 +253,25 @@ export class SessionService {
       // Nothing to check against the database and nothing to store but the rows: the append is one
       // statement (see db/stores/append.ts), its tokens counted before it is sent.
       const prepared = await prepareMessages(drafts as StoredDraft[], options.agentId);
-      const fast = await this.retrying(async (events) => {
-        const now = new Date();
-        const session = await appendMessageRows(this.sql, workspaceId, sessionId, null, prepared, now, false);
-        return session && this.appended(session, prepared, null, now, events);
+      // Written with the other calls of the moment in one statement (see append-batcher.ts).
+      const batched = await this.batcher.append({ workspaceId, sessionId, messages: prepared }, (session, now) => {
+        const events: SessionEventMessage[] = [];
+        const result = this.appended(session, prepared, null, now, events);
+        publishAll(this.bus, events);
+        return result;
       });
-      // Null: no such session (the locked path below says so) or a sub-session (whose events are
-      // wrapped into the logs above it, in a transaction).
-      if (fast) return fast;
+      if (batched.kind === 'appended') return batched.result;
+      if (batched.kind === 'locked') {
+        // The session is held by another transaction: this statement waits for it.
+        const fast = await this.retrying(async (events) => {
+          const now = new Date();
+          const session = await appendMessageRows(this.sql, workspaceId, sessionId, null, prepared, now, false);
+          return session && this.appended(session, prepared, null, now, events);
+        });
+        if (fast) return fast;
+      }
+      // Not appended: no such session (the locked path below says so) or a sub-session (whose
+      // events are wrapped into the logs above it, in a transaction).
     }
     return this.write(async (tx, events) => {
       const session = await this.lock(tx, workspaceId, sessionId, clientId);

@@ -10,7 +10,7 @@
  * A message's `text` column is derived from its parts in SQL, so a long text crosses the wire once.
  */
 import type { Message, Session, SessionEvent } from '../../generated/prisma/client.js';
-import type { SqlTarget } from '../sql.js';
+import type { SqlClient, SqlTarget } from '../sql.js';
 import { asSql } from '../sql.js';
 import { columnList, insertSelectSql, type InsertValues } from './columns.js';
 import { type contentColumns, MESSAGE_COLUMNS } from './messages.js';
@@ -124,6 +124,109 @@ export async function appendMessageRows(
   );
   return row ?? null;
 }
+
+/** One call's messages in a batched append (`appendMessageBatch`): the session it names, in its workspace. */
+export interface AppendJob {
+  workspaceId: string;
+  sessionId: string;
+  messages: readonly AppendedMessage[];
+}
+
+/**
+ * The rows a batched append input holds for one job, as JSON objects for `jsonb_to_recordset`
+ * (`o` orders the messages of one session across the batch). Made when the job is queued, so the
+ * batch's parameter is these joined.
+ */
+export function batchInput(job: AppendJob, first: number): string {
+  return job.messages
+    .map((m, i) =>
+      JSON.stringify({
+        w: job.workspaceId,
+        s: job.sessionId,
+        o: first + i,
+        id: m.id,
+        role: m.role,
+        parts: m.content.parts,
+        call_ids: m.content.toolCallIds,
+        result_ids: m.content.toolResultIds,
+        generating: m.content.generating,
+        o200k: m.content.tokensO200k,
+        cl100k: m.content.tokensCl100k,
+        agent_id: m.agentId,
+        created_at: m.createdAt.toISOString(),
+        event_id: m.eventId,
+      }),
+    )
+    .join(',');
+}
+
+/**
+ * The batched append: the messages of several calls, to one session or many, in one statement.
+ * Each session's row is locked by its UPDATE (never waited for: a session another transaction
+ * holds is skipped, and its calls are left to the single-call statement, which waits), its
+ * counters are bumped by all of its messages at once, and its messages are numbered in input
+ * order from the counters it had (READ COMMITTED re-reads a row updated since the snapshot). The
+ * input is JSON rather than parallel arrays: the planner then estimates the same rows with and
+ * without the values, so the named statement keeps one generic plan instead of planning each call.
+ */
+const BATCH_SQL = `WITH i AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(w text, s text, o bigint, id text, role text, parts jsonb, call_ids jsonb,
+         result_ids jsonb, generating boolean, o200k int, cl100k int, agent_id text, created_at timestamp(3), event_id text)
+     ), c AS (
+       SELECT i.s, i.w, count(*)::int AS n FROM i GROUP BY i.s, i.w
+     ), l AS (
+       SELECT x.id FROM "Session" x JOIN c ON x.id = c.s AND x."workspaceId" = c.w
+       WHERE x."parentTurnId" IS NULL
+       FOR UPDATE OF x SKIP LOCKED
+     ), s AS (
+       UPDATE "Session"
+       SET "messageCount" = "messageCount" + c.n, "eventSequence" = "eventSequence" + c.n, "updatedAt" = $2::timestamp(3)
+       FROM c, l
+       WHERE "Session".id = l.id AND c.s = l.id AND "Session"."workspaceId" = c.w
+       RETURNING ${columnList(SESSION_COLUMNS, '"Session"')}, c.n
+     ), u AS MATERIALIZED (
+       SELECT i.id, i.role, i.parts, i.call_ids, i.result_ids, i.generating, i.o200k, i.cl100k, i.agent_id, i.created_at, i.event_id,
+              s.id AS session_id,
+              s."messageCount" - s.n + (row_number() OVER w)::int - 1 AS position,
+              s."eventSequence" - s.n + (row_number() OVER w)::int AS sequence
+       FROM i JOIN s ON s.id = i.s AND s."workspaceId" = i.w
+       WINDOW w AS (PARTITION BY i.s ORDER BY i.o)
+     ), m AS (
+       ${insertSelectSql({ table: 'Message', values: { ...MESSAGE_INSERT, turnId: 'NULL' } }, 'FROM u')}
+     ), e AS (
+       ${insertSelectSql({ table: 'SessionEvent', values: { ...EVENT_INSERT, turnId: 'NULL', createdAt: '$2::timestamp(3)' } }, 'FROM u')}
+     )
+     SELECT ${SESSION_SQL}, s.n, true AS appended FROM s
+     UNION ALL
+     SELECT ${columnList(SESSION_COLUMNS, 'x')}, 0, false FROM "Session" x JOIN c ON x.id = c.s AND x."workspaceId" = c.w
+     WHERE x."parentTurnId" IS NULL AND NOT EXISTS (SELECT 1 FROM s WHERE s.id = x.id)`;
+
+/** What a batched append did to one session. */
+export type BatchedSession =
+  /** Appended: the session row after the whole batch, and how many of the batch's messages it took. */
+  | { appended: true; session: Session; count: number }
+  /** Held by another transaction: nothing appended; the single-call statement waits for it. */
+  | { appended: false; session: Session; count: 0 };
+
+/**
+ * Runs a batched append (`BATCH_SQL`); `input` is the jobs' `batchInput`s joined by commas.
+ * Returns what happened to each session that is in its workspace and not a sub-session; the
+ * others (unknown, another workspace's, a sub-session) are not in the map and nothing of theirs
+ * was written.
+ */
+export async function appendMessageBatch(db: SqlClient, input: string, now: Date): Promise<Map<string, BatchedSession>> {
+  const rows = await db.query<Session & { n: number; appended: boolean }>(BATCH_SQL, [`[${input}]`, now.toISOString()], {
+    name: 'sg_append_batch',
+  });
+  const out = new Map<string, BatchedSession>();
+  for (const { n, appended, ...session } of rows) {
+    out.set(batchKey(session.workspaceId, session.id), appended ? { appended, session, count: n } : { appended, session, count: 0 });
+  }
+  return out;
+}
+
+/** The key of a session in `appendMessageBatch`'s answer. */
+export const batchKey = (workspaceId: string, sessionId: string) => `${workspaceId}/${sessionId}`;
 
 /** For the store-columns test: the columns these INSERTs write. */
 export const APPEND_INSERT_COLUMNS = { Message: Object.keys(MESSAGE_INSERT), SessionEvent: Object.keys(EVENT_INSERT) };
