@@ -11,6 +11,7 @@
  */
 import { appendMessageBatch, type AppendJob, batchInput, batchKey, type BatchedSession } from '../db/stores/append.js';
 import { isRetryableSqlError, type SqlClient } from '../db/sql.js';
+import { isOutage } from '../faults.js';
 import type { Session } from '../generated/prisma/client.js';
 
 /** The most calls in one batch. */
@@ -64,7 +65,15 @@ export class AppendBatcher {
 
   private async drain() {
     try {
-      while (this.queue.length > 0) await this.write(this.take());
+      while (this.queue.length > 0) {
+        const batch = this.take();
+        try {
+          await this.write(batch);
+        } catch (error) {
+          // Not expected (write settles every call itself); no call is left waiting if it happens.
+          for (const q of batch) q.fail(error);
+        }
+      }
     } finally {
       this.running = false;
     }
@@ -91,12 +100,12 @@ export class AppendBatcher {
         break;
       } catch (error) {
         if (attempt < ATTEMPTS && isRetryableSqlError(error)) continue;
-        // One call's input failed the statement (nothing was written): each call again on its own,
-        // so the error reaches only the call that caused it.
-        if (batch.length > 1) {
+        if (batch.length > 1 && !isOutage(error)) {
+          // One call's input failed the statement (nothing was written): each call again on its
+          // own, so the error reaches only the call that caused it.
           for (const q of batch) await this.write([q]);
         } else {
-          batch[0].fail(error);
+          for (const q of batch) q.fail(error);
         }
         return;
       }
