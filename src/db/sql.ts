@@ -33,7 +33,7 @@ export interface Sql extends SqlClient {
    */
   transaction<T>(work: (sql: SqlClient) => Promise<T>): Promise<T>;
   /** A statement that only reads (no write, no lock, no function that writes): it does not move `writes()`. */
-  read<T = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<T[]>;
+  read<T = Record<string, unknown>>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
   /**
    * How many writes this process has begun or ended, when it is the database's only writer (PGlite:
    * one process owns its folder); null on PostgreSQL, where other instances write too. A row read
@@ -116,7 +116,7 @@ export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes:
   };
   return {
     query: (text, values, options) => run(pool, text, values, options?.name),
-    read: (text, values) => run(pool, text, values),
+    read: (text, values, options) => run(pool, text, values, options?.name),
     writes: () => null,
     async transaction(work) {
       const client = await pool.connect();

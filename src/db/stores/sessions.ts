@@ -258,11 +258,11 @@ export async function readAssemblyState(
  * than the statement's.
  */
 export function findSessions(sql: SqlClient, workspaceId: string, ids: readonly string[]): Promise<Session[]> {
-  return sql.query<Session>(`SELECT ${SESSION_SQL} FROM "Session" WHERE id = ANY($1::text[]) AND "workspaceId" = $2`, [
-    [...ids],
-    workspaceId,
-  ]);
+  // Named: every read of a session (the loaders') runs it, and PostgreSQL then only binds it.
+  return sql.query<Session>(SESSIONS_BY_IDS_SQL, [[...ids], workspaceId], { name: 'sg_sessions_by_ids' });
 }
+
+const SESSIONS_BY_IDS_SQL = `SELECT ${SESSION_SQL} FROM "Session" WHERE id = ANY($1::text[]) AND "workspaceId" = $2`;
 
 /** Whether the session exists in the workspace (a subscription's check before it streams). */
 export async function sessionInWorkspace(sql: SqlClient, workspaceId: string, sessionId: string): Promise<boolean> {
