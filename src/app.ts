@@ -139,8 +139,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     landingPage: false,
     // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
     multipart: false,
-    // Bodies sent without a Content-Length are cut off here (useRequestParseErrors refuses the others).
-    maxRequestBodySize: caps.requestBytes,
+    // useRequestParseErrors refuses a declared length over the cap and cuts off a body sent without one.
+    maxRequestBodySize: false,
     cors: (request) => corsFor(request.headers.get('origin'), config.corsOrigins),
     plugins: [
       useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),
