@@ -97,7 +97,9 @@ export function useRequestParseErrors(caps: TextCaps): Plugin {
       }
       const declared = request.headers.get('content-length');
       if (declared !== null && !/^\d+$/.test(declared)) {
-        throw new GraphQLError('The Content-Length header is not a length.', { extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } });
+        throw new GraphQLError('The Content-Length header is not a length.', {
+          extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+        });
       }
       const length = Number(declared);
       if (length > caps.requestBytes) throw bodyTooLarge(`${length} bytes, more than ${caps.requestBytes}`, caps);
