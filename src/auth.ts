@@ -52,7 +52,7 @@ export class WorkspaceAuth {
     if (this.options.required !== null) return this.options.required;
     let exist = this.cache.getKeysExist();
     if (exist === undefined) {
-      exist = await this.lookup(() => anyActiveApiKey({ query: this.sql.read }));
+      exist = await this.lookup(() => anyActiveApiKey(this.sql.reads));
       this.cache.setKeysExist(exist);
     }
     return exist;
@@ -72,7 +72,7 @@ export class WorkspaceAuth {
     const hash = hashApiKey(match[1]);
     let workspaceId = this.cache.get(hash);
     if (workspaceId === undefined) {
-      const key = await this.lookup(() => findApiKeyByHash({ query: this.sql.read }, hash));
+      const key = await this.lookup(() => findApiKeyByHash(this.sql.reads, hash));
       workspaceId = key && !key.revokedAt ? key.workspaceId : null;
       this.cache.set(hash, workspaceId);
     }

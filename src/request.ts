@@ -91,7 +91,7 @@ export class RequestLoaders {
       const missing = ids.filter((_, i) => !kept[i]);
       if (!missing.length) return kept as Session[];
       const mark = sessionRows.mark();
-      const rows = await findSessions({ query: db.sql.read }, this.workspaceId, missing);
+      const rows = await findSessions(db.sql.reads, this.workspaceId, missing);
       sessionRows.keep(mark, rows);
       const byId = new Map(rows.map((r) => [r.id, r]));
       return ids.map((id, i) => kept[i] ?? byId.get(id) ?? null);
@@ -122,7 +122,7 @@ export class RequestLoaders {
   }
 
   get messageRange(): ReturnType<typeof createMessageRangeLoader> {
-    return (this.ranges ??= createMessageRangeLoader({ query: this.runtime.db.sql.read }, this.runtime.caches.pages));
+    return (this.ranges ??= createMessageRangeLoader(this.runtime.db.sql.reads, this.runtime.caches.pages));
   }
 
   /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */

@@ -32,8 +32,11 @@ export interface Sql extends SqlClient {
    * Retrying is the caller's choice: see `isRetryableSqlError`.
    */
   transaction<T>(work: (sql: SqlClient) => Promise<T>): Promise<T>;
-  /** A statement that only reads (no write, no lock, no function that writes): it does not move `writes()`. */
-  read<T = Record<string, unknown>>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+  /**
+   * The same database for statements that only read (no write, no lock, no function that writes):
+   * they do not move `writes()`. One object for the app's life (what shares reads keys on it).
+   */
+  readonly reads: SqlClient;
   /**
    * How many writes this process has begun or ended, when it is the database's only writer (PGlite:
    * one process owns its folder); null on PostgreSQL, where other instances write too. A row read
@@ -114,9 +117,10 @@ export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes:
     const result = await client.query({ text, values: values as unknown[], types, name });
     return result.rows as T[];
   };
+  const query: SqlClient['query'] = (text, values, options) => run(pool, text, values, options?.name);
   return {
-    query: (text, values, options) => run(pool, text, values, options?.name),
-    read: (text, values, options) => run(pool, text, values, options?.name),
+    query,
+    reads: { query },
     writes: () => null,
     async transaction(work) {
       const client = await pool.connect();
@@ -169,19 +173,17 @@ export function trackPgliteWrites(pglite: PGlite): { writes(): number; read: PGl
 export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder): Sql {
   const tracker = trackPgliteWrites(pglite);
   const options = { parsers: PARSERS };
-  const run = async <T>(client: PGlite | PGliteTransaction, text: string, values: readonly unknown[] = []) => {
+  const run = async <T>(client: Pick<PGlite | PGliteTransaction, 'query'>, text: string, values: readonly unknown[] = []) => {
     recorder.record(text);
     const result = await client.query<T>(text, values as unknown[], options);
     return result.rows;
   };
+  const uncounted = { query: tracker.read };
   return {
     query: (text, values) => run(pglite, text, values),
     // PGlite is one connection: its transaction holds it, and every other query waits.
     transaction: (work) => pglite.transaction((tx) => work({ query: (text, values) => run(tx, text, values) })),
-    async read<T>(text: string, values: readonly unknown[] = []) {
-      recorder.record(text);
-      return (await tracker.read<T>(text, values as unknown[], options)).rows;
-    },
+    reads: { query: (text, values) => run(uncounted, text, values) },
     writes: tracker.writes,
   };
 }

@@ -181,9 +181,11 @@ eventType(
  */
 export async function workspaceSessionStream(ctx: RequestContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
-  if (!(await sessionInWorkspace(ctx.runtime.db.sql, ctx.workspaceId, sessionId))) throw notFound('Session', String(rawSessionId));
+  // Reads only: on PGlite they leave the kept session rows alone (caches/session-rows.ts).
+  const { reads } = ctx.runtime.db.sql;
+  if (!(await sessionInWorkspace(reads, ctx.workspaceId, sessionId))) throw notFound('Session', String(rawSessionId));
   // Each event runs with a fresh request context (subscription-sharing.ts), so no per-event reset here.
-  return sessionEventStream(ctx.runtime.db.sql, ctx.runtime.bus, sessionId, afterSequence ?? null);
+  return sessionEventStream(reads, ctx.runtime.bus, sessionId, afterSequence ?? null);
 }
 
 builder.subscriptionField('sessionEvents', (t) =>
