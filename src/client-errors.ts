@@ -1,7 +1,7 @@
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { TextCaps } from './domain/parts.js';
-import { locatedError } from './errors.js';
+import { errorAt } from './errors.js';
 
 /** Codes graphql-yoga gives a refused request, which the contract spells BAD_USER_INPUT. */
 const YOGA_CLIENT_CODES = new Set(['BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
@@ -22,9 +22,9 @@ export function asClientError(error: unknown): GraphQLError | null {
   const message = withClientIds(error.message);
   if (typeof code === 'string' && !YOGA_CLIENT_CODES.has(code)) {
     if (message === error.message) return error;
-    return locatedError(message, error, error.extensions);
+    return errorAt(message, error, error.extensions);
   }
-  return locatedError(message, error, { ...error.extensions, code: 'BAD_USER_INPUT' });
+  return errorAt(message, error, { ...error.extensions, code: 'BAD_USER_INPUT' });
 }
 
 const NODE_UUID =

@@ -10,11 +10,11 @@ export { badInput, DomainError, notFound, type ErrorCode } from './domain/errors
 
 /** A refusal as the client sees it: the message, `extensions.code` and the details, at `located`'s place. */
 export function toGraphQLError(error: DomainError, located?: GraphQLError): GraphQLError {
-  return locatedError(error.message, located, { code: error.code, ...error.details });
+  return errorAt(error.message, located, { code: error.code, ...error.details });
 }
 
 /** A GraphQL error with `message` and `extensions` at `located`'s place in the document and the result. */
-export function locatedError(message: string, located: GraphQLError | undefined, extensions: Record<string, unknown>): GraphQLError {
+export function errorAt(message: string, located: GraphQLError | undefined, extensions: Record<string, unknown>): GraphQLError {
   return new GraphQLError(message, {
     nodes: located?.nodes,
     source: located?.source,
