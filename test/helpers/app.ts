@@ -30,6 +30,12 @@ export const API_KEYS = {
   beta: 'beta-key-0123456789abcdef0',
 };
 
+/** Two workspaces, alpha and beta, each with its key: the `apiKeys` of the tests that check isolation. */
+export const TWO_WORKSPACES: AppConfig['apiKeys'] = [
+  { workspace: 'alpha', key: API_KEYS.alpha },
+  { workspace: 'beta', key: API_KEYS.beta },
+];
+
 export interface TestApp extends App {
   /** The database URL when on PostgreSQL (so a second instance can share it). */
   databaseUrl: string | null;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readEventsAfter } from '../../src/db/stores/events.js';
 import type { SessionEventMessage } from '../../src/pubsub.js';
-import { API_KEYS, backend, gql, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
+import { API_KEYS, backend, gql, gqlOk, rawIdOf, type TestApp, useTestApp, TWO_WORKSPACES } from '../helpers/app.js';
 import { AppendMessages, CreateSession, SessionMessages } from '../helpers/documents.js';
 
 /**
@@ -18,10 +18,7 @@ useTestApp(
     app = built;
   },
   {
-    apiKeys: [
-      { workspace: 'alpha', key: API_KEYS.alpha },
-      { workspace: 'beta', key: API_KEYS.beta },
-    ],
+    apiKeys: TWO_WORKSPACES,
   },
 );
 

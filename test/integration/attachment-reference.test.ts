@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { attachmentToolTokens, canonicalJson } from '../../src/domain/assembly/index.js';
 import { createHash } from 'node:crypto';
-import { API_KEYS, backend, gql, gqlError, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { API_KEYS, backend, gql, gqlError, gqlOk, type TestApp, useTestApp, TWO_WORKSPACES } from '../helpers/app.js';
 
 /**
  * Attachments by reference, end to end: assembleContext with attachmentMode REFERENCE and the
@@ -16,10 +16,7 @@ useTestApp(
     app = built;
   },
   {
-    apiKeys: [
-      { workspace: 'alpha', key: API_KEYS.alpha },
-      { workspace: 'beta', key: API_KEYS.beta },
-    ],
+    apiKeys: TWO_WORKSPACES,
   },
 );
 

@@ -2,7 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { FORK_NUMBER_AFTER_BASE_SQL } from '../../src/db/stores/sessions.js';
 import { forkNumberOf, forkTitleBase } from '../../src/domain/fork-title.js';
 import type { ForkPageQuery, MessageInput, MessageRole } from '../generated/graphql.js';
-import { API_KEYS, backend, createTestApp, gqlError, gqlOk, type GqlOptions, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
+import {
+  API_KEYS,
+  backend,
+  createTestApp,
+  gqlError,
+  gqlOk,
+  type GqlOptions,
+  rawIdOf,
+  type TestApp,
+  useTestApp,
+  TWO_WORKSPACES,
+} from '../helpers/app.js';
 import {
   AppendMessages,
   CreateSession,
@@ -295,10 +306,7 @@ describe(`forkSession rules (${backend.label})`, () => {
     expect((await forkError({ sessionId: 'not-an-id', messageIndex: 0 })).code).toBe('BAD_USER_INPUT');
 
     const keyed = await createTestApp({
-      apiKeys: [
-        { workspace: 'alpha', key: API_KEYS.alpha },
-        { workspace: 'beta', key: API_KEYS.beta },
-      ],
+      apiKeys: TWO_WORKSPACES,
     });
     try {
       const alpha = { apiKey: API_KEYS.alpha };

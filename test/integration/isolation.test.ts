@@ -1,7 +1,7 @@
 import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { API_KEYS, backend, gql, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
+import { API_KEYS, backend, gql, gqlOk, rawIdOf, type TestApp, useTestApp, TWO_WORKSPACES } from '../helpers/app.js';
 
 /**
  * Two workspaces. Every root query, mutation and subscription field is called from beta with
@@ -18,10 +18,7 @@ useTestApp(
     app = built;
   },
   {
-    apiKeys: [
-      { workspace: 'alpha', key: API_KEYS.alpha },
-      { workspace: 'beta', key: API_KEYS.beta },
-    ],
+    apiKeys: TWO_WORKSPACES,
   },
 );
 

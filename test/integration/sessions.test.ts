@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEYS, backend, createTestApp, gql, gqlError, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { API_KEYS, backend, createTestApp, gql, gqlError, gqlOk, type TestApp, useTestApp, TWO_WORKSPACES } from '../helpers/app.js';
 import {
   AppendMessages,
   CreateSession,
@@ -324,10 +324,7 @@ describe(`workspaces (${backend.label})`, () => {
 
   beforeAll(async () => {
     keyed = await createTestApp({
-      apiKeys: [
-        { workspace: 'alpha', key: API_KEYS.alpha },
-        { workspace: 'beta', key: API_KEYS.beta },
-      ],
+      apiKeys: TWO_WORKSPACES,
     });
   });
 

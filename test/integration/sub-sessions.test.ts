@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { API_KEYS, backend, createTestApp, gql, gqlError, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
+import {
+  API_KEYS,
+  backend,
+  createTestApp,
+  gql,
+  gqlError,
+  gqlOk,
+  rawIdOf,
+  type TestApp,
+  useTestApp,
+  TWO_WORKSPACES,
+} from '../helpers/app.js';
 import { subscribeSse } from '../helpers/subscriptions.js';
 
 // Sub-agent sessions (issue 14, part 2): nesting in a turn, usage roll-up, the wrapped event
@@ -11,10 +22,7 @@ useTestApp(
     app = built;
   },
   {
-    apiKeys: [
-      { workspace: 'alpha', key: API_KEYS.alpha },
-      { workspace: 'beta', key: API_KEYS.beta },
-    ],
+    apiKeys: TWO_WORKSPACES,
   },
 );
 const auth = { apiKey: API_KEYS.alpha };

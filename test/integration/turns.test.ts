@@ -11,6 +11,7 @@ import {
   rawIdOf,
   type TestApp,
   useTestApp,
+  TWO_WORKSPACES,
 } from '../helpers/app.js';
 import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
 import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscriptions.js';
@@ -65,10 +66,7 @@ useTestApp(
     app = built;
   },
   {
-    apiKeys: [
-      { workspace: 'alpha', key: API_KEYS.alpha },
-      { workspace: 'beta', key: API_KEYS.beta },
-    ],
+    apiKeys: TWO_WORKSPACES,
   },
 );
 const auth = { apiKey: API_KEYS.alpha };
