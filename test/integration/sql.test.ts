@@ -126,4 +126,82 @@ describe(`plain SQL (${backend.label})`, () => {
     expect(isRetryableSqlError(Object.assign(new Error('x'), { code: '23505' }))).toBe(false);
     expect(isRetryableSqlError(null)).toBe(false);
   });
+
+  describe('named statements (QueryOptions.name)', () => {
+    const sql = () => app.runtime.db.sql;
+    // On PGlite a named statement runs through a function in the temporary schema once it is made.
+    const made = async (name: string) =>
+      app.runtime.db.kind === 'pglite'
+        ? Number(
+            (
+              await sql().reads.query<{ n: bigint }>(
+                'SELECT count(*) AS n FROM pg_proc WHERE proname = $1 AND pronamespace = pg_my_temp_schema()',
+                [name],
+              )
+            )[0].n,
+          )
+        : null;
+    const ROW = `SELECT $1::text AS id, $2::timestamp(3) AS at, 9007199254740993::bigint AS big, $3::jsonb AS doc,
+      ARRAY[$1::text, NULL] AS ids, 'TOOL'::"MessageRole" AS role`;
+    const values = ['x"y', '2026-11-22T15:04:05.123Z', JSON.stringify({ k: [1, 'x'] })];
+
+    it('answers the same rows, typed the same, as the statement sent as it is', async () => {
+      const plain = await sql().query(ROW, values);
+      expect(await made('sg_test_row')).toBe(app.runtime.db.kind === 'pglite' ? 0 : null);
+      const first = await sql().query(ROW, values, { name: 'sg_test_row' });
+      const again = await sql().query(ROW, values, { name: 'sg_test_row' });
+      expect(await made('sg_test_row')).toBe(app.runtime.db.kind === 'pglite' ? 1 : null);
+      expect(first).toEqual(plain);
+      expect(again).toEqual(plain);
+      expect(again[0]).toEqual({
+        id: 'x"y',
+        at: new Date('2026-11-22T15:04:05.123Z'),
+        big: 9007199254740993n,
+        doc: { k: [1, 'x'] },
+        ids: ['x"y', null],
+        role: 'TOOL',
+      });
+    });
+
+    it('writes, locks and fails as the statement itself does', async () => {
+      const session = (await gqlOk(app, CreateSession, { input: { title: 'named' } })).createSession;
+      const id = rawIdOf(session.id);
+      const RENAME = `UPDATE "Session" SET title = $2 || (100 / $3::int)::text WHERE id = $1 RETURNING title`;
+      const rename = (title: string, divisor: number) =>
+        sql().query<{ title: string }>(RENAME, [id, title, divisor], { name: 'sg_test_rename' });
+      const writes = sql().writes();
+      expect(await rename('a', 1)).toEqual([{ title: 'a100' }]);
+      expect(await rename('b', 4)).toEqual([{ title: 'b25' }]);
+      if (writes !== null) expect(sql().writes()).toBeGreaterThan(writes);
+      // The same SQLSTATE as the statement's own error, and nothing written.
+      await expect(rename('c', 0)).rejects.toMatchObject({ code: '22012' });
+      const [row] = await sql().query<{ title: string }>('SELECT title FROM "Session" WHERE id = $1', [id]);
+      expect(row.title).toBe('b25');
+      // In a transaction, made or not, and rolled back completely.
+      await expect(
+        sql().transaction(async (tx) => {
+          expect(await tx.query<{ title: string }>(RENAME, [id, 'd', 2], { name: 'sg_test_rename' })).toEqual([{ title: 'd50' }]);
+          expect(await tx.query<{ title: string }>(RENAME, [id, 'e', 5], { name: 'sg_test_rename_tx' })).toEqual([{ title: 'e20' }]);
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      const [after] = await sql().query<{ title: string }>('SELECT title FROM "Session" WHERE id = $1', [id]);
+      expect(after.title).toBe('b25');
+      // Nothing is made inside a transaction (a rollback would take it away unseen).
+      expect(await made('sg_test_rename_tx')).toBe(app.runtime.db.kind === 'pglite' ? 0 : null);
+      expect(await sql().query(RENAME, [id, 'f', 10], { name: 'sg_test_rename_tx' })).toEqual([{ title: 'f10' }]);
+      expect(await made('sg_test_rename_tx')).toBe(app.runtime.db.kind === 'pglite' ? 1 : null);
+    });
+
+    it('runs a statement that answers no columns, or a name it cannot use, as it is', async () => {
+      const session = (await gqlOk(app, CreateSession, { input: { title: 'silent' } })).createSession;
+      const id = rawIdOf(session.id);
+      await sql().query(`UPDATE "Session" SET title = $2 WHERE id = $1`, [id, 'silent 1'], { name: 'sg_test_silent' });
+      await sql().query(`UPDATE "Session" SET title = $2 WHERE id = $1`, [id, 'silent 2'], { name: 'sg_test_silent' });
+      expect(await sql().query('SELECT 2 AS n', [], { name: 'Not-A-Name' })).toEqual([{ n: 2 }]);
+      const [row] = await sql().query<{ title: string }>('SELECT title FROM "Session" WHERE id = $1', [id]);
+      expect(row.title).toBe('silent 2');
+      expect(await made('sg_test_silent')).toBe(app.runtime.db.kind === 'pglite' ? 0 : null);
+    });
+  });
 });
