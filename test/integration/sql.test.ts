@@ -1,4 +1,6 @@
+import { PGlite } from '@electric-sql/pglite';
 import { afterEach, describe, expect, it } from 'vitest';
+import { trimPgliteParsers } from '../../src/db/database.js';
 import { isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
 import { appendEvents } from '../../src/db/stores/events.js';
 import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
@@ -125,6 +127,44 @@ describe(`plain SQL (${backend.label})`, () => {
     expect(isRetryableSqlError(Object.assign(new Error('x'), { code: '40P01' }))).toBe(true);
     expect(isRetryableSqlError(Object.assign(new Error('x'), { code: '23505' }))).toBe(false);
     expect(isRetryableSqlError(null)).toBe(false);
+  });
+
+  it('reads arrays of strings, numbers, booleans, times, json and uuids as arrays', async () => {
+    const [row] = await app.runtime.db.sql.query<Record<string, unknown[]>>(
+      `SELECT ARRAY['a', 'b"c']::text[] AS t, ARRAY[1, 2]::int[] AS i, ARRAY[true, false] AS b,
+        ARRAY['2026-01-02 03:04:05.678'::timestamp(3)] AS ts, ARRAY['{"k":1}'::jsonb] AS j,
+        ARRAY['0190f1a0-0000-7000-8000-000000000001'::uuid] AS u`,
+    );
+    expect(row).toEqual({
+      t: ['a', 'b"c'],
+      i: [1, 2],
+      b: [true, false],
+      ts: [new Date('2026-01-02T03:04:05.678Z')],
+      j: [{ k: 1 }],
+      u: ['0190f1a0-0000-7000-8000-000000000001'],
+    });
+    if (app.runtime.db.kind === 'pglite') {
+      const [enums] = await app.runtime.db.sql.query<{ roles: string[] }>(`SELECT ARRAY['USER', 'TOOL']::"MessageRole"[] AS roles`);
+      expect(enums.roles).toEqual(['USER', 'TOOL']);
+    }
+  });
+
+  it('keeps PGlite parsers for what the schema can return, arrays of enums made later included', async () => {
+    const pglite = new PGlite('memory://');
+    try {
+      await pglite.exec(`CREATE TYPE "Mood" AS ENUM ('calm', 'busy')`);
+      const before = Object.keys(pglite.parsers).length;
+      await trimPgliteParsers(pglite);
+      // PGlite copies this table into a new object for every statement: from over 300 entries to a few dozen.
+      expect(before).toBeGreaterThan(300);
+      expect(Object.keys(pglite.parsers).length).toBeLessThan(80);
+      const { rows } = await pglite.query<Record<string, unknown>>(
+        `SELECT ARRAY['calm']::"Mood"[] AS moods, ARRAY['x']::varchar[] AS v, ARRAY[1.5]::numeric[] AS n, ARRAY['1 day'::interval] AS spans`,
+      );
+      expect(rows[0]).toEqual({ moods: ['calm'], v: ['x'], n: ['1.5'], spans: '{"1 day"}' });
+    } finally {
+      await pglite.close();
+    }
   });
 
   describe('named statements (QueryOptions.name)', () => {
