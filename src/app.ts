@@ -253,11 +253,10 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
           contextFactory,
           parse,
           validate,
-        } = yoga.getEnveloped({
-          ...ctx,
-          socket: ctx.extra.socket,
-          params,
-        });
+          // Only what the context function reads, and the operation: the context built on this
+          // object lives as long as the subscription, so the rest of graphql-ws's connection state
+          // (the socket, its operations table) is left out of it.
+        } = yoga.getEnveloped({ connectionParams: ctx.connectionParams, extra: ctx.extra, params });
         let contextValue: RequestContext;
         try {
           contextValue = (await contextFactory()) as unknown as RequestContext;
