@@ -67,23 +67,52 @@ const MAX_LIVE_BACKLOG = 1_000;
  * 1,000 watchers must not mean 1,000 identical queries. A stream may join a read in flight only if
  * that read was started after the stream learned it needed it (its trigger): events committed
  * before the trigger are then visible to the read. `readClock` orders triggers and read starts.
+ *
+ * A stream that comes too late for the read in flight waits for the one after it, started when
+ * the one in flight settles and shared by every stream that came meanwhile: subscribers arriving
+ * one by one (a burst of 1,000 subscribes to one session) then share a few reads instead of each
+ * running its own, queued behind the others, with its garbage held for as long.
  */
 let readClock = 0;
-const readsInFlight = new WeakMap<SqlClient, Map<string, { started: number; result: Promise<unknown> }>>();
+interface InFlight {
+  started: number;
+  result: Promise<unknown>;
+  /** The read that starts when this one settles. */
+  queued?: Promise<unknown>;
+}
+const readsInFlight = new WeakMap<SqlClient, Map<string, InFlight>>();
 
 function sharedRead<T>(sql: SqlClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
   let reads = readsInFlight.get(sql);
   if (!reads) readsInFlight.set(sql, (reads = new Map()));
   const hit = reads.get(key);
   if (hit && hit.started > trigger) return hit.result as Promise<T>;
-  const started = ++readClock;
-  const result = read();
-  reads.set(key, { started, result });
+  if (hit) {
+    const inFlight = reads;
+    const next = () => startRead(inFlight, key, read);
+    hit.queued ??= hit.result.then(next, next);
+    return hit.queued as Promise<T>;
+  }
+  return startRead(reads, key, read);
+}
+
+function startRead<T>(reads: Map<string, InFlight>, key: string, read: () => Promise<T>): Promise<T> {
+  const entry: InFlight = { started: ++readClock, result: read() };
+  reads.set(key, entry);
   const forget = () => {
-    if (reads.get(key)?.result === result) reads.delete(key);
+    if (reads.get(key) === entry) reads.delete(key);
   };
-  result.then(forget, forget);
-  return result;
+  entry.result.then(forget, forget);
+  return entry.result as Promise<T>;
+}
+
+/**
+ * A read shared like the streams' reads (see `sharedRead`) by every caller that asks for the same
+ * key while it is in flight or queued: what a subscription checks when it starts (its session is
+ * in the caller's workspace), which a burst of subscribers of one session would each run.
+ */
+export function readShared<T>(sql: SqlClient, key: string, read: () => Promise<T>): Promise<T> {
+  return sharedRead(sql, key, readClock, read);
 }
 
 /** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
