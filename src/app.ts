@@ -23,7 +23,7 @@ import { type QueryJitStats, useQueryJit } from './query-jit.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
 import { SubscriptionTracker } from './shutdown.js';
-import { type SocketExtra, useWebSocketServer } from './ws-server.js';
+import { type SocketExtra, sharedQueryTexts, useWebSocketServer } from './ws-server.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { EventMemo, type LiveSink, useSubscriptionSharing, webSocketSink, type SharingStats } from './subscription-sharing.js';
@@ -218,6 +218,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
   const wsServer = useWebSocketServer(
     {
+      jsonMessageReviver: sharedQueryTexts(config.caches.subscriptionShapesMax),
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
       // Refuse at connection_init (4403 Forbidden) rather than acknowledge a connection that can do nothing.

@@ -29,6 +29,8 @@ class Connection implements SocketExtra {
   handle: ((data: string) => Promise<void>) | null = null;
   /** graphql-ws's close handler. */
   closed: ((code?: number, reason?: string) => Promise<void>) | null = null;
+  /** `connection_init` arrived (graphql-ws called `onConnect`). */
+  initialised = false;
 
   constructor(
     readonly socket: WebSocket,
@@ -57,6 +59,11 @@ class Connection implements SocketExtra {
   onMessage(handle: (data: string) => Promise<void>) {
     this.handle = handle;
   }
+}
+
+/** graphql-ws's `connectionInitWaitTimeout`, here: see `useWebSocketServer`. */
+function checkInitialised(connection: Connection) {
+  if (!connection.initialised) connection.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout');
 }
 
 function markAlive(this: WebSocket) {
@@ -105,9 +112,20 @@ function internalError(socket: WebSocket, error: unknown) {
  *   and the listener's suspended frame stayed as long too.
  * - One interval pings every socket (the `ws` heartbeat pattern) instead of an interval, a timeout
  *   and a `pong` listener per socket.
+ * - The wait for `connection_init` (`connectionInitWaitTimeout`, 3 s by default) is a timer that
+ *   nothing holds once it has fired; graphql-ws's own stayed referenced for the socket's life.
  */
-export function useWebSocketServer(options: ServerOptions<Record<string, unknown>, SocketExtra>, wss: WebSocketServer) {
-  const server = makeServer(options);
+export function useWebSocketServer(options: ServerOptions<Record<string, unknown>, Connection>, wss: WebSocketServer) {
+  const initWaitMs = options.connectionInitWaitTimeout ?? 3_000;
+  const server = makeServer({
+    ...options,
+    connectionInitWaitTimeout: 0,
+    // graphql-ws notes connection_init just before it calls onConnect.
+    onConnect: (ctx) => {
+      ctx.extra.initialised = true;
+      return options.onConnect?.(ctx);
+    },
+  });
   wss.options.handleProtocols = handleProtocols;
   wss.once('error', (error) => {
     console.error('Internal error emitted on the WebSocket server. Please check your implementation.', error);
@@ -138,6 +156,7 @@ export function useWebSocketServer(options: ServerOptions<Record<string, unknown
     socket.on('message', onSocketMessage);
     socket.on('close', onSocketClose);
     connection.closed = server.opened(connection, connection);
+    if (initWaitMs > 0 && Number.isFinite(initWaitMs)) setTimeout(checkInitialised, initWaitMs, connection);
   });
 
   return {
@@ -147,6 +166,28 @@ export function useWebSocketServer(options: ServerOptions<Record<string, unknown
       wss.removeAllListeners();
       await new Promise<void>((resolve, reject) => wss.close((error) => (error ? reject(error) : resolve())));
     },
+  };
+}
+
+/** Query texts longer than this are not shared (`sharedQueryTexts`). */
+const MAX_SHARED_QUERY_CHARS = 4 * 1024;
+
+/**
+ * A graphql-ws `jsonMessageReviver` that hands every `subscribe` message with a query text seen
+ * before the same string: graphql-ws keeps each operation's message (and so its query) for as long
+ * as the operation runs, and clients of one application subscribe with the same few documents, so
+ * thousands of subscribed sockets kept thousands of copies of one text. At most `max` texts
+ * (SUBSCRIPTION_SHAPES_MAX) of up to 4 KB are kept; the table starts over when full.
+ */
+export function sharedQueryTexts(max: number): (this: unknown, key: string, value: unknown) => unknown {
+  const texts = new Map<string, string>();
+  return (key, value) => {
+    if (key !== 'query' || typeof value !== 'string' || value.length > MAX_SHARED_QUERY_CHARS) return value;
+    const known = texts.get(value);
+    if (known !== undefined) return known;
+    if (texts.size >= max) texts.clear();
+    texts.set(value, value);
+    return value;
   };
 }
 
