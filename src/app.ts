@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
-import { useServer } from 'graphql-ws/use/ws';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
@@ -24,6 +23,7 @@ import { type QueryJitStats, useQueryJit } from './query-jit.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { createRateLimiter, type RateLimiter } from './rate-limit.js';
 import { SubscriptionTracker } from './shutdown.js';
+import { type SocketExtra, sharedQueryTexts, useWebSocketServer } from './ws-server.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
 import { EventMemo, type LiveSink, useSubscriptionSharing, webSocketSink, type SharingStats } from './subscription-sharing.js';
@@ -188,14 +188,14 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     context: ({
       request,
       connectionParams,
-      req,
+      extra,
     }: {
       request?: Request;
       connectionParams?: Record<string, unknown>;
-      req?: IncomingMessage;
+      extra?: SocketExtra;
     }) =>
       createRequestContext(runtime, {
-        authorization: authorizationFrom(request, connectionParams, req),
+        authorization: authorizationFrom(request, connectionParams, extra?.authorization),
       }),
   });
 
@@ -216,14 +216,15 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   server.timeout = config.timeouts.idleMs;
 
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
-  const wsServer = useServer<Record<string, unknown>, { request: IncomingMessage }>(
+  const wsServer = useWebSocketServer(
     {
+      jsonMessageReviver: sharedQueryTexts(config.caches.subscriptionShapesMax),
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
       // Refuse at connection_init (4403 Forbidden) rather than acknowledge a connection that can do nothing.
       onConnect: async (ctx) => {
         try {
-          await auth.workspaceFor(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.request));
+          await auth.workspaceFor(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.authorization));
           return true;
         } catch (error) {
           const code = domainErrorOf(error)?.code;
@@ -239,7 +240,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
       },
       onSubscribe: async (ctx, id, params) => {
         const decision = await limiter.take(
-          rateIdentity(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.request), ctx.extra.request.socket.remoteAddress),
+          rateIdentity(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.authorization), ctx.extra.remoteAddress),
         );
         if (!decision.allowed) {
           const { message, extensions } = rateLimitedBody(decision.retryAfterSeconds);
@@ -253,12 +254,10 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
           contextFactory,
           parse,
           validate,
-        } = yoga.getEnveloped({
-          ...ctx,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
-          params,
-        });
+          // Only what the context function reads, and the operation: the context built on this
+          // object lives as long as the subscription, so the rest of graphql-ws's connection state
+          // (the socket, its operations table) is left out of it.
+        } = yoga.getEnveloped({ connectionParams: ctx.connectionParams, extra: ctx.extra, params });
         let contextValue: RequestContext;
         try {
           contextValue = (await contextFactory()) as unknown as RequestContext;
@@ -350,15 +349,15 @@ function corsFor(origin: string | null, allowed: string[]) {
   return false as const;
 }
 
-/** The key from the Fetch request, graphql-ws `connectionParams`, or the WebSocket upgrade request. */
+/** The key from the Fetch request, graphql-ws `connectionParams`, or the WebSocket upgrade request's header. */
 function authorizationFrom(
   request: Request | undefined,
   connectionParams: Record<string, unknown> | undefined,
-  upgrade?: IncomingMessage,
+  upgradeHeader?: string | null,
 ): string | null {
   const header = request?.headers.get('authorization');
   if (header) return header;
   const fromParams = connectionParams?.Authorization ?? connectionParams?.authorization;
   if (typeof fromParams === 'string') return fromParams;
-  return upgrade?.headers.authorization ?? null;
+  return upgradeHeader ?? null;
 }

@@ -30,7 +30,7 @@ export interface CacheConfig {
    * revoked with `npm run keys -- revoke` keeps working on an instance.
    */
   apiKeyTtlMs: number;
-  /** Distinct subscription selections given a short id for sharing executions (SUBSCRIPTION_SHAPES_MAX). */
+  /** Distinct subscription selections given a short id for sharing executions, and query texts kept once for every WebSocket subscriber (SUBSCRIPTION_SHAPES_MAX). */
   subscriptionShapesMax: number;
 }
 

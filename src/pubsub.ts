@@ -52,8 +52,10 @@ export interface EventBus {
   description: string;
   /** Never throws and never waits: a publish that fails is logged (the event stays in the log). */
   publish(event: SessionEventMessage): void;
-  /** Listens to one session's events until the returned function is called. */
+  /** Listens to one session's events until the returned function (or `unsubscribe`) is called. */
   subscribe(sessionId: string, listener: BusListener): () => void;
+  /** Stops `listener` hearing the session's events (what the function `subscribe` returned does). */
+  unsubscribe(sessionId: string, listener: BusListener): void;
   /** Resolves when pub/sub works; rejects at once when Redis is down (waiting to reconnect, or closed), and within `PING_TIMEOUT_MS` otherwise. */
   ping(): Promise<void>;
   stats(): BusStats;
@@ -123,6 +125,7 @@ function createMemoryBus(): EventBus {
       // Nothing can be in flight in process: the listener hears every publish from now on.
       return () => void table.remove(sessionId, listener);
     },
+    unsubscribe: (sessionId, listener) => void table.remove(sessionId, listener),
     ping: async () => {},
     stats: () => table.stats(),
     close: async () => {},
@@ -191,6 +194,13 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
     deliver(table.listeners(sessionId), event);
   });
 
+  const unsubscribe = (sessionId: string, listener: BusListener) => {
+    if (!table.remove(sessionId, listener)) return;
+    if (subscriber.status === 'ready') {
+      subscriber.unsubscribe(channelPrefix + sessionId).catch((error: Error) => warnOnce('redis UNSUBSCRIBE failed', error));
+    }
+  };
+
   return {
     description: `Redis pub/sub at ${redact(redisUrl)}`,
     publish(event) {
@@ -208,13 +218,9 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
       // A listener joining a channel that is already subscribed hears every publish from now on;
       // one joining a SUBSCRIBE in flight gets `sync` with the others when it is confirmed.
       if (table.add(sessionId, listener)) subscribeChannels([sessionId]);
-      return () => {
-        if (!table.remove(sessionId, listener)) return;
-        if (subscriber.status === 'ready') {
-          subscriber.unsubscribe(channelPrefix + sessionId).catch((error: Error) => warnOnce('redis UNSUBSCRIBE failed', error));
-        }
-      };
+      return () => unsubscribe(sessionId, listener);
     },
+    unsubscribe,
     async ping() {
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {

@@ -1,6 +1,7 @@
 import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
+import { type Completable, type SelfTracking, TRACK_SELF } from './shutdown.js';
 
 /** Counts for tests and diagnostics. */
 export interface SharingStats {
@@ -233,17 +234,28 @@ const TEXT_FRAME = { binary: false } as const;
 
 /** A graphql-ws subscriber's socket as a `LiveSink`. */
 export function webSocketSink(socket: WebSocket, id: string): LiveSink {
-  return {
-    id,
-    open: () => socket.readyState === socket.OPEN,
-    write(frame) {
-      if (socket.bufferedAmount + frame.length <= SINK_HIGH_WATER) {
-        socket.send(frame, TEXT_FRAME);
-        return undefined;
-      }
-      return new Promise((resolve) => socket.send(frame, TEXT_FRAME, () => resolve()));
-    },
-  };
+  return new WebSocketSink(socket, id);
+}
+
+/** A class so that each subscriber's sink is one small object, its methods on the prototype. */
+class WebSocketSink implements LiveSink {
+  constructor(
+    private readonly socket: WebSocket,
+    readonly id: string,
+  ) {}
+
+  open() {
+    return this.socket.readyState === this.socket.OPEN;
+  }
+
+  write(frame: Buffer): Promise<void> | undefined {
+    const { socket } = this;
+    if (socket.bufferedAmount + frame.length <= SINK_HIGH_WATER) {
+      socket.send(frame, TEXT_FRAME);
+      return undefined;
+    }
+    return new Promise((resolve) => socket.send(frame, TEXT_FRAME, () => resolve()));
+  }
 }
 
 /** The graphql-transport-ws `next` frames of one result, serialized once, by operation id. */
@@ -279,97 +291,136 @@ function pumpStream<T>(
   map: (value: T) => Promise<ExecutionResult>,
   sink: LiveSink,
 ): AsyncIterableIterator<ExecutionResult> {
-  const iterator = source[Symbol.asyncIterator]();
-  let started = false;
-  let stopped = false;
-  /** graphql-ws's pending `next()`. */
-  let consumer: { resolve(r: IteratorResult<ExecutionResult>): void; reject(e: unknown): void } | null = null;
-  /** What the pump handed over before graphql-ws asked for it. */
-  let handed: { result?: IteratorResult<ExecutionResult>; error?: unknown } | null = null;
-  /** The pump, waiting until graphql-ws asks again (it sent what was handed over). */
-  let resume: (() => void) | null = null;
+  return new PumpStream(source[Symbol.asyncIterator](), map, sink);
+}
 
-  const hand = (item: { result?: IteratorResult<ExecutionResult>; error?: unknown }) => {
-    if (!consumer) {
-      handed = item;
+/** One handover from the pump to graphql-ws: a result (or the end), or an error. */
+type Handed = { result: IteratorResult<ExecutionResult> } | { error: unknown };
+
+/**
+ * The stream `pumpStream` returns. A class, not closures over local variables: every subscriber
+ * holds one for as long as it stays, and its methods live on the prototype.
+ */
+class PumpStream<T> implements AsyncIterableIterator<ExecutionResult>, SelfTracking, Completable {
+  private started = false;
+  /** The shutdown tracker's set, while this stream is in it (`return()` already ends a pending `next()` at once). */
+  private tracker: Set<Completable> | null = null;
+  private stopped = false;
+  /** graphql-ws's pending `next()`. */
+  private consumer: { resolve(r: IteratorResult<ExecutionResult>): void; reject(e: unknown): void } | null = null;
+  /** What the pump handed over before graphql-ws asked for it. */
+  private handed: Handed | null = null;
+  /** The pump, waiting until graphql-ws asks again (it sent what was handed over). */
+  private resume: (() => void) | null = null;
+
+  constructor(
+    private readonly iterator: AsyncIterator<T>,
+    private readonly map: (value: T) => Promise<ExecutionResult>,
+    private readonly sink: LiveSink,
+  ) {}
+
+  private hand(item: Handed) {
+    if (!this.consumer) {
+      this.handed = item;
       return;
     }
-    const waiting = consumer;
-    consumer = null;
+    const waiting = this.consumer;
+    this.consumer = null;
     if ('error' in item) waiting.reject(item.error);
-    else waiting.resolve(item.result!);
-  };
+    else waiting.resolve(item.result);
+  }
 
-  const stop = () => {
-    if (stopped) return;
-    stopped = true;
-    hand({ result: DONE });
-    resume?.();
-    resume = null;
-  };
+  [TRACK_SELF](streams: Set<Completable>) {
+    if (this.stopped) return;
+    this.tracker = streams;
+    streams.add(this);
+  }
 
-  async function pump() {
+  /** Shutdown: graphql-ws's pending `next()` ends now, and the source is released. */
+  complete() {
+    void this.return().catch(() => {});
+  }
+
+  private untrack() {
+    this.tracker?.delete(this);
+    this.tracker = null;
+  }
+
+  private stop() {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.untrack();
+    this.hand({ result: DONE });
+    this.resume?.();
+    this.resume = null;
+  }
+
+  private async pump() {
+    const { iterator, sink } = this;
     try {
       for (;;) {
         const step = await iterator.next();
-        if (step.done || stopped) break;
-        const result = await map(step.value);
-        if (stopped) break;
+        if (step.done || this.stopped) break;
+        const result = await this.map(step.value);
+        if (this.stopped) break;
         if (!sink.open()) continue;
         if (result.errors?.length) {
           await new Promise<void>((resolve) => {
-            resume = resolve;
-            hand({ result: { value: result, done: false } });
+            this.resume = resolve;
+            this.hand({ result: { value: result, done: false } });
           });
           continue;
         }
         const drained = sink.write(nextFrame(result, sink.id));
         if (drained) await drained;
       }
-      stop();
+      this.stop();
     } catch (error) {
       // A failed execution leaves the source open: release it (graphql-ws reports the error and never calls return()).
       void Promise.resolve(iterator.return?.()).catch(() => {});
-      if (stopped) return;
-      stopped = true;
-      hand({ error });
+      if (this.stopped) return;
+      this.stopped = true;
+      this.untrack();
+      this.hand({ error });
     }
   }
 
-  const stream: AsyncIterableIterator<ExecutionResult> = {
-    [Symbol.asyncIterator]: () => stream,
-    next() {
-      const item = handed;
-      handed = null;
-      const answer = item
-        ? 'error' in item
-          ? Promise.reject(item.error)
-          : Promise.resolve(item.result!)
-        : stopped
-          ? Promise.resolve(DONE)
-          : new Promise<IteratorResult<ExecutionResult>>((resolve, reject) => (consumer = { resolve, reject }));
-      // Asking again means what was handed over has been sent: the pump goes on.
-      const go = resume;
-      resume = null;
-      go?.();
-      if (!started) {
-        started = true;
-        void pump();
-      }
-      return answer;
-    },
-    async return() {
-      stop();
-      await iterator.return?.();
-      return DONE;
-    },
-    async throw() {
-      stop();
-      await iterator.return?.();
-      return DONE;
-    },
-  };
-  return stream;
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    const item = this.handed;
+    this.handed = null;
+    const answer = item
+      ? 'error' in item
+        ? Promise.reject(item.error)
+        : Promise.resolve(item.result)
+      : this.stopped
+        ? Promise.resolve(DONE)
+        : new Promise<IteratorResult<ExecutionResult>>((resolve, reject) => (this.consumer = { resolve, reject }));
+    // Asking again means what was handed over has been sent: the pump goes on.
+    const go = this.resume;
+    this.resume = null;
+    go?.();
+    if (!this.started) {
+      this.started = true;
+      void this.pump();
+    }
+    return answer;
+  }
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    this.stop();
+    await this.iterator.return?.();
+    return DONE;
+  }
+
+  async throw(): Promise<IteratorResult<ExecutionResult>> {
+    this.stop();
+    await this.iterator.return?.();
+    return DONE;
+  }
 }
 
 /**

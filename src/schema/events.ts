@@ -2,7 +2,7 @@ import type { RequestContext } from '../request.js';
 import { notFound } from '../errors.js';
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub.js';
-import { SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
+import { readShared, SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
 import { messageFromSnapshot } from '../db/stores/messages.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
 import { builder } from './builder.js';
@@ -183,7 +183,9 @@ export async function workspaceSessionStream(ctx: RequestContext, rawSessionId: 
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
   // Reads only: on PGlite they leave the kept session rows alone (caches/session-rows.ts).
   const { reads } = ctx.runtime.db.sql;
-  if (!(await sessionInWorkspace(reads, ctx.workspaceId, sessionId))) throw notFound('Session', String(rawSessionId));
+  const { workspaceId } = ctx;
+  const found = await readShared(reads, `in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
+  if (!found) throw notFound('Session', String(rawSessionId));
   // Each event runs with a fresh request context (subscription-sharing.ts), so no per-event reset here.
   return sessionEventStream(reads, ctx.runtime.bus, sessionId, afterSequence ?? null);
 }

@@ -1,6 +1,6 @@
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { SqlClient } from '../db/sql.js';
-import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import type { BusListener, EventBus, SessionEventMessage } from '../pubsub.js';
 
 // The log's statements (the append, and the reads the streams below make) live in the events store.
 export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
@@ -67,23 +67,52 @@ const MAX_LIVE_BACKLOG = 1_000;
  * 1,000 watchers must not mean 1,000 identical queries. A stream may join a read in flight only if
  * that read was started after the stream learned it needed it (its trigger): events committed
  * before the trigger are then visible to the read. `readClock` orders triggers and read starts.
+ *
+ * A stream that comes too late for the read in flight waits for the one after it, started when
+ * the one in flight settles and shared by every stream that came meanwhile: subscribers arriving
+ * one by one (a burst of 1,000 subscribes to one session) then share a few reads instead of each
+ * running its own, queued behind the others, with its garbage held for as long.
  */
 let readClock = 0;
-const readsInFlight = new WeakMap<SqlClient, Map<string, { started: number; result: Promise<unknown> }>>();
+interface InFlight {
+  started: number;
+  result: Promise<unknown>;
+  /** The read that starts when this one settles. */
+  queued?: Promise<unknown>;
+}
+const readsInFlight = new WeakMap<SqlClient, Map<string, InFlight>>();
 
 function sharedRead<T>(sql: SqlClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
   let reads = readsInFlight.get(sql);
   if (!reads) readsInFlight.set(sql, (reads = new Map()));
   const hit = reads.get(key);
   if (hit && hit.started > trigger) return hit.result as Promise<T>;
-  const started = ++readClock;
-  const result = read();
-  reads.set(key, { started, result });
+  if (hit) {
+    const inFlight = reads;
+    const next = () => startRead(inFlight, key, read);
+    hit.queued ??= hit.result.then(next, next);
+    return hit.queued as Promise<T>;
+  }
+  return startRead(reads, key, read);
+}
+
+function startRead<T>(reads: Map<string, InFlight>, key: string, read: () => Promise<T>): Promise<T> {
+  const entry: InFlight = { started: ++readClock, result: read() };
+  reads.set(key, entry);
   const forget = () => {
-    if (reads.get(key)?.result === result) reads.delete(key);
+    if (reads.get(key) === entry) reads.delete(key);
   };
-  result.then(forget, forget);
-  return result;
+  entry.result.then(forget, forget);
+  return entry.result as Promise<T>;
+}
+
+/**
+ * A read shared like the streams' reads (see `sharedRead`) by every caller that asks for the same
+ * key while it is in flight or queued: what a subscription checks when it starts (its session is
+ * in the caller's workspace), which a burst of subscribers of one session would each run.
+ */
+export function readShared<T>(sql: SqlClient, key: string, read: () => Promise<T>): Promise<T> {
+  return sharedRead(sql, key, readClock, read);
 }
 
 /** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
@@ -111,168 +140,191 @@ export function sessionEventStream(
   afterSequence: number | null,
   signal?: AbortSignal,
 ): SessionEventStream {
+  return new EventStream(sql, bus, sessionId, afterSequence, signal);
+}
+
+/**
+ * The stream behind `sessionEventStream`, and its own bus listener. A class, not closures over
+ * local variables: every subscriber holds one for as long as it stays, and its methods live on
+ * the prototype instead of a dozen closures (and their names) per subscriber.
+ */
+class EventStream implements SessionEventStream, BusListener {
   /** The last sequence handed out (or known to be before the stream's start); null until read. */
-  let last: number | null = afterSequence === null ? null : Math.max(0, afterSequence);
+  private last: number | null;
   /** Live events not yet looked at, in arrival order, with the read clock when each arrived. */
-  const live: { event: SessionEventMessage; at: number }[] = [];
+  private readonly live: { event: SessionEventMessage; at: number }[] = [];
   /** Events ready to hand out, in order. */
-  const ready: SessionEventMessage[] = [];
+  private readonly ready: SessionEventMessage[] = [];
   /** Read the log up to this sequence (null: to its end) before anything else; undefined: no read due. */
-  let logUpTo: number | null | undefined = afterSequence === null ? undefined : null;
+  private logUpTo: number | null | undefined;
   /** The bus said events may have been missed: compare with the session's counter. */
-  let syncDue = false;
+  private syncDue = false;
   /** When the stream learned it needs the pending counter read and log read (see `sharedRead`). */
-  let syncTrigger = readClock;
-  let logTrigger = readClock;
-  const startTrigger = readClock;
+  private syncTrigger = readClock;
+  private logTrigger = readClock;
+  private readonly startTrigger = readClock;
   /** The live event whose gap was already filled from the log (so it is taken even if the log had less). */
-  let gapFilledFor: SessionEventMessage | null = null;
-  let ending = false;
-  let done = false;
-  let working = false;
-  let waiting: { resolve: (r: IteratorResult<SessionEventMessage>) => void; reject: (e: unknown) => void } | null = null;
+  private gapFilledFor: SessionEventMessage | null = null;
+  private ending = false;
+  private done = false;
+  private working = false;
+  private waiting: { resolve: (r: IteratorResult<SessionEventMessage>) => void; reject: (e: unknown) => void } | null = null;
+  private readonly onAbort: (() => void) | undefined;
 
-  const unsubscribe = bus.subscribe(sessionId, {
-    // The bus tells every local stream in one loop; working in a microtask lets them all note the
-    // same trigger before the first of them starts a read, so they can share it.
-    event(event) {
-      if (done) return;
-      if (live.length >= MAX_LIVE_BACKLOG) {
-        // A consumer this far behind reads from the log instead: its backlog is dropped (and its
-        // memory with it) and the next sync reads what it missed, a page at a time as it pulls.
-        live.length = 0;
-        syncDue = true;
-        syncTrigger = readClock;
-      } else {
-        live.push({ event, at: readClock });
-      }
-      queueMicrotask(work);
-    },
-    sync() {
-      if (done) return;
-      syncDue = true;
-      syncTrigger = readClock;
-      queueMicrotask(work);
-    },
-  });
+  constructor(
+    private readonly sql: SqlClient,
+    private readonly bus: EventBus,
+    private readonly sessionId: string,
+    afterSequence: number | null,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.last = afterSequence === null ? null : Math.max(0, afterSequence);
+    this.logUpTo = afterSequence === null ? undefined : null;
+    bus.subscribe(sessionId, this);
+    if (signal) {
+      this.onAbort = () => this.finish();
+      signal.addEventListener('abort', this.onAbort);
+      if (signal.aborted) this.finish();
+    }
+  }
 
-  const finish = () => {
-    if (done) return;
-    done = true;
-    unsubscribe();
-    signal?.removeEventListener('abort', onAbort);
-    live.length = 0;
-    ready.length = 0;
-    waiting?.resolve({ value: undefined, done: true });
-    waiting = null;
-  };
-  const onAbort = () => finish();
-  signal?.addEventListener('abort', onAbort);
-  if (signal?.aborted) finish();
+  // The bus tells every local stream in one loop; working in a microtask lets them all note the
+  // same trigger before the first of them starts a read, so they can share it.
+  event(event: SessionEventMessage) {
+    if (this.done) return;
+    if (this.live.length >= MAX_LIVE_BACKLOG) {
+      // A consumer this far behind reads from the log instead: its backlog is dropped (and its
+      // memory with it) and the next sync reads what it missed, a page at a time as it pulls.
+      this.live.length = 0;
+      this.syncDue = true;
+      this.syncTrigger = readClock;
+    } else {
+      this.live.push({ event, at: readClock });
+    }
+    queueMicrotask(() => void this.advance());
+  }
 
-  const accept = (event: SessionEventMessage) => {
-    last = Math.max(last ?? 0, event.sequence);
-    ready.push(event);
-    if (event.type === SESSION_DELETED) ending = true;
-  };
+  sync() {
+    if (this.done) return;
+    this.syncDue = true;
+    this.syncTrigger = readClock;
+    queueMicrotask(() => void this.advance());
+  }
+
+  private finish() {
+    if (this.done) return;
+    this.done = true;
+    this.bus.unsubscribe(this.sessionId, this);
+    if (this.onAbort) this.signal?.removeEventListener('abort', this.onAbort);
+    this.live.length = 0;
+    this.ready.length = 0;
+    this.waiting?.resolve({ value: undefined, done: true });
+    this.waiting = null;
+  }
+
+  private accept(event: SessionEventMessage) {
+    this.last = Math.max(this.last ?? 0, event.sequence);
+    this.ready.push(event);
+    if (event.type === SESSION_DELETED) this.ending = true;
+  }
 
   /** Advances the stream while a consumer waits; one run at a time. */
-  async function work() {
-    if (working) return;
-    working = true;
+  private async advance() {
+    if (this.working) return;
+    this.working = true;
+    const { sql, sessionId } = this;
     try {
-      while (waiting && !done) {
-        if (ready.length) {
-          const event = ready.shift()!;
-          const consumer = waiting;
-          waiting = null;
-          if (ending && ready.length === 0) {
+      while (this.waiting && !this.done) {
+        if (this.ready.length) {
+          const event = this.ready.shift()!;
+          const consumer = this.waiting;
+          this.waiting = null;
+          if (this.ending && this.ready.length === 0) {
             // Hand out the final event, then close: later `next()` calls see the end.
             consumer.resolve({ value: event, done: false });
-            finish();
+            this.finish();
             return;
           }
           consumer.resolve({ value: event, done: false });
           continue;
         }
-        if (ending) return finish();
-        if (last === null) {
-          const current = await sharedRead(sql, `sequence:${sessionId}`, startTrigger, () => currentEventSequence(sql, sessionId));
-          if (done) return;
-          last ??= current ?? 0;
-          if (current === null) accept(sessionDeletedEvent(sessionId, last));
+        if (this.ending) return this.finish();
+        if (this.last === null) {
+          const current = await sharedRead(sql, `sequence:${sessionId}`, this.startTrigger, () => currentEventSequence(sql, sessionId));
+          if (this.done) return;
+          this.last ??= current ?? 0;
+          if (current === null) this.accept(sessionDeletedEvent(sessionId, this.last));
           continue;
         }
-        if (syncDue) {
-          syncDue = false;
-          const trigger = syncTrigger;
+        if (this.syncDue) {
+          this.syncDue = false;
+          const trigger = this.syncTrigger;
           const current = await sharedRead(sql, `sequence:${sessionId}`, trigger, () => currentEventSequence(sql, sessionId));
-          if (done) return;
+          if (this.done) return;
           if (current === null) {
-            accept(sessionDeletedEvent(sessionId, last));
-          } else if (current > last) {
-            logUpTo = null;
-            logTrigger = Math.max(logTrigger, trigger);
+            this.accept(sessionDeletedEvent(sessionId, this.last));
+          } else if (current > this.last) {
+            this.logUpTo = null;
+            this.logTrigger = Math.max(this.logTrigger, trigger);
           }
           continue;
         }
-        if (logUpTo !== undefined) {
-          const upTo = logUpTo;
-          const after = last;
-          const rows = await sharedRead(sql, `log:${sessionId}:${after}:${upTo}`, logTrigger, () =>
+        if (this.logUpTo !== undefined) {
+          const upTo = this.logUpTo;
+          const after = this.last;
+          const rows = await sharedRead(sql, `log:${sessionId}:${after}:${upTo}`, this.logTrigger, () =>
             readEventsAfter(sql, sessionId, after, upTo, REPLAY_PAGE),
           );
-          if (done) return;
-          for (const row of rows) if (row.sequence > last) accept(row);
+          if (this.done) return;
+          for (const row of rows) if (row.sequence > this.last) this.accept(row);
           // Another page is due only when this one was full; otherwise the read is done, unless a
           // wider read was asked for while this one ran.
-          if (rows.length < REPLAY_PAGE && logUpTo === upTo) logUpTo = undefined;
+          if (rows.length < REPLAY_PAGE && this.logUpTo === upTo) this.logUpTo = undefined;
           continue;
         }
-        const head = live[0];
+        const head = this.live[0];
         if (!head) return;
         const next = head.event;
-        if (next.type !== SESSION_DELETED && next.sequence <= last) {
-          live.shift();
+        if (next.type !== SESSION_DELETED && next.sequence <= this.last) {
+          this.live.shift();
           continue;
         }
-        if (next.type !== SESSION_DELETED && next.sequence > last + 1 && gapFilledFor !== next) {
-          gapFilledFor = next;
-          logUpTo = next.sequence - 1;
-          logTrigger = Math.max(logTrigger, head.at);
+        if (next.type !== SESSION_DELETED && next.sequence > this.last + 1 && this.gapFilledFor !== next) {
+          this.gapFilledFor = next;
+          this.logUpTo = next.sequence - 1;
+          this.logTrigger = Math.max(this.logTrigger, head.at);
           continue;
         }
-        live.shift();
-        accept(next);
+        this.live.shift();
+        this.accept(next);
       }
     } catch (error) {
-      const consumer = waiting;
-      waiting = null;
-      finish();
+      const consumer = this.waiting;
+      this.waiting = null;
+      this.finish();
       consumer?.reject(error);
     } finally {
-      working = false;
+      this.working = false;
     }
   }
 
-  const stream: SessionEventStream = {
-    [Symbol.asyncIterator]() {
-      return stream;
-    },
-    next() {
-      if (done) return Promise.resolve({ value: undefined, done: true });
-      if (waiting) return Promise.reject(new Error('sessionEventStream: next() called while another next() is pending'));
-      return new Promise((resolve, reject) => {
-        waiting = { resolve, reject };
-        void work();
-      });
-    },
-    return() {
-      finish();
-      return Promise.resolve({ value: undefined, done: true });
-    },
-  };
-  return stream;
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<SessionEventMessage>> {
+    if (this.done) return Promise.resolve({ value: undefined, done: true });
+    if (this.waiting) return Promise.reject(new Error('sessionEventStream: next() called while another next() is pending'));
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+      void this.advance();
+    });
+  }
+
+  return(): Promise<IteratorResult<SessionEventMessage>> {
+    this.finish();
+    return Promise.resolve({ value: undefined, done: true });
+  }
 }
 
 /**

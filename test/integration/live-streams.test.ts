@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, type SessionEventMessage } from '../../src/pubsub.js';
 import { appendEvents } from '../../src/db/stores/events.js';
 import { SNAPSHOT_MAX_CHARS } from '../../src/db/stores/messages.js';
-import { filterEvents, publishAll, SESSION_DELETED, sessionEventStream } from '../../src/services/event-log.js';
+import { filterEvents, publishAll, SESSION_DELETED, type SessionEventStream, sessionEventStream } from '../../src/services/event-log.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, DeleteSession, UpdateMessage } from '../helpers/documents.js';
@@ -193,6 +193,24 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
       counterReads: 1,
       logReads: 1,
     });
+    for (const stream of streams) await stream.return();
+  });
+
+  it('shares one log read among streams of a session that start while another one reads: a burst of subscribers runs two reads, not one each', async () => {
+    const id = await newSession(app);
+    app.runtime.db.queries.reset();
+    const streams: SessionEventStream[] = [];
+    const firsts: Promise<IteratorResult<SessionEventMessage>>[] = [];
+    // Each stream starts its read before the next stream is made, so none can join the read in
+    // flight (it started before they asked); all but the first wait for the one after it.
+    for (let i = 0; i < 10; i++) {
+      const stream = sessionEventStream(app.runtime.db.sql, app.runtime.bus, rawIdOf(id), 0);
+      streams.push(stream);
+      firsts.push(stream.next());
+    }
+    expect((await Promise.all(firsts)).map((step) => step.value?.sequence)).toEqual(streams.map(() => 1));
+    const logReads = app.runtime.db.queries.statements.filter((sql) => /FROM ("public"\.)?"SessionEvent"/.test(sql));
+    expect(logReads.length, app.runtime.db.queries.statements.join('\n')).toBe(2);
     for (const stream of streams) await stream.return();
   });
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { API_KEYS, backend, createTestApp, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
 import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscriptions.js';
@@ -110,6 +111,29 @@ describe(`HTTP and WebSocket transport (${backend.label})`, () => {
       await expect(sub.collector.until(() => false, 5_000)).rejects.toThrow(/close 4403 Forbidden/);
       await client.dispose();
     }
+  });
+
+  it('closes a WebSocket that sends no connection_init within 3 s (4408), and keeps one that did', async () => {
+    const open = async () => {
+      const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+      const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+        socket.addEventListener('close', (event) => resolve({ code: event.code, reason: event.reason })),
+      );
+      await new Promise((resolve, reject) => {
+        socket.addEventListener('open', resolve);
+        socket.addEventListener('error', reject);
+      });
+      return { socket, closed };
+    };
+    const silent = await open();
+    const greeted = await open();
+    const acked = new Promise((resolve) => greeted.socket.addEventListener('message', resolve));
+    greeted.socket.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: `Bearer ${API_KEYS.alpha}` } }));
+    expect(JSON.parse(String(((await acked) as WebSocket.MessageEvent).data))).toEqual({ type: 'connection_ack' });
+    expect(await silent.closed).toEqual({ code: 4408, reason: 'Connection initialisation timeout' });
+    expect(greeted.socket.readyState).toBe(WebSocket.OPEN);
+    greeted.socket.close();
+    await greeted.closed;
   });
 
   it("takes the key from the WebSocket upgrade request's Authorization header too", async () => {

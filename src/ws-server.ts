@@ -1,0 +1,197 @@
+import type { IncomingMessage } from 'node:http';
+import { CloseCode, handleProtocols, makeServer, type ServerOptions } from 'graphql-ws';
+import type { WebSocket, WebSocketServer } from 'ws';
+
+/** What a graphql-ws context keeps of a WebSocket connection: see `useWebSocketServer`. */
+export interface SocketExtra {
+  socket: WebSocket;
+  /** The upgrade request's `Authorization` header, if any. */
+  authorization: string | null;
+  /** The client's address, for rate limiting. */
+  remoteAddress: string | undefined;
+}
+
+/** How often every socket is pinged; one that has not answered the previous ping by then is terminated. */
+const KEEP_ALIVE_MS = 12_000;
+
+const alive = new WeakSet<WebSocket>();
+const connections = new WeakMap<WebSocket, Connection>();
+
+/**
+ * One socket as graphql-ws sees it (its `WebSocket` and the context's `extra` both). A class with
+ * its methods on the prototype, and the listeners below shared by every socket: use/ws made
+ * closures for each.
+ */
+class Connection implements SocketExtra {
+  readonly authorization: string | null;
+  readonly remoteAddress: string | undefined;
+  /** graphql-ws's message handler. */
+  handle: ((data: string) => Promise<void>) | null = null;
+  /** graphql-ws's close handler. */
+  closed: ((code?: number, reason?: string) => Promise<void>) | null = null;
+  /** `connection_init` arrived (graphql-ws called `onConnect`). */
+  initialised = false;
+
+  constructor(
+    readonly socket: WebSocket,
+    request: IncomingMessage,
+  ) {
+    this.authorization = request.headers.authorization ?? null;
+    this.remoteAddress = request.socket.remoteAddress;
+  }
+
+  get protocol() {
+    return this.socket.protocol;
+  }
+
+  send(data: string): Promise<void> {
+    const { socket } = this;
+    return new Promise((resolve, reject) => {
+      if (socket.readyState !== socket.OPEN) return resolve();
+      socket.send(data, (error) => (error ? reject(error) : resolve()));
+    });
+  }
+
+  close(code?: number, reason?: string) {
+    this.socket.close(code, reason);
+  }
+
+  onMessage(handle: (data: string) => Promise<void>) {
+    this.handle = handle;
+  }
+}
+
+/** graphql-ws's `connectionInitWaitTimeout`, here: see `useWebSocketServer`. */
+function checkInitialised(connection: Connection) {
+  if (!connection.initialised) connection.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout');
+}
+
+function markAlive(this: WebSocket) {
+  alive.add(this);
+}
+
+function onSocketMessage(this: WebSocket, data: WebSocket.RawData) {
+  const handle = connections.get(this)?.handle;
+  if (!handle) return;
+  // Not awaited in this listener: for a subscription the handler runs as long as the subscription.
+  handle(String(data)).catch((error: unknown) => {
+    console.error('Internal error occurred during message handling. Please check your implementation.', error);
+    internalError(this, error);
+  });
+}
+
+function onSocketError(this: WebSocket, error: Error) {
+  console.error('Internal error emitted on a WebSocket socket. Please check your implementation.', error);
+  internalError(this, error);
+}
+
+function onSocketClose(this: WebSocket, code: number, reason: Buffer) {
+  alive.delete(this);
+  const connection = connections.get(this);
+  connections.delete(this);
+  void connection?.closed?.(code, String(reason));
+}
+
+function internalError(socket: WebSocket, error: unknown) {
+  socket.close(
+    CloseCode.InternalServerError,
+    process.env.NODE_ENV === 'production' ? 'Internal server error' : limitReason(error instanceof Error ? error.message : String(error)),
+  );
+}
+
+/**
+ * graphql-ws on a `ws` server, as `graphql-ws/use/ws` does it (same protocol, close codes and 12 s
+ * keep-alive), but with what each open socket holds cut down: it is held for as long as the
+ * client stays subscribed, so everything here is multiplied by the number of subscribers.
+ *
+ * - The upgrade request is not kept (use/ws puts it in `ctx.extra`, which every operation's
+ *   context holds: the request with its headers and streams state, about 1.5 KB per socket); only
+ *   the header and address the server reads are.
+ * - A received frame is handed to graphql-ws without an async listener around it: use/ws awaits
+ *   the handler, which for a subscription runs as long as the subscription, so the frame's Buffer
+ *   and the listener's suspended frame stayed as long too.
+ * - One interval pings every socket (the `ws` heartbeat pattern) instead of an interval, a timeout
+ *   and a `pong` listener per socket.
+ * - The wait for `connection_init` (`connectionInitWaitTimeout`, 3 s by default) is a timer that
+ *   nothing holds once it has fired; graphql-ws's own stayed referenced for the socket's life.
+ */
+export function useWebSocketServer(options: ServerOptions<Record<string, unknown>, Connection>, wss: WebSocketServer) {
+  const initWaitMs = options.connectionInitWaitTimeout ?? 3_000;
+  const server = makeServer({
+    ...options,
+    connectionInitWaitTimeout: 0,
+    // graphql-ws notes connection_init just before it calls onConnect.
+    onConnect: (ctx) => {
+      ctx.extra.initialised = true;
+      return options.onConnect?.(ctx);
+    },
+  });
+  wss.options.handleProtocols = handleProtocols;
+  wss.once('error', (error) => {
+    console.error('Internal error emitted on the WebSocket server. Please check your implementation.', error);
+    for (const client of wss.clients) internalError(client, error);
+  });
+
+  const heartbeat = setInterval(() => {
+    for (const socket of wss.clients) {
+      if (socket.readyState !== socket.OPEN) continue;
+      // Not answered since the last round: as use/ws does 12 s after an unanswered ping.
+      if (!alive.has(socket)) {
+        socket.terminate();
+        continue;
+      }
+      alive.delete(socket);
+      socket.ping();
+    }
+  }, KEEP_ALIVE_MS);
+  heartbeat.unref();
+  wss.once('close', () => clearInterval(heartbeat));
+
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    const connection = new Connection(socket, request);
+    connections.set(socket, connection);
+    alive.add(socket);
+    socket.on('error', onSocketError);
+    socket.on('pong', markAlive);
+    socket.on('message', onSocketMessage);
+    socket.on('close', onSocketClose);
+    connection.closed = server.opened(connection, connection);
+    if (initWaitMs > 0 && Number.isFinite(initWaitMs)) setTimeout(checkInitialised, initWaitMs, connection);
+  });
+
+  return {
+    async dispose() {
+      clearInterval(heartbeat);
+      for (const client of wss.clients) client.close(1001, 'Going away');
+      wss.removeAllListeners();
+      await new Promise<void>((resolve, reject) => wss.close((error) => (error ? reject(error) : resolve())));
+    },
+  };
+}
+
+/** Query texts longer than this are not shared (`sharedQueryTexts`). */
+const MAX_SHARED_QUERY_CHARS = 4 * 1024;
+
+/**
+ * A graphql-ws `jsonMessageReviver` that hands every `subscribe` message with a query text seen
+ * before the same string: graphql-ws keeps each operation's message (and so its query) for as long
+ * as the operation runs, and clients of one application subscribe with the same few documents, so
+ * thousands of subscribed sockets kept thousands of copies of one text. At most `max` texts
+ * (SUBSCRIPTION_SHAPES_MAX) of up to 4 KB are kept; the table starts over when full.
+ */
+export function sharedQueryTexts(max: number): (this: unknown, key: string, value: unknown) => unknown {
+  const texts = new Map<string, string>();
+  return (key, value) => {
+    if (key !== 'query' || typeof value !== 'string' || value.length > MAX_SHARED_QUERY_CHARS) return value;
+    const known = texts.get(value);
+    if (known !== undefined) return known;
+    if (texts.size >= max) texts.clear();
+    texts.set(value, value);
+    return value;
+  };
+}
+
+/** A close reason fits in 123 bytes (RFC 6455). */
+function limitReason(reason: string): string {
+  return Buffer.byteLength(reason) < 124 ? reason : 'Internal server error';
+}
