@@ -112,9 +112,14 @@ export interface AppConfig {
    * How far V8 lets the old generation grow past what the last full GC kept before it collects
    * again, in percent (HEAP_GROWING_PERCENT; 0: V8's own factor, which under a steady request load
    * lets it grow to 2 to 4 times the live heap). Applied once at start by `main.ts`
-   * (`applyHeapGrowing`), since it is a process-wide V8 setting.
+   * (`applyHeapSettings`), since it is a process-wide V8 setting.
    */
   heapGrowingPercent: number;
+  /**
+   * V8's allocation-site pretenuring (ALLOCATION_SITE_PRETENURING, off by default): see
+   * `applyHeapSettings` for why it is off.
+   */
+  allocationSitePretenuring: boolean;
 }
 
 /**
@@ -125,10 +130,12 @@ export interface AppConfig {
  * garbage reach 2 to 4 times the live heap before each full GC: RSS swung by 100 to 300 MB, and a
  * soak's end minus its start was whichever phase it was sampled in (+49 MB, then −67 MB, for the
  * same code). At 50 % the old generation stays within 1.5x the live heap: the bench soak held RSS
- * within 245 to 253 MB (120 s and 300 s runs; +1 MB end minus a fifth in). The cost is full GCs about twice as often (each mostly concurrent): under
- * the soak's reads their work went from about 35 to 100 µs of CPU per read (GC trace), of 500 to
- * 700 µs per read in all, so up to about 10 % of the server's CPU; 100 halves that and lets RSS
- * move by up to the live heap; 0 restores V8's own.
+ * within 245 to 253 MB (120 s and 300 s runs; +1 MB end minus a fifth in). Alone it made full GCs
+ * about twice as frequent (their CPU per read of the soak, GC trace: 35 to 100 µs, of 500 to 700
+ * µs per read); with pretenuring off (ALLOCATION_SITE_PRETENURING), which cut the bytes promoted
+ * per read from 7.5 to 1.6 KB, full GCs are as rare as with V8's defaults or rarer (6 instead of 10
+ * to 20 in 30 s of the soak; 10 to 19 µs per read). 100 lets RSS move by up to the live heap; 0
+ * restores V8's own factor.
  */
 export const DEFAULT_HEAP_GROWING_PERCENT = 50;
 
@@ -164,6 +171,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
  * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS, QUERY_JIT_MAX_DOCUMENTS | 2, 64, 200 | a query document's 2nd execution compiles it (0: never), if it has at most 64 fields; 200 compiled documents kept |
  * | HEAP_GROWING_PERCENT | 50 | old generation may grow this much past the live heap before V8 collects it (0: V8's own, 100 to 300 %) |
+ * | ALLOCATION_SITE_PRETENURING | false | V8 allocating objects of long-surviving allocation sites in the old generation |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, PAGE_CACHE_MAX_CHARS, SESSION_CACHE_MAX_ROWS, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -226,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxDocuments: parseInteger(env, 'QUERY_JIT_MAX_DOCUMENTS', 200, 0),
     },
     heapGrowingPercent: parseInteger(env, 'HEAP_GROWING_PERCENT', DEFAULT_HEAP_GROWING_PERCENT, 0),
+    allocationSitePretenuring: parseBoolean(env, 'ALLOCATION_SITE_PRETENURING') ?? false,
   };
 }
 

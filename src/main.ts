@@ -1,7 +1,7 @@
 // Entry point: reads the environment, builds the app, listens, and shuts down cleanly on signals.
 import { buildApp } from './app.js';
 import { type AppConfig, ConfigError, loadConfig } from './config.js';
-import { applyHeapGrowing } from './heap-growing.js';
+import { applyHeapSettings } from './heap-settings.js';
 
 let config: AppConfig;
 try {
@@ -15,7 +15,7 @@ try {
 }
 
 // Process-wide, so here and not in buildApp (which touches no process globals).
-applyHeapGrowing(config.heapGrowingPercent);
+applyHeapSettings(config);
 const app = await buildApp(config);
 const url = await app.listen();
 const { db, bus, auth, logger } = app.runtime;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_CACHE_CONFIG, DEFAULT_HEAP_GROWING_PERCENT, loadConfig } from '../../src/config.js';
-import { applyHeapGrowing } from '../../src/heap-growing.js';
+import { applyHeapSettings } from '../../src/heap-settings.js';
 
 describe('configuration from the environment', () => {
   it('defaults to the embedded database in ./.data, in-memory pub/sub, port 4000', () => {
@@ -96,6 +96,7 @@ describe('configuration from the environment', () => {
     ['HEADERS_TIMEOUT_MS', { HEADERS_TIMEOUT_MS: '1.5' }],
     ['HEAP_GROWING_PERCENT', { HEAP_GROWING_PERCENT: '-1' }],
     ['HEAP_GROWING_PERCENT', { HEAP_GROWING_PERCENT: 'half' }],
+    ['ALLOCATION_SITE_PRETENURING', { ALLOCATION_SITE_PRETENURING: 'sometimes' }],
   ])('refuses a bad %s with a message naming it', (name, env) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
@@ -143,10 +144,17 @@ describe('configuration from the environment', () => {
     expect(loadConfig({}).heapGrowingPercent).toBe(50);
     expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
     expect(loadConfig({ HEAP_GROWING_PERCENT: '100' }).heapGrowingPercent).toBe(100);
+    expect(loadConfig({}).allocationSitePretenuring).toBe(false);
+    expect(loadConfig({ ALLOCATION_SITE_PRETENURING: 'true' }).allocationSitePretenuring).toBe(true);
     const set: string[] = [];
-    expect(applyHeapGrowing(loadConfig({}).heapGrowingPercent, (flag) => set.push(flag))).toBe('--heap-growing-percent=50');
-    expect(applyHeapGrowing(0, (flag) => set.push(flag))).toBeNull();
-    expect(set).toEqual(['--heap-growing-percent=50']);
+    expect(applyHeapSettings(loadConfig({}), (flag) => set.push(flag))).toEqual([
+      '--heap-growing-percent=50',
+      '--no-allocation-site-pretenuring',
+    ]);
+    expect(
+      applyHeapSettings(loadConfig({ HEAP_GROWING_PERCENT: '0', ALLOCATION_SITE_PRETENURING: 'on' }), (flag) => set.push(flag)),
+    ).toEqual([]);
+    expect(set).toEqual(['--heap-growing-percent=50', '--no-allocation-site-pretenuring']);
   });
 
   it('reads NODE_ENV=production as production', () => {
