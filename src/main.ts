@@ -1,6 +1,7 @@
 // Entry point: reads the environment, builds the app, listens, and shuts down cleanly on signals.
 import { buildApp } from './app.js';
 import { type AppConfig, ConfigError, loadConfig } from './config.js';
+import { applyHeapSettings } from './heap-settings.js';
 
 let config: AppConfig;
 try {
@@ -13,6 +14,8 @@ try {
   throw error;
 }
 
+// Process-wide, so here and not in buildApp (which touches no process globals).
+applyHeapSettings(config);
 const app = await buildApp(config);
 const url = await app.listen();
 const { db, bus, auth, logger } = app.runtime;

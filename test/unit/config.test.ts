@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_CACHE_CONFIG, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULT_CACHE_CONFIG, DEFAULT_HEAP_GROWING_PERCENT, loadConfig } from '../../src/config.js';
+import { applyHeapSettings } from '../../src/heap-settings.js';
 
 describe('configuration from the environment', () => {
   it('defaults to the embedded database in ./.data, in-memory pub/sub, port 4000', () => {
@@ -93,6 +94,9 @@ describe('configuration from the environment', () => {
     ['RATE_LIMIT_WINDOW_MS', { RATE_LIMIT_WINDOW_MS: '0' }],
     ['SHUTDOWN_GRACE_MS', { SHUTDOWN_GRACE_MS: 'soon' }],
     ['HEADERS_TIMEOUT_MS', { HEADERS_TIMEOUT_MS: '1.5' }],
+    ['HEAP_GROWING_PERCENT', { HEAP_GROWING_PERCENT: '-1' }],
+    ['HEAP_GROWING_PERCENT', { HEAP_GROWING_PERCENT: 'half' }],
+    ['ALLOCATION_SITE_PRETENURING', { ALLOCATION_SITE_PRETENURING: 'sometimes' }],
   ])('refuses a bad %s with a message naming it', (name, env) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
@@ -133,6 +137,24 @@ describe('configuration from the environment', () => {
       apiKeyTtlMs: 1000,
       subscriptionShapesMax: 9,
     });
+  });
+
+  it('bounds how far the old generation grows past the live heap: 50 % unless HEAP_GROWING_PERCENT says otherwise, 0 leaving it to V8', () => {
+    expect(DEFAULT_HEAP_GROWING_PERCENT).toBe(50);
+    expect(loadConfig({}).heapGrowingPercent).toBe(50);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '100' }).heapGrowingPercent).toBe(100);
+    expect(loadConfig({}).allocationSitePretenuring).toBe(false);
+    expect(loadConfig({ ALLOCATION_SITE_PRETENURING: 'true' }).allocationSitePretenuring).toBe(true);
+    const set: string[] = [];
+    expect(applyHeapSettings(loadConfig({}), (flag) => set.push(flag))).toEqual([
+      '--heap-growing-percent=50',
+      '--no-allocation-site-pretenuring',
+    ]);
+    expect(
+      applyHeapSettings(loadConfig({ HEAP_GROWING_PERCENT: '0', ALLOCATION_SITE_PRETENURING: 'on' }), (flag) => set.push(flag)),
+    ).toEqual([]);
+    expect(set).toEqual(['--heap-growing-percent=50', '--no-allocation-site-pretenuring']);
   });
 
   it('reads NODE_ENV=production as production', () => {
