@@ -215,7 +215,9 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   // and WebSockets leave this timer once upgraded, so only dead or stalled sockets hit it.
   server.timeout = config.timeouts.idleMs;
 
-  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
+  // A frame is bounded as an HTTP body is (ws's own default is 100 MiB, whose JSON.parse alone
+  // would hold the thread for a second): a larger one closes the socket with 1009.
+  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: caps.requestBytes });
   const wsServer = useWebSocketServer(
     {
       jsonMessageReviver: sharedQueryTexts(config.caches.subscriptionShapesMax),

@@ -136,6 +136,29 @@ describe(`HTTP and WebSocket transport (${backend.label})`, () => {
     await greeted.closed;
   });
 
+  it('closes a WebSocket whose frame is larger than the request cap (1009), and answers one within it', async () => {
+    const open = async () => {
+      const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+      const closed = new Promise<number>((resolve) => socket.addEventListener('close', (event) => resolve(event.code)));
+      await new Promise((resolve, reject) => {
+        socket.addEventListener('open', resolve);
+        socket.addEventListener('error', reject);
+      });
+      return { socket, closed };
+    };
+    const init = (padding: number) =>
+      JSON.stringify({ type: 'connection_init', payload: { Authorization: `Bearer ${API_KEYS.alpha}`, pad: 'x'.repeat(padding) } });
+    const big = await open();
+    big.socket.send(init(backend.caps.requestBytes));
+    expect(await big.closed).toBe(1009);
+    const fits = await open();
+    const acked = new Promise((resolve) => fits.socket.addEventListener('message', resolve));
+    fits.socket.send(init(1024));
+    expect(JSON.parse(String(((await acked) as WebSocket.MessageEvent).data))).toEqual({ type: 'connection_ack' });
+    fits.socket.close();
+    await fits.closed;
+  });
+
   it("takes the key from the WebSocket upgrade request's Authorization header too", async () => {
     const id = await newSession();
     const client = wsClient(url, undefined, { authorization: `Bearer ${API_KEYS.alpha}` });
