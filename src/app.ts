@@ -217,10 +217,10 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
 
   // A frame is bounded as an HTTP body is (ws's own default is 100 MiB, whose JSON.parse alone
   // would hold the thread for a second): a larger one closes the socket with 1009.
+  const shareQueryText = sharedQueryTexts(config.caches.subscriptionShapesMax);
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: caps.requestBytes });
   const wsServer = useWebSocketServer(
     {
-      jsonMessageReviver: sharedQueryTexts(config.caches.subscriptionShapesMax),
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
       // Refuse at connection_init (4403 Forbidden) rather than acknowledge a connection that can do nothing.
@@ -241,6 +241,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
         }
       },
       onSubscribe: async (ctx, id, params) => {
+        // graphql-ws keeps this payload for as long as the operation runs: one copy of each text.
+        if (typeof params.query === 'string') (params as { query: string }).query = shareQueryText(params.query);
         const decision = await limiter.take(
           rateIdentity(authorizationFrom(undefined, ctx.connectionParams, ctx.extra.authorization), ctx.extra.remoteAddress),
         );

@@ -416,10 +416,8 @@ class PumpStream<T> implements AsyncIterableIterator<ExecutionResult>, SelfTrack
     return DONE;
   }
 
-  async throw(): Promise<IteratorResult<ExecutionResult>> {
-    this.stop();
-    await this.iterator.return?.();
-    return DONE;
+  throw(): Promise<IteratorResult<ExecutionResult>> {
+    return this.return();
   }
 }
 
