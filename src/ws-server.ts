@@ -11,10 +11,14 @@ export interface SocketExtra {
   remoteAddress: string | undefined;
 }
 
-/** How often every socket is pinged; one that has not answered the previous ping by then is terminated. */
+/** How often every socket is pinged; one that has not answered a ping this long is terminated. */
 const KEEP_ALIVE_MS = 12_000;
 
-const alive = new WeakSet<WebSocket>();
+/**
+ * When each socket's unanswered ping was sent (`performance.now()` in whole ms, a small integer
+ * for the process's first 12 days); a socket absent has answered its last ping, or was never pinged.
+ */
+const pingedAt = new WeakMap<WebSocket, number>();
 const connections = new WeakMap<WebSocket, Connection>();
 
 /**
@@ -66,31 +70,69 @@ function checkInitialised(connection: Connection) {
   if (!connection.initialised) connection.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout');
 }
 
-/**
- * Sockets pinged in one turn of the event loop: a ping costs about 10 µs of the thread, so a round
- * over 5,000 sockets at once held it for about 50 ms (500: about 5 ms a slice).
- */
-const PING_SLICE = 500;
+/** Heartbeat ticks per round: each pings its share of the sockets, so a round spreads over the keep-alive interval. */
+const TICKS_PER_ROUND = 120;
+/** At most this many pings per tick (about 10 µs each); beyond 60,000 sockets a round takes longer. */
+const MAX_PINGS_PER_TICK = 500;
 
-/** One heartbeat round from `from` on, a slice per turn of the event loop. */
-function pingRound(sockets: WebSocket[], from: number) {
-  const end = Math.min(sockets.length, from + PING_SLICE);
-  for (let i = from; i < end; i++) {
-    const socket = sockets[i];
-    if (socket.readyState !== socket.OPEN) continue;
-    // Not answered since the last round: as use/ws does 12 s after an unanswered ping.
-    if (!alive.has(socket)) {
-      socket.terminate();
-      continue;
-    }
-    alive.delete(socket);
-    socket.ping();
+/**
+ * The `ws` heartbeat pattern (one timer for every socket, not a timer and a timeout per socket),
+ * spread out: every socket is pinged once a round, a round takes the keep-alive interval, and each
+ * tick pings only its share. A ping costs about 10 µs of the thread: a round over every socket at
+ * once held it about 10 ms per 1,000 sockets every 12 s (in slices of 5 ms), and their pongs came
+ * back together; a tick now pings 9 of 1,000 sockets (about 0.1 ms). A socket that has not
+ * answered its ping within the interval is terminated (use/ws's rule) when the heartbeat next
+ * comes to it.
+ */
+class Heartbeat {
+  private round: WebSocket[] = [];
+  private next = 0;
+  private perTick = 1;
+  private roundStartedAt = Number.NEGATIVE_INFINITY;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly wss: WebSocketServer,
+    private readonly intervalMs: number,
+  ) {
+    this.timer = setInterval(() => this.tick(), Math.max(1, Math.floor(intervalMs / TICKS_PER_ROUND)));
+    this.timer.unref();
   }
-  if (end < sockets.length) setImmediate(pingRound, sockets, end);
+
+  private tick() {
+    const now = Math.floor(performance.now());
+    if (this.next >= this.round.length) {
+      if (now - this.roundStartedAt < this.intervalMs) return;
+      this.round = [...this.wss.clients];
+      this.next = 0;
+      this.roundStartedAt = now;
+      this.perTick = Math.min(MAX_PINGS_PER_TICK, Math.ceil(this.round.length / TICKS_PER_ROUND));
+    }
+    const end = Math.min(this.round.length, this.next + this.perTick);
+    for (; this.next < end; this.next++) {
+      const socket = this.round[this.next];
+      if (socket.readyState !== socket.OPEN) continue;
+      const sent = pingedAt.get(socket);
+      if (sent === undefined) {
+        pingedAt.set(socket, now);
+        socket.ping();
+      } else if (now - sent >= this.intervalMs) {
+        socket.terminate();
+      }
+      // Otherwise its ping is younger than the interval (sockets that left moved it up this round): next round decides.
+    }
+    // A finished round holds no socket until the next one starts.
+    if (this.next >= this.round.length) this.round = [];
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.round = [];
+  }
 }
 
 function markAlive(this: WebSocket) {
-  alive.add(this);
+  pingedAt.delete(this);
 }
 
 function onSocketMessage(this: WebSocket, data: WebSocket.RawData) {
@@ -109,7 +151,7 @@ function onSocketError(this: WebSocket, error: Error) {
 }
 
 function onSocketClose(this: WebSocket, code: number, reason: Buffer) {
-  alive.delete(this);
+  pingedAt.delete(this);
   const connection = connections.get(this);
   connections.delete(this);
   void connection?.closed?.(code, String(reason));
@@ -133,12 +175,16 @@ function internalError(socket: WebSocket, error: unknown) {
  * - A received frame is handed to graphql-ws without an async listener around it: use/ws awaits
  *   the handler, which for a subscription runs as long as the subscription, so the frame's Buffer
  *   and the listener's suspended frame stayed as long too.
- * - One interval pings every socket (the `ws` heartbeat pattern) instead of an interval, a timeout
- *   and a `pong` listener per socket.
+ * - One heartbeat pings every socket, a share at a time (`Heartbeat`), instead of an interval, a
+ *   timeout and a `pong` listener per socket. `keepAliveMs` is its interval (tests shorten it).
  * - The wait for `connection_init` (`connectionInitWaitTimeout`, 3 s by default) is a timer that
  *   nothing holds once it has fired; graphql-ws's own stayed referenced for the socket's life.
  */
-export function useWebSocketServer(options: ServerOptions<Record<string, unknown>, Connection>, wss: WebSocketServer) {
+export function useWebSocketServer(
+  options: ServerOptions<Record<string, unknown>, Connection>,
+  wss: WebSocketServer,
+  keepAliveMs = KEEP_ALIVE_MS,
+) {
   const initWaitMs = options.connectionInitWaitTimeout ?? 3_000;
   const server = makeServer({
     ...options,
@@ -155,14 +201,12 @@ export function useWebSocketServer(options: ServerOptions<Record<string, unknown
     for (const client of wss.clients) internalError(client, error);
   });
 
-  const heartbeat = setInterval(() => pingRound([...wss.clients], 0), KEEP_ALIVE_MS);
-  heartbeat.unref();
-  wss.once('close', () => clearInterval(heartbeat));
+  const heartbeat = new Heartbeat(wss, keepAliveMs);
+  wss.once('close', () => heartbeat.stop());
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     const connection = new Connection(socket, request);
     connections.set(socket, connection);
-    alive.add(socket);
     socket.on('error', onSocketError);
     socket.on('pong', markAlive);
     socket.on('message', onSocketMessage);
@@ -173,7 +217,7 @@ export function useWebSocketServer(options: ServerOptions<Record<string, unknown
 
   return {
     async dispose() {
-      clearInterval(heartbeat);
+      heartbeat.stop();
       for (const client of wss.clients) client.close(1001, 'Going away');
       wss.removeAllListeners();
       await new Promise<void>((resolve, reject) => wss.close((error) => (error ? reject(error) : resolve())));
