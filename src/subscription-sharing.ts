@@ -82,13 +82,23 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     return shape;
   };
 
+  // Every subscriber keeps its key for as long as it stays, and subscribers of one selection have
+  // equal keys: each gets the first one's string (a fresh one was a flat or concatenated string
+  // of about 400 B per subscribed socket). Bounded like the shape ids, starting over when full.
+  const keys = new Map<string, string>();
+  const maxKeys = options.maxEntries ?? 5_000;
   const selectionKey = (args: ExecutionArgs): string | null => {
     const scope = options.scopeOf(args.contextValue as Context);
     if (scope === null) return null;
     const shape = shapeOf(args.document);
     const variables = { ...(args.variableValues ?? {}) };
     for (const name of shape.streamOnlyVariables) delete variables[name];
-    return JSON.stringify([shape.id, args.operationName ?? null, canonical(variables), scope]);
+    const key = JSON.stringify([shape.id, args.operationName ?? null, canonical(variables), scope]);
+    const known = keys.get(key);
+    if (known !== undefined) return known;
+    if (keys.size >= maxKeys) keys.clear();
+    keys.set(key, key);
+    return key;
   };
 
   const run = (args: ExecutionArgs, event: unknown): Promise<ExecutionResult> => {

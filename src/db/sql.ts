@@ -13,6 +13,8 @@ import type { Prisma } from '../generated/prisma/client.js';
 /** Runs statements with `$1`-style parameters. */
 export interface SqlClient {
   query<T = Record<string, unknown>>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+  /** The database's write count (`Sql.writes`), on the `reads` client of a database this process alone writes. */
+  writes?(): number | null;
 }
 
 export interface QueryOptions {
@@ -198,6 +200,7 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder): Sq
     reads: {
       query: async (text, values, queryOptions) =>
         run(uncounted, text, values, queryOptions?.name ? await statements.call(queryOptions.name, text) : null),
+      writes: tracker.writes,
     },
     writes: tracker.writes,
   };

@@ -82,28 +82,87 @@ interface InFlight {
 }
 const readsInFlight = new WeakMap<SqlClient, Map<string, InFlight>>();
 
+/**
+ * Reads kept after they settle, on a database this process alone writes (PGlite: `sql.writes()`
+ * is its write count; null elsewhere): a result read while the count stood at N is what the same
+ * read would return for as long as it stays at N (no write began or ended since), so it serves
+ * every stream, whatever its trigger, until the next write. Subscribers of a session that arrive
+ * one at a time (reads on PGlite are quick and rarely overlap) then share one workspace check and
+ * one log read instead of running one each: each PGlite statement left about 9 KB of short-lived
+ * objects that a subscribe burst, holding them across its awaits, moved into the old generation.
+ * Bounded by rows (`MAX_KEPT_ROWS`), and dropped whole when the count moves.
+ */
+interface KeptReads {
+  at: number;
+  rows: number;
+  results: Map<string, unknown>;
+}
+const keptReads = new WeakMap<SqlClient, KeptReads>();
+/** Rows (log events) kept across all kept reads of one database. */
+const MAX_KEPT_ROWS = 5_000;
+
+/** The kept reads of `sql` as of its write count `at`: emptied when the count has moved. */
+function keptAt(sql: SqlClient, at: number): KeptReads {
+  let kept = keptReads.get(sql);
+  if (!kept) keptReads.set(sql, (kept = { at, rows: 0, results: new Map() }));
+  if (kept.at !== at) {
+    kept.at = at;
+    kept.rows = 0;
+    kept.results.clear();
+  }
+  return kept;
+}
+
 function sharedRead<T>(sql: SqlClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
+  const writes = sql.writes?.() ?? null;
+  if (writes !== null) {
+    const kept = keptAt(sql, writes);
+    if (kept.results.has(key)) return Promise.resolve(kept.results.get(key) as T);
+  }
   let reads = readsInFlight.get(sql);
   if (!reads) readsInFlight.set(sql, (reads = new Map()));
   const hit = reads.get(key);
   if (hit && hit.started > trigger) return hit.result as Promise<T>;
   if (hit) {
     const inFlight = reads;
-    const next = () => startRead(inFlight, key, read);
+    // Once the read in flight settles: its result if it was kept (nothing written since it began),
+    // else a new read, shared by every stream that came meanwhile.
+    const next = () => {
+      const kept = keptReads.get(sql);
+      return kept && kept.at === sql.writes?.() && kept.results.has(key) ? kept.results.get(key) : startRead(sql, inFlight, key, read);
+    };
     hit.queued ??= hit.result.then(next, next);
     return hit.queued as Promise<T>;
   }
-  return startRead(reads, key, read);
+  return startRead(sql, reads, key, read);
 }
 
-function startRead<T>(reads: Map<string, InFlight>, key: string, read: () => Promise<T>): Promise<T> {
+function startRead<T>(sql: SqlClient, reads: Map<string, InFlight>, key: string, read: () => Promise<T>): Promise<T> {
+  const mark = sql.writes?.() ?? null;
   const entry: InFlight = { started: ++readClock, result: read() };
   reads.set(key, entry);
   const forget = () => {
     if (reads.get(key) === entry) reads.delete(key);
   };
-  entry.result.then(forget, forget);
+  entry.result.then((result) => {
+    forget();
+    keep(sql, mark, key, result);
+  }, forget);
   return entry.result as Promise<T>;
+}
+
+/** Keeps a read's result (see `KeptReads`) when no write began or ended while it ran. */
+function keep(sql: SqlClient, mark: number | null, key: string, result: unknown) {
+  if (mark === null || sql.writes?.() !== mark) return;
+  const kept = keptAt(sql, mark);
+  const rows = Array.isArray(result) ? result.length : 1;
+  if (kept.rows + rows > MAX_KEPT_ROWS) {
+    kept.rows = 0;
+    kept.results.clear();
+    if (rows > MAX_KEPT_ROWS) return;
+  }
+  kept.rows += rows;
+  kept.results.set(key, result);
 }
 
 /**
