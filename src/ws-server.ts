@@ -1,14 +1,45 @@
 import type { IncomingMessage } from 'node:http';
-import { CloseCode, handleProtocols, makeServer, type ServerOptions } from 'graphql-ws';
+import { type ExecutionArgs, type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
+import {
+  CloseCode,
+  GRAPHQL_TRANSPORT_WS_PROTOCOL,
+  handleProtocols,
+  MessageType,
+  parseMessage,
+  type SubscribePayload,
+  stringifyMessage,
+} from 'graphql-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
 
-/** What a graphql-ws context keeps of a WebSocket connection: see `useWebSocketServer`. */
+/** What an operation's context keeps of a WebSocket connection: see `useWebSocketServer`. */
 export interface SocketExtra {
   socket: WebSocket;
   /** The upgrade request's `Authorization` header, if any. */
   authorization: string | null;
   /** The client's address, for rate limiting. */
   remoteAddress: string | undefined;
+}
+
+/** A connection as the hooks see it (graphql-ws's `Context`, as far as this server reads it). */
+export interface WsContext {
+  /** `connection_init`'s payload, once it came (and was an object). */
+  readonly connectionParams: Record<string, unknown> | undefined;
+  readonly extra: SocketExtra;
+}
+
+type Awaitable<T> = T | Promise<T>;
+type OperationResult = ExecutionResult | AsyncIterable<ExecutionResult>;
+
+/** The graphql-transport-ws hooks this server calls, with graphql-ws's meanings. */
+export interface WsServerOptions {
+  /** How long a socket may wait before `connection_init`, in ms (graphql-ws's default: 3 s); 0: for ever. */
+  connectionInitWaitTimeout?: number;
+  /** On `connection_init`: false closes the socket with 4403 Forbidden. */
+  onConnect(ctx: WsContext): Awaitable<boolean>;
+  /** On `subscribe`: the operation to run, or errors to answer with an `error` message. */
+  onSubscribe(ctx: WsContext, id: string, payload: SubscribePayload): Awaitable<ExecutionArgs | readonly GraphQLError[]>;
+  execute(args: ExecutionArgs): Awaitable<OperationResult>;
+  subscribe(args: ExecutionArgs): Awaitable<OperationResult>;
 }
 
 /** How often every socket is pinged; one that has not answered a ping this long is terminated. */
@@ -21,33 +52,47 @@ const KEEP_ALIVE_MS = 12_000;
 const pingedAt = new WeakMap<WebSocket, number>();
 const connections = new WeakMap<WebSocket, Connection>();
 
+const isAsyncIterable = (value: unknown): value is AsyncIterable<ExecutionResult> =>
+  typeof Object(value)[Symbol.asyncIterator] === 'function';
+
+const areGraphQLErrors = (value: unknown): value is readonly GraphQLError[] =>
+  Array.isArray(value) && value.length > 0 && value.every((error) => error instanceof GraphQLError);
+
 /**
- * One socket as graphql-ws sees it (its `WebSocket` and the context's `extra` both). A class with
- * its methods on the prototype, and the listeners below shared by every socket: use/ws made
- * closures for each.
+ * One socket: graphql-ws's server state of a connection (`makeServer`'s `ctx`), its `extra` and
+ * its message handling, in one object whose methods are on the prototype. graphql-ws's `opened`
+ * made a dozen closures per socket, a dictionary of operations, and ran each subscription as its
+ * `onMessage` call suspended in a `for await` for as long as the subscription lasted: that frame
+ * kept the subscribe message's text, the parsed message, an emitter with three closures and the
+ * execution arguments (about 2 KB per subscribed socket). Here a subscription is an `Operation`
+ * that pulls its stream with a callback, and the message handler returns once it has started.
  */
-class Connection implements SocketExtra {
+class Connection implements WsContext, SocketExtra {
   readonly authorization: string | null;
   readonly remoteAddress: string | undefined;
-  /** graphql-ws's message handler. */
-  handle: ((data: string) => Promise<void>) | null = null;
-  /** graphql-ws's close handler. */
-  closed: ((code?: number, reason?: string) => Promise<void>) | null = null;
-  /** `connection_init` arrived (graphql-ws called `onConnect`). */
+  connectionParams: Record<string, unknown> | undefined = undefined;
+  /** `connection_init` arrived. */
   initialised = false;
+  /** `connection_ack` was sent (or is being sent): operations are accepted. */
+  acknowledged = false;
+  /** Operations by id, null while one is being set up; null until the first, and once closed. */
+  operations: Map<string, Operation | null> | null = null;
+  closed = false;
 
   constructor(
     readonly socket: WebSocket,
     request: IncomingMessage,
+    readonly server: WsServerOptions,
   ) {
     this.authorization = request.headers.authorization ?? null;
     this.remoteAddress = request.socket.remoteAddress;
   }
 
-  get protocol() {
-    return this.socket.protocol;
+  get extra(): SocketExtra {
+    return this;
   }
 
+  /** Resolves once the frame is written (at once if the socket is no longer open); rejects if the write failed. */
   send(data: string): Promise<void> {
     const { socket } = this;
     return new Promise((resolve, reject) => {
@@ -60,9 +105,176 @@ class Connection implements SocketExtra {
     this.socket.close(code, reason);
   }
 
-  onMessage(handle: (data: string) => Promise<void>) {
-    this.handle = handle;
+  has(id: string): boolean {
+    return this.operations?.has(id) ?? false;
   }
+
+  /** One message from the client, as graphql-ws's `onMessage` handles it. */
+  async receive(data: string): Promise<void> {
+    let message: ReturnType<typeof parseMessage>;
+    try {
+      message = parseMessage(data);
+    } catch {
+      return this.close(CloseCode.BadRequest, 'Invalid message received');
+    }
+    switch (message.type) {
+      case MessageType.ConnectionInit: {
+        if (this.initialised) return this.close(CloseCode.TooManyInitialisationRequests, 'Too many initialisation requests');
+        this.initialised = true;
+        if (isObject(message.payload)) this.connectionParams = message.payload;
+        const permitted = await this.server.onConnect(this);
+        if (permitted === false) return this.close(CloseCode.Forbidden, 'Forbidden');
+        this.acknowledged = true;
+        return this.send(stringifyMessage({ type: MessageType.ConnectionAck }));
+      }
+      case MessageType.Ping:
+        return this.send(
+          stringifyMessage(message.payload ? { type: MessageType.Pong, payload: message.payload } : { type: MessageType.Pong }),
+        );
+      case MessageType.Pong:
+        return;
+      case MessageType.Subscribe:
+        return this.start(message.id, message.payload);
+      case MessageType.Complete: {
+        const operation = this.operations?.get(message.id);
+        this.operations?.delete(message.id);
+        if (operation) await operation.stop();
+        return;
+      }
+      default:
+        throw new Error(`Unexpected message of type ${(message as { type: string }).type} received`);
+    }
+  }
+
+  /** A `subscribe` message: sets the operation up and, for a stream, starts pulling it. */
+  private async start(id: string, payload: SubscribePayload): Promise<void> {
+    if (!this.acknowledged) return this.close(CloseCode.Unauthorized, 'Unauthorized');
+    if (this.has(id)) return this.close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${id} already exists`);
+    (this.operations ??= new Map()).set(id, null);
+    let started = false;
+    try {
+      const argsOrErrors = await this.server.onSubscribe(this, id, payload);
+      if (areGraphQLErrors(argsOrErrors)) return this.has(id) ? await this.sendErrors(id, argsOrErrors) : undefined;
+      if (Array.isArray(argsOrErrors))
+        throw new Error('Invalid return value from onSubscribe hook, expected an array of GraphQLError objects');
+      const args = argsOrErrors as ExecutionArgs;
+      const operation = getOperationAST(args.document, args.operationName);
+      if (!operation) return this.has(id) ? await this.sendErrors(id, [new GraphQLError('Unable to identify operation')]) : undefined;
+      const result = await (operation.operation === 'subscription' ? this.server.subscribe(args) : this.server.execute(args));
+      if (isAsyncIterable(result)) {
+        const stream = result[Symbol.asyncIterator]();
+        if (!this.has(id)) {
+          // Completed (or the socket closed) while it was being set up.
+          if (typeof stream.return === 'function') void stream.return(undefined);
+          return;
+        }
+        const running = new Operation(this, id, stream);
+        this.operations?.set(id, running);
+        started = true;
+        running.pull();
+        return;
+      }
+      if (this.has(id)) await this.sendResult(id, result);
+      if (this.has(id)) await this.send(stringifyMessage({ id, type: MessageType.Complete }));
+    } finally {
+      if (!started && this.operations?.get(id) === null) this.operations.delete(id);
+    }
+  }
+
+  sendResult(id: string, result: ExecutionResult): Promise<void> {
+    const { errors, ...withoutErrors } = result;
+    return this.send(
+      stringifyMessage({
+        id,
+        type: MessageType.Next,
+        payload: { ...withoutErrors, ...(errors ? { errors: errors.map((e) => e.toJSON()) } : {}) },
+      }),
+    );
+  }
+
+  sendErrors(id: string, errors: readonly GraphQLError[]): Promise<void> {
+    return this.send(stringifyMessage({ id, type: MessageType.Error, payload: errors.map((e) => e.toJSON()) }));
+  }
+
+  /** The socket closed: every running operation's stream is released. */
+  async onClosed(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const operations = this.operations;
+    this.operations = null;
+    if (!operations) return;
+    await Promise.all([...operations.values()].map((operation) => operation?.stop()));
+  }
+}
+
+/**
+ * A running stream operation: pulls one result at a time and sends it (graphql-ws's `for await`
+ * with `emit.next`, `emit.error` and `emit.complete`), the next pull only once the frame is written.
+ */
+class Operation {
+  constructor(
+    private readonly connection: Connection,
+    private readonly id: string,
+    private readonly stream: AsyncIterator<ExecutionResult>,
+  ) {}
+
+  pull() {
+    let next: Promise<IteratorResult<ExecutionResult>>;
+    try {
+      next = this.stream.next();
+    } catch (error) {
+      return this.fail(error);
+    }
+    next.then(
+      (step) => this.step(step),
+      (error: unknown) => this.fail(error),
+    );
+  }
+
+  /** Releases the stream (its `return()`; a pending `next()` then ends it). */
+  async stop(): Promise<void> {
+    if (typeof this.stream.return === 'function') await this.stream.return(undefined);
+  }
+
+  private step(step: IteratorResult<ExecutionResult>) {
+    const { connection, id } = this;
+    if (step.done) {
+      const listed = connection.operations?.get(id) === this;
+      if (listed) connection.operations?.delete(id);
+      if (listed) connection.send(stringifyMessage({ id, type: MessageType.Complete })).catch((error) => this.broken(error));
+      return;
+    }
+    connection.sendResult(id, step.value).then(
+      () => this.pull(),
+      (error: unknown) => {
+        // As `for await` does when its body throws: the stream is released.
+        void Promise.resolve()
+          .then(() => this.stop())
+          .catch(() => {});
+        this.broken(error);
+      },
+    );
+  }
+
+  /** The stream failed: the client gets an `error` message and the operation ends. */
+  private fail(error: unknown) {
+    const { connection, id } = this;
+    const listed = connection.operations?.get(id) === this;
+    if (listed) connection.operations?.delete(id);
+    const original = error instanceof Error ? error : new Error(String(error));
+    connection.sendErrors(id, [new GraphQLError(original.message, { originalError: original })]).catch((e) => this.broken(e));
+  }
+
+  /** A write failed: reported as an error in the message handling was (the socket is closed with 4500). */
+  private broken(error: unknown) {
+    const { connection, id } = this;
+    if (connection.operations?.get(id) === this) connection.operations.delete(id);
+    failed(connection.socket, error);
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** graphql-ws's `connectionInitWaitTimeout`, here: see `useWebSocketServer`. */
@@ -136,13 +348,15 @@ function markAlive(this: WebSocket) {
 }
 
 function onSocketMessage(this: WebSocket, data: WebSocket.RawData) {
-  const handle = connections.get(this)?.handle;
-  if (!handle) return;
-  // Not awaited in this listener: for a subscription the handler runs as long as the subscription.
-  handle(String(data)).catch((error: unknown) => {
-    console.error('Internal error occurred during message handling. Please check your implementation.', error);
-    internalError(this, error);
-  });
+  const connection = connections.get(this);
+  if (!connection) return;
+  connection.receive(String(data)).catch((error: unknown) => failed(this, error));
+}
+
+/** What graphql-ws's use/ws does with an error thrown while a message was handled. */
+function failed(socket: WebSocket, error: unknown) {
+  console.error('Internal error occurred during message handling. Please check your implementation.', error);
+  internalError(socket, error);
 }
 
 function onSocketError(this: WebSocket, error: Error) {
@@ -150,11 +364,11 @@ function onSocketError(this: WebSocket, error: Error) {
   internalError(this, error);
 }
 
-function onSocketClose(this: WebSocket, code: number, reason: Buffer) {
+function onSocketClose(this: WebSocket) {
   pingedAt.delete(this);
   const connection = connections.get(this);
   connections.delete(this);
-  void connection?.closed?.(code, String(reason));
+  void connection?.onClosed();
 }
 
 function internalError(socket: WebSocket, error: unknown) {
@@ -165,36 +379,23 @@ function internalError(socket: WebSocket, error: unknown) {
 }
 
 /**
- * graphql-ws on a `ws` server, as `graphql-ws/use/ws` does it (same protocol, close codes and 12 s
- * keep-alive), but with what each open socket holds cut down: it is held for as long as the
- * client stays subscribed, so everything here is multiplied by the number of subscribers.
+ * The graphql-transport-ws protocol on a `ws` server, as graphql-ws's `makeServer` and
+ * `graphql-ws/use/ws` do it (same messages, close codes and 12 s keep-alive), with what each open
+ * socket holds cut down: it is held for as long as the client stays subscribed, so everything
+ * here is multiplied by the number of subscribers.
  *
+ * - The connection state is one `Connection` and each running stream one `Operation` (see there),
+ *   not graphql-ws's closures and suspended `for await` per subscription.
  * - The upgrade request is not kept (use/ws puts it in `ctx.extra`, which every operation's
  *   context holds: the request with its headers and streams state, about 1.5 KB per socket); only
  *   the header and address the server reads are.
- * - A received frame is handed to graphql-ws without an async listener around it: use/ws awaits
- *   the handler, which for a subscription runs as long as the subscription, so the frame's Buffer
- *   and the listener's suspended frame stayed as long too.
  * - One heartbeat pings every socket, a share at a time (`Heartbeat`), instead of an interval, a
  *   timeout and a `pong` listener per socket. `keepAliveMs` is its interval (tests shorten it).
  * - The wait for `connection_init` (`connectionInitWaitTimeout`, 3 s by default) is a timer that
  *   nothing holds once it has fired; graphql-ws's own stayed referenced for the socket's life.
  */
-export function useWebSocketServer(
-  options: ServerOptions<Record<string, unknown>, Connection>,
-  wss: WebSocketServer,
-  keepAliveMs = KEEP_ALIVE_MS,
-) {
+export function useWebSocketServer(options: WsServerOptions, wss: WebSocketServer, keepAliveMs = KEEP_ALIVE_MS) {
   const initWaitMs = options.connectionInitWaitTimeout ?? 3_000;
-  const server = makeServer({
-    ...options,
-    connectionInitWaitTimeout: 0,
-    // graphql-ws notes connection_init just before it calls onConnect.
-    onConnect: (ctx) => {
-      ctx.extra.initialised = true;
-      return options.onConnect?.(ctx);
-    },
-  });
   wss.options.handleProtocols = handleProtocols;
   wss.once('error', (error) => {
     console.error('Internal error emitted on the WebSocket server. Please check your implementation.', error);
@@ -205,13 +406,16 @@ export function useWebSocketServer(
   wss.once('close', () => heartbeat.stop());
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
-    const connection = new Connection(socket, request);
-    connections.set(socket, connection);
     socket.on('error', onSocketError);
     socket.on('pong', markAlive);
+    if (socket.protocol !== GRAPHQL_TRANSPORT_WS_PROTOCOL) {
+      socket.close(CloseCode.SubprotocolNotAcceptable, 'Subprotocol not acceptable');
+      return;
+    }
+    const connection = new Connection(socket, request, options);
+    connections.set(socket, connection);
     socket.on('message', onSocketMessage);
     socket.on('close', onSocketClose);
-    connection.closed = server.opened(connection, connection);
     if (initWaitMs > 0 && Number.isFinite(initWaitMs)) setTimeout(checkInitialised, initWaitMs, connection);
   });
 

@@ -18,7 +18,11 @@ describe('WebSocket heartbeat', () => {
     const http = createServer();
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     const wss = new WebSocketServer({ server: http });
-    const server = useWebSocketServer({ connectionInitWaitTimeout: 0 }, wss, INTERVAL_MS);
+    const unused = () => {
+      throw new Error('no operation runs in this test');
+    };
+    const hooks = { connectionInitWaitTimeout: 0, onConnect: () => true, onSubscribe: unused, execute: unused, subscribe: unused };
+    const server = useWebSocketServer(hooks, wss, INTERVAL_MS);
     cleanups.push(
       () => new Promise<void>((resolve) => http.close(() => resolve())),
       () => server.dispose(),
