@@ -75,8 +75,14 @@ class Connection implements WsContext, SocketExtra {
   initialised = false;
   /** `connection_ack` was sent (or is being sent): operations are accepted. */
   acknowledged = false;
-  /** Operations by id, null while one is being set up; null until the first, and once closed. */
-  operations: Map<string, Operation | null> | null = null;
+  /**
+   * Operations by id (null while one is being set up): the first in two fields, any others in a
+   * Map made when a second one runs at once (a Map per socket was about 200 B; clients hold one
+   * subscription per socket or a few).
+   */
+  private firstId: string | null = null;
+  private first: Operation | null = null;
+  private others: Map<string, Operation | null> | null = null;
   closed = false;
 
   constructor(
@@ -106,7 +112,31 @@ class Connection implements WsContext, SocketExtra {
   }
 
   has(id: string): boolean {
-    return this.operations?.has(id) ?? false;
+    return this.firstId === id || (this.others?.has(id) ?? false);
+  }
+
+  /** The operation running as `id`: null while it is being set up, undefined if there is none. */
+  get(id: string): Operation | null | undefined {
+    return this.firstId === id ? this.first : this.others?.get(id);
+  }
+
+  private set(id: string, operation: Operation | null) {
+    if (this.closed) return;
+    if (this.firstId === id || (this.firstId === null && !this.others?.has(id))) {
+      this.firstId = id;
+      this.first = operation;
+    } else {
+      (this.others ??= new Map()).set(id, operation);
+    }
+  }
+
+  delete(id: string) {
+    if (this.firstId === id) {
+      this.firstId = null;
+      this.first = null;
+    } else {
+      this.others?.delete(id);
+    }
   }
 
   /** One message from the client, as graphql-ws's `onMessage` handles it. */
@@ -136,8 +166,8 @@ class Connection implements WsContext, SocketExtra {
       case MessageType.Subscribe:
         return this.start(message.id, message.payload);
       case MessageType.Complete: {
-        const operation = this.operations?.get(message.id);
-        this.operations?.delete(message.id);
+        const operation = this.get(message.id);
+        this.delete(message.id);
         if (operation) await operation.stop();
         return;
       }
@@ -150,7 +180,7 @@ class Connection implements WsContext, SocketExtra {
   private async start(id: string, payload: SubscribePayload): Promise<void> {
     if (!this.acknowledged) return this.close(CloseCode.Unauthorized, 'Unauthorized');
     if (this.has(id)) return this.close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${id} already exists`);
-    (this.operations ??= new Map()).set(id, null);
+    this.set(id, null);
     let started = false;
     try {
       const argsOrErrors = await this.server.onSubscribe(this, id, payload);
@@ -169,7 +199,7 @@ class Connection implements WsContext, SocketExtra {
           return;
         }
         const running = new Operation(this, id, stream);
-        this.operations?.set(id, running);
+        this.set(id, running);
         started = true;
         running.pull();
         return;
@@ -177,7 +207,7 @@ class Connection implements WsContext, SocketExtra {
       if (this.has(id)) await this.sendResult(id, result);
       if (this.has(id)) await this.send(stringifyMessage({ id, type: MessageType.Complete }));
     } finally {
-      if (!started && this.operations?.get(id) === null) this.operations.delete(id);
+      if (!started && this.get(id) === null) this.delete(id);
     }
   }
 
@@ -200,10 +230,11 @@ class Connection implements WsContext, SocketExtra {
   async onClosed(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const operations = this.operations;
-    this.operations = null;
-    if (!operations) return;
-    await Promise.all([...operations.values()].map((operation) => operation?.stop()));
+    const operations = [this.first, ...(this.others?.values() ?? [])];
+    this.firstId = null;
+    this.first = null;
+    this.others = null;
+    await Promise.all(operations.map((operation) => operation?.stop()));
   }
 }
 
@@ -239,8 +270,8 @@ class Operation {
   private step(step: IteratorResult<ExecutionResult>) {
     const { connection, id } = this;
     if (step.done) {
-      const listed = connection.operations?.get(id) === this;
-      if (listed) connection.operations?.delete(id);
+      const listed = connection.get(id) === this;
+      if (listed) connection.delete(id);
       if (listed) connection.send(stringifyMessage({ id, type: MessageType.Complete })).catch((error) => this.broken(error));
       return;
     }
@@ -259,8 +290,7 @@ class Operation {
   /** The stream failed: the client gets an `error` message and the operation ends. */
   private fail(error: unknown) {
     const { connection, id } = this;
-    const listed = connection.operations?.get(id) === this;
-    if (listed) connection.operations?.delete(id);
+    if (connection.get(id) === this) connection.delete(id);
     const original = error instanceof Error ? error : new Error(String(error));
     connection.sendErrors(id, [new GraphQLError(original.message, { originalError: original })]).catch((e) => this.broken(e));
   }
@@ -268,7 +298,7 @@ class Operation {
   /** A write failed: reported as an error in the message handling was (the socket is closed with 4500). */
   private broken(error: unknown) {
     const { connection, id } = this;
-    if (connection.operations?.get(id) === this) connection.operations.delete(id);
+    if (connection.get(id) === this) connection.delete(id);
     failed(connection.socket, error);
   }
 }
