@@ -90,35 +90,61 @@ const readsInFlight = new WeakMap<SqlClient, Map<string, InFlight>>();
  * one at a time (reads on PGlite are quick and rarely overlap) then share one workspace check and
  * one log read instead of running one each: each PGlite statement left about 9 KB of short-lived
  * objects that a subscribe burst, holding them across its awaits, moved into the old generation.
- * Bounded by rows (`MAX_KEPT_ROWS`), and dropped whole when the count moves.
+ * Bounded by the characters of the strings kept (`MAX_KEPT_CHARS`: an event's payload can carry a
+ * streamed text), and dropped whole when the count moves.
  */
 interface KeptReads {
   at: number;
-  rows: number;
+  chars: number;
   results: Map<string, unknown>;
 }
 const keptReads = new WeakMap<SqlClient, KeptReads>();
-/** Rows (log events) kept across all kept reads of one database. */
-const MAX_KEPT_ROWS = 5_000;
+/** Characters (string lengths, 8 per other value) kept across all kept reads of one database. */
+const MAX_KEPT_CHARS = 4 * 1024 * 1024;
+/** Values looked at to size one result; a larger result (a full replay page of wrapped events) is not kept. */
+const MAX_SIZED_VALUES = 20_000;
 
 /** The kept reads of `sql` as of its write count `at`: emptied when the count has moved. */
 function keptAt(sql: SqlClient, at: number): KeptReads {
   let kept = keptReads.get(sql);
-  if (!kept) keptReads.set(sql, (kept = { at, rows: 0, results: new Map() }));
+  if (!kept) keptReads.set(sql, (kept = { at, chars: 0, results: new Map() }));
   if (kept.at !== at) {
     kept.at = at;
-    kept.rows = 0;
+    kept.chars = 0;
     kept.results.clear();
   }
   return kept;
 }
 
-function sharedRead<T>(sql: SqlClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
+/** The result of `key` kept on `sql`, if it is current. */
+function keptResult(sql: SqlClient, key: string): { value: unknown } | undefined {
   const writes = sql.writes?.() ?? null;
-  if (writes !== null) {
-    const kept = keptAt(sql, writes);
-    if (kept.results.has(key)) return Promise.resolve(kept.results.get(key) as T);
+  if (writes === null) return undefined;
+  const { results } = keptAt(sql, writes);
+  return results.has(key) ? { value: results.get(key) } : undefined;
+}
+
+/** The characters `value` holds (string lengths, 8 per other value), or Infinity past `MAX_SIZED_VALUES` values. */
+function sizeOf(value: unknown): number {
+  const stack = [value];
+  let chars = 0;
+  let values = 1;
+  while (stack.length) {
+    const next = stack.pop();
+    if (typeof next === 'string') chars += next.length;
+    else if (next === null || typeof next !== 'object') chars += 8;
+    else
+      for (const child of Object.values(next)) {
+        if (++values > MAX_SIZED_VALUES) return Number.POSITIVE_INFINITY;
+        stack.push(child);
+      }
   }
+  return chars;
+}
+
+function sharedRead<T>(sql: SqlClient, key: string, trigger: number, read: () => Promise<T>): Promise<T> {
+  const kept = keptResult(sql, key);
+  if (kept) return Promise.resolve(kept.value as T);
   let reads = readsInFlight.get(sql);
   if (!reads) readsInFlight.set(sql, (reads = new Map()));
   const hit = reads.get(key);
@@ -128,8 +154,8 @@ function sharedRead<T>(sql: SqlClient, key: string, trigger: number, read: () =>
     // Once the read in flight settles: its result if it was kept (nothing written since it began),
     // else a new read, shared by every stream that came meanwhile.
     const next = () => {
-      const kept = keptReads.get(sql);
-      return kept && kept.at === sql.writes?.() && kept.results.has(key) ? kept.results.get(key) : startRead(sql, inFlight, key, read);
+      const kept = keptResult(sql, key);
+      return kept ? kept.value : startRead(sql, inFlight, key, read);
     };
     hit.queued ??= hit.result.then(next, next);
     return hit.queued as Promise<T>;
@@ -154,14 +180,14 @@ function startRead<T>(sql: SqlClient, reads: Map<string, InFlight>, key: string,
 /** Keeps a read's result (see `KeptReads`) when no write began or ended while it ran. */
 function keep(sql: SqlClient, mark: number | null, key: string, result: unknown) {
   if (mark === null || sql.writes?.() !== mark) return;
+  const chars = sizeOf(result);
+  if (chars > MAX_KEPT_CHARS) return;
   const kept = keptAt(sql, mark);
-  const rows = Array.isArray(result) ? result.length : 1;
-  if (kept.rows + rows > MAX_KEPT_ROWS) {
-    kept.rows = 0;
+  if (kept.chars + chars > MAX_KEPT_CHARS) {
+    kept.chars = 0;
     kept.results.clear();
-    if (rows > MAX_KEPT_ROWS) return;
   }
-  kept.rows += rows;
+  kept.chars += chars;
   kept.results.set(key, result);
 }
 
