@@ -72,28 +72,34 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   const shapeOf = (document: DocumentNode): DocumentShape => {
     let shape = shapes.get(document);
     if (shape) return shape;
-    const { text, streamOnlyVariables } = documentShape(document, streamOnly);
+    const { text, keyedVariables } = documentShape(document, streamOnly);
     let id = shapeIds.get(text);
     if (id === undefined) {
       if (shapeIds.size >= maxShapes) shapeIds.clear();
       shapeIds.set(text, (id = `${++lastShapeId}`));
     }
-    shapes.set(document, (shape = { id, streamOnlyVariables }));
+    shapes.set(document, (shape = { id, keyedVariables }));
     return shape;
   };
 
   // Every subscriber keeps its key for as long as it stays, and subscribers of one selection have
   // equal keys: each gets the first one's string (a fresh one was a flat or concatenated string
-  // of about 400 B per subscribed socket). Bounded like the shape ids, starting over when full.
+  // of about 400 B per subscribed socket). Bounded like the shape ids, starting over when full;
+  // a key longer than 4 KB (large variables) is its subscriber's own, as before.
   const keys = new Map<string, string>();
   const maxKeys = options.maxEntries ?? 5_000;
   const selectionKey = (args: ExecutionArgs): string | null => {
     const scope = options.scopeOf(args.contextValue as Context);
     if (scope === null) return null;
     const shape = shapeOf(args.document);
-    const variables = { ...(args.variableValues ?? {}) };
-    for (const name of shape.streamOnlyVariables) delete variables[name];
+    // Only the variables the document declares (coercion has checked them against the schema's
+    // types): anything else a client sends is ignored by the execution, so it must neither split
+    // sharing nor reach the key (10,000 nested arrays overflowed the stack of \`canonical\`).
+    const given = args.variableValues ?? {};
+    const variables: Record<string, unknown> = {};
+    for (const name of shape.keyedVariables) if (given[name] !== undefined) variables[name] = given[name];
     const key = JSON.stringify([shape.id, args.operationName ?? null, canonical(variables), scope]);
+    if (key.length > MAX_SHARED_KEY_CHARS) return key;
     const known = keys.get(key);
     if (known !== undefined) return known;
     if (keys.size >= maxKeys) keys.clear();
@@ -136,22 +142,27 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   };
 }
 
+/** Selection keys longer than this are not shared (they would stay in the table after their subscriber left). */
+const MAX_SHARED_KEY_CHARS = 4 * 1024;
+
 /** A document as far as sharing is concerned: the id of its text without stream-only arguments, and their variables. */
 interface DocumentShape {
   id: string;
-  streamOnlyVariables: string[];
+  /** The variables it declares, but for those of stream-only arguments. */
+  keyedVariables: string[];
 }
 
-function documentShape(
-  document: DocumentNode,
-  streamOnly: Record<string, readonly string[]>,
-): { text: string; streamOnlyVariables: string[] } {
+function documentShape(document: DocumentNode, streamOnly: Record<string, readonly string[]>): { text: string; keyedVariables: string[] } {
   const uses = new Map<string, number>();
+  const declared: string[] = [];
   visit(document, {
     Variable(node) {
       uses.set(node.name.value, (uses.get(node.name.value) ?? 0) + 1);
     },
-    VariableDefinition: () => false,
+    VariableDefinition(node) {
+      declared.push(node.variable.name.value);
+      return false;
+    },
   });
   const dropped: string[] = [];
   let depth = 0;
@@ -184,7 +195,7 @@ function documentShape(
       VariableDefinition: (definition) => (dropped.includes(definition.variable.name.value) ? null : undefined),
     }),
   );
-  return { text, streamOnlyVariables: dropped };
+  return { text, keyedVariables: declared.filter((name) => !dropped.includes(name)) };
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {

@@ -153,6 +153,34 @@ describe('subscription sharing', () => {
     }
   });
 
+  it('keys a selection by the variables its document declares: others (even 10,000 levels deep) neither split sharing nor fail', async () => {
+    const server = tickServer();
+    const subs = [{}, { stray: 'a' }].map((extra) =>
+      subscribeSse(server.yoga.fetch as never, TICKS, { after: 1, prefix: '#', ...extra }, pickTick, { 'x-scope': 's' }),
+    );
+    // Too deep for JSON.stringify here: the body is written out.
+    const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`;
+    const response = await server.yoga.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { accept: 'text/event-stream', 'content-type': 'application/json', 'x-scope': 's' },
+      body: `{"query":${JSON.stringify(TICKS)},"variables":{"after":1,"prefix":"#","stray":${deep}}}`,
+    });
+    await until(() => server.listeners.size === subs.length + 1, 'every subscriber to be registered');
+    server.emit({ id: 't' });
+    const results = await Promise.all(subs.map((s) => s.collector.until((e) => e.length >= 1).then((e) => e[0])));
+    expect(results).toEqual(subs.map(() => ({ id: 't', viewer: 's', label: '#t' })));
+    const reader = response.body!.getReader();
+    let text = '';
+    for (let step = await reader.read(); ; step = await reader.read()) {
+      text += new TextDecoder().decode(step.value);
+      if (step.done || text.includes('"ticks"')) break;
+    }
+    expect(text).toContain('{"data":{"ticks":{"id":"t","viewer":"s","label":"#t"}}}');
+    expect(server.stats).toEqual({ executions: 1, shared: 2 });
+    await reader.cancel();
+    for (const sub of subs) sub.unsubscribe();
+  });
+
   it('keeps a stream-only argument in the key when its variable is also used in the selection', async () => {
     const server = tickServer();
     const streamOnly = 'subscription ($n: Int) { ticks(after: $n) { id label(prefix: "x") } }';
