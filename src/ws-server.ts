@@ -390,6 +390,9 @@ function failed(socket: WebSocket, error: unknown) {
 }
 
 function onSocketError(this: WebSocket, error: Error) {
+  // A frame the client got wrong (too large, bad opcode, invalid UTF-8): ws has already closed the
+  // socket with its code (1009, 1002, 1007); it is not the server's error.
+  if (String((error as { code?: unknown }).code).startsWith('WS_ERR_')) return;
   console.error('Internal error emitted on a WebSocket socket. Please check your implementation.', error);
   internalError(this, error);
 }
