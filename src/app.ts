@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { type ExecutionArgs, type ExecutionResult, getOperationAST, GraphQLError } from 'graphql';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { WorkspaceAuth } from './auth.js';
 import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
@@ -26,7 +26,7 @@ import { SubscriptionTracker } from './shutdown.js';
 import { type SocketExtra, sharedQueryTexts, useWebSocketServer } from './ws-server.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
-import { EventMemo, type LiveSink, useSubscriptionSharing, webSocketSink, type SharingStats } from './subscription-sharing.js';
+import { EventMemo, type SharingStats, type StreamMask, useSubscriptionSharing, webSocketSink } from './subscription-sharing.js';
 import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
@@ -119,15 +119,58 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   const subscriptions = new SubscriptionTracker();
   let stopping = false;
 
-  /** The socket and operation id of each graphql-ws subscription's context: its results are written there directly. */
-  const sinks = new WeakMap<RequestContext, LiveSink>();
   const sharing = useSubscriptionSharing<RequestContext>({
     scopeOf: (ctx) => ctx.workspaceId,
     contextForEvent,
-    sinkOf: (ctx) => sinks.get(ctx) ?? null,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,
   });
+  /** What a client sees of an error (Yoga's masking, and the stream mask of WebSocket subscriptions). */
+  const maskError = (error: unknown): GraphQLError => {
+    const located = error instanceof GraphQLError ? error : undefined;
+    const original = located ? located.originalError : error;
+    const refusal = domainErrorOf(error);
+    if (refusal && refusal.code !== 'SERVICE_UNAVAILABLE') {
+      const refused = toGraphQLError(refusal, located);
+      return asClientError(refused) ?? refused;
+    }
+    const clientError = refusal ? null : asClientError(error);
+    if (clientError) return clientError;
+    // A row read after the write that made it, deleted in between by another request.
+    if (original instanceof Prisma.PrismaClientKnownRequestError && original.code === 'P2025') {
+      return new GraphQLError('The object was not found; it may just have been deleted.', {
+        path: located?.path,
+        extensions: { code: 'NOT_FOUND' },
+      });
+    }
+    const errorId = randomUUID();
+    const outage = refusal ?? asServiceUnavailable(original ?? error);
+    if (outage) {
+      // Retryable for the client; the cause (kept off the response) goes to the log under errorId.
+      logger.warn('dependency unavailable', { errorId, error: (outage as { cause?: unknown }).cause ?? original ?? error });
+      return toGraphQLError(new DomainError(outage.code, outage.message, { ...outage.details, errorId }), located);
+    }
+    logger.error('unexpected error', { errorId, error: original ?? error });
+    return new GraphQLError(`Unexpected error (id ${errorId}); it has been logged.`, {
+      extensions: { code: 'INTERNAL_SERVER_ERROR', errorId },
+    });
+  };
+  /**
+   * Masking for WebSocket subscriptions, which `subscribeToSocket` runs outside envelop (and so
+   * outside its masking plugin): a shared result with errors is masked once (the plugin masked it,
+   * and logged its unexpected errors, once per subscriber), and an AbortError passes as it is (as
+   * Yoga lets it).
+   */
+  const maskedResults = new WeakMap<ExecutionResult, ExecutionResult>();
+  const streamMask: StreamMask = {
+    result(result) {
+      if (!result.errors?.length) return result;
+      let masked = maskedResults.get(result);
+      if (!masked) maskedResults.set(result, (masked = { ...result, errors: result.errors.map(maskError) }));
+      return masked;
+    },
+    error: (error) => (error instanceof Error && error.name === 'AbortError' ? error : maskError(error)),
+  };
   const jit = useQueryJit(config.queryJit);
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema,
@@ -154,37 +197,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
       subscriptions.plugin(),
       jit,
     ],
-    maskedErrors: {
-      maskError(error) {
-        const located = error instanceof GraphQLError ? error : undefined;
-        const original = located ? located.originalError : error;
-        const refusal = domainErrorOf(error);
-        if (refusal && refusal.code !== 'SERVICE_UNAVAILABLE') {
-          const refused = toGraphQLError(refusal, located);
-          return asClientError(refused) ?? refused;
-        }
-        const clientError = refusal ? null : asClientError(error);
-        if (clientError) return clientError;
-        // A row read after the write that made it, deleted in between by another request.
-        if (original instanceof Prisma.PrismaClientKnownRequestError && original.code === 'P2025') {
-          return new GraphQLError('The object was not found; it may just have been deleted.', {
-            path: located?.path,
-            extensions: { code: 'NOT_FOUND' },
-          });
-        }
-        const errorId = randomUUID();
-        const outage = refusal ?? asServiceUnavailable(original ?? error);
-        if (outage) {
-          // Retryable for the client; the cause (kept off the response) goes to the log under errorId.
-          logger.warn('dependency unavailable', { errorId, error: (outage as { cause?: unknown }).cause ?? original ?? error });
-          return toGraphQLError(new DomainError(outage.code, outage.message, { ...outage.details, errorId }), located);
-        }
-        logger.error('unexpected error', { errorId, error: original ?? error });
-        return new GraphQLError(`Unexpected error (id ${errorId}); it has been logged.`, {
-          extensions: { code: 'INTERNAL_SERVER_ERROR', errorId },
-        });
-      },
-    },
+    maskedErrors: { maskError },
     context: ({
       request,
       connectionParams,
@@ -222,7 +235,11 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   const wsServer = useWebSocketServer(
     {
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
-      subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      // Outside envelop (see subscribeToSocket): masked by streamMask, tracked for shutdown here.
+      subscribe: async (args, ctx, id) => {
+        const result = await sharing.subscribeToSocket(args, webSocketSink(ctx.extra.socket, id), streamMask);
+        return isAsyncIterable(result) ? subscriptions.track(result) : result;
+      },
       // Refuse at connection_init (4403 Forbidden) rather than acknowledge a connection that can do nothing.
       onConnect: async (ctx) => {
         try {
@@ -240,7 +257,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
           throw error;
         }
       },
-      onSubscribe: async (ctx, id, params) => {
+      onSubscribe: async (ctx, _id, params) => {
         // graphql-ws keeps this payload for as long as the operation runs: one copy of each text.
         if (typeof params.query === 'string') (params as { query: string }).query = shareQueryText(params.query);
         const decision = await limiter.take(
@@ -254,7 +271,6 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
         const {
           schema: envelopedSchema,
           execute,
-          subscribe,
           contextFactory,
           parse,
           validate,
@@ -282,14 +298,16 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
         }
         const errors = validate(envelopedSchema, document);
         if (errors.length) return errors.map((e: GraphQLError) => asClientError(e) ?? e);
-        sinks.set(contextValue, webSocketSink(ctx.extra.socket, id));
+        // A subscription runs outside envelop and keeps its arguments for as long as it lasts:
+        // only queries and mutations take envelop's execute along.
+        const subscription = getOperationAST(document, params.operationName)?.operation === 'subscription';
         return {
           schema: envelopedSchema,
           operationName: params.operationName,
           document,
           variableValues: params.variables,
           contextValue,
-          rootValue: { execute, subscribe },
+          rootValue: subscription ? undefined : { execute },
         };
       },
     },

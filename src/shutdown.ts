@@ -54,7 +54,8 @@ export class SubscriptionTracker {
     for (const stream of [...this.stops]) stream.complete();
   }
 
-  private track<T>(source: AsyncIterable<T>): AsyncIterable<T> {
+  /** `source`, ended by `completeAll()` (the plugin does this to every subscription's stream envelop runs). */
+  track<T>(source: AsyncIterable<T>): AsyncIterable<T> {
     if (tracksSelf(source)) {
       // Every subscribed socket holds its stream for as long as it stays: one layer fewer.
       source[TRACK_SELF](this.stops);

@@ -1,6 +1,7 @@
 import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
+import { isPullable, PULL, type Pullable, type StepConsumer } from './pull.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './shutdown.js';
 
 /** Counts for tests and diagnostics. */
@@ -25,20 +26,48 @@ export interface SubscriptionSharingOptions<Context> {
    * in them share executions. An argument whose variable is used anywhere else still counts.
    */
   streamOnlyArguments?: Record<string, readonly string[]>;
-  /**
-   * Where a subscriber's results may be written straight away, serialized once per shared result
-   * (its graphql-ws socket and operation id; see `webSocketSink`), or null to leave every result
-   * to the transport. Results with errors always go through the transport (and the plugins that
-   * mask them); results written directly skip graphql-ws's `onNext` hook and the plugins'
-   * `onSubscribeResult` `onNext` hooks (none of this app's changes a result without errors).
-   */
-  sinkOf?(context: Context): LiveSink | null;
   /** How many results to keep (distinct selection × event). */
   maxEntries?: number;
   /** How many distinct selection texts get a short id (SUBSCRIPTION_SHAPES_MAX); beyond it the table starts over. */
   maxShapes?: number;
   /** How long a result may be reused, in ms: long enough for one event's fan-out, short enough that a later replay reads fresh data. */
   ttlMs?: number;
+}
+
+/** Rewrites what a stream sends its subscriber through the transport: results with errors, and its error. */
+export interface StreamMask {
+  /** A result with errors (the same object for every subscriber that shares it). */
+  result(result: ExecutionResult): ExecutionResult;
+  /** The error the stream ends with. */
+  error(error: unknown): unknown;
+}
+
+export interface SubscriptionSharing extends Plugin {
+  stats: SharingStats;
+  /**
+   * A graphql-transport-ws subscription's stream, with the same sharing as the plugin's, outside
+   * envelop: each result without errors is written to `sink` (serialized once for every subscriber
+   * sharing it); the stream yields only what must go through the transport (a result with errors),
+   * its end and its error, passed through `mask` first. A source stream that cannot start (a
+   * result with errors, such as NOT_FOUND) is returned masked.
+   *
+   * Envelop's `subscribe` wraps each subscriber's stream in a layer per plugin hook (the masking
+   * plugin's `onNext` and `onSubscribeError`, Yoga's abort rule, the hooks' arrays and closures:
+   * about 2 KB per subscribed socket), all for results that, but for errors, never pass through
+   * them: the caller does their work here instead (the masking in `mask`, the shutdown tracking on
+   * the returned stream). None of this app's other plugins hook `onSubscribe`.
+   */
+  subscribeToSocket(
+    args: ExecutionArgs,
+    sink: LiveSink,
+    mask: StreamMask,
+  ): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>;
+}
+
+/** An event's execution for a selection key: run once per (key, event) and shared (`once`), or for one subscriber (`run`). */
+interface Executions {
+  run(args: ExecutionArgs, event: unknown): Promise<ExecutionResult>;
+  once(key: string | null, args: ExecutionArgs, event: unknown): Promise<ExecutionResult>;
 }
 
 /**
@@ -53,10 +82,11 @@ export interface SubscriptionSharingOptions<Context> {
  * The cache holds promises of results keyed by (selection, event id); it can never serve a
  * result of another scope (the scope is in the key), and it forgets entries after `ttlMs` or when
  * `maxEntries` is exceeded, oldest first. Events without a string `id` are executed per subscriber.
- * It is installed as an envelop plugin, so every other plugin (masking, limits) still sees each
- * subscriber's operation and results.
+ * Over SSE it is an envelop plugin (`onSubscribe`), so every other plugin (masking, limits) still
+ * sees each subscriber's operation and results; graphql-transport-ws subscriptions take
+ * `subscribeToSocket`, which writes their results to the socket itself.
  */
-export function useSubscriptionSharing<Context>(options: SubscriptionSharingOptions<Context>): Plugin & { stats: SharingStats } {
+export function useSubscriptionSharing<Context>(options: SubscriptionSharingOptions<Context>): SubscriptionSharing {
   const stats: SharingStats = { executions: 0, shared: 0 };
   const results = new EventMemo<ExecutionResult>(options.maxEntries, options.ttlMs);
   const shapes = new WeakMap<DocumentNode, DocumentShape>();
@@ -107,35 +137,39 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     return key;
   };
 
-  const run = (args: ExecutionArgs, event: unknown): Promise<ExecutionResult> => {
-    stats.executions++;
-    const contextValue = options.contextForEvent(args.contextValue as Context);
-    return Promise.resolve(execute({ ...args, rootValue: event, contextValue }) as ExecutionResult | Promise<ExecutionResult>);
-  };
-
-  const executeOnce = (key: string | null, args: ExecutionArgs, event: unknown): Promise<ExecutionResult> => {
-    const id = (event as { id?: unknown } | null)?.id;
-    if (key === null || typeof id !== 'string') return run(args, event);
-    let ran = false;
-    const result = results.get(id, key, () => {
-      ran = true;
-      return run(args, event);
-    });
-    if (!ran) stats.shared++;
-    return result;
+  const executions: Executions = {
+    run(args, event) {
+      stats.executions++;
+      const contextValue = options.contextForEvent(args.contextValue as Context);
+      return Promise.resolve(execute({ ...args, rootValue: event, contextValue }) as ExecutionResult | Promise<ExecutionResult>);
+    },
+    once(key, args, event) {
+      const id = (event as { id?: unknown } | null)?.id;
+      if (key === null || typeof id !== 'string') return this.run(args, event);
+      let ran = false;
+      const result = results.get(id, key, () => {
+        ran = true;
+        return this.run(args, event);
+      });
+      if (!ran) stats.shared++;
+      return result;
+    },
   };
 
   const subscribe = async (args: ExecutionArgs) => {
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
     const key = selectionKey(args);
-    const map = (event: unknown) => executeOnce(key, args, event);
-    const sink = options.sinkOf?.(args.contextValue as Context) ?? null;
-    return sink ? pumpStream(source, map, sink) : mapStream(source, map);
+    return mapStream(source, (event) => executions.once(key, args, event));
   };
 
   return {
     stats,
+    async subscribeToSocket(args, sink, mask) {
+      const source = await createSourceEventStream(args);
+      if (!isAsyncIterable(source)) return mask.result(source);
+      return new PumpStream(source[Symbol.asyncIterator](), executions, selectionKey(args), args, sink, mask);
+    },
     onSubscribe({ setSubscribeFn }) {
       setSubscribeFn(subscribe as never);
     },
@@ -297,59 +331,45 @@ function nextFrame(result: ExecutionResult, id: string): Buffer {
 
 const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
 
-/**
- * `source` mapped through `map` and written to `sink` as it comes: each result without errors is
- * written straight to the socket, serialized once for every subscriber sharing it, instead of
- * travelling one subscriber at a time through the plugins' stream wrappers and graphql-ws (its
- * `next` serializes per socket and waits for each write). The stream graphql-ws holds yields only
- * what must go its way (a result with errors, for masking), its end and its error; the pump waits
- * until graphql-ws has sent such a result (it asks for the next one) before it writes anything
- * after it, so the subscriber gets every result once and in order. `return()` stops the pump and
- * releases the source at once.
- */
-function pumpStream<T>(
-  source: AsyncIterable<T>,
-  map: (value: T) => Promise<ExecutionResult>,
-  sink: LiveSink,
-): AsyncIterableIterator<ExecutionResult> {
-  return new PumpStream(source[Symbol.asyncIterator](), map, sink);
-}
-
-/** One handover from the pump to graphql-ws: a result (or the end), or an error. */
+/** One handover from the pump to the transport: a result (or the end), or an error. */
 type Handed = { result: IteratorResult<ExecutionResult> } | { error: unknown };
 
 /**
- * The stream `pumpStream` returns. A class, not closures over local variables: every subscriber
- * holds one for as long as it stays, and its methods live on the prototype.
+ * A graphql-transport-ws subscriber's stream (`subscribeToSocket`): pulls its source, executes each
+ * event (shared through `executions`) and writes each result without errors straight to the
+ * socket, serialized once for every subscriber sharing it, instead of handing it one subscriber at
+ * a time through the transport (graphql-ws's `next` serializes per socket and waits for each
+ * write). The stream the transport holds yields only what must go its way (a result with errors,
+ * masked; its end; its error, masked); the pump waits until the transport has sent such a result
+ * (it asks for the next one) before it writes anything after it, so the subscriber gets every
+ * result once and in order. `return()` stops the pump and releases the source at once.
+ *
+ * A class driven by callbacks, not an async loop over closures: every subscriber holds one for as
+ * long as it stays, its methods live on the prototype, and it waits on its source (and the
+ * transport on it) without a promise, through `PULL` when the other side offers it.
  */
-class PumpStream<T> implements AsyncIterableIterator<ExecutionResult>, SelfTracking, Completable {
+class PumpStream<T>
+  implements AsyncIterableIterator<ExecutionResult>, Pullable<ExecutionResult>, StepConsumer<T>, SelfTracking, Completable
+{
   private started = false;
   /** The shutdown tracker's set, while this stream is in it (`return()` already ends a pending `next()` at once). */
   private tracker: Set<Completable> | null = null;
   private stopped = false;
-  /** graphql-ws's pending `next()`. */
-  private consumer: { resolve(r: IteratorResult<ExecutionResult>): void; reject(e: unknown): void } | null = null;
-  /** What the pump handed over before graphql-ws asked for it. */
+  /** The transport's pending pull. */
+  private consumer: StepConsumer<ExecutionResult> | null = null;
+  /** What the pump handed over before the transport asked for it. */
   private handed: Handed | null = null;
-  /** The pump, waiting until graphql-ws asks again (it sent what was handed over). */
-  private resume: (() => void) | null = null;
+  /** The pump handed a result over and waits until the transport asks again (it has sent it). */
+  private paused = false;
 
   constructor(
     private readonly iterator: AsyncIterator<T>,
-    private readonly map: (value: T) => Promise<ExecutionResult>,
+    private readonly executions: Executions,
+    private readonly key: string | null,
+    private readonly args: ExecutionArgs,
     private readonly sink: LiveSink,
+    private readonly mask: StreamMask,
   ) {}
-
-  private hand(item: Handed) {
-    if (!this.consumer) {
-      this.handed = item;
-      return;
-    }
-    const waiting = this.consumer;
-    this.consumer = null;
-    if ('error' in item) waiting.reject(item.error);
-    else waiting.resolve(item.result);
-  }
 
   [TRACK_SELF](streams: Set<Completable>) {
     if (this.stopped) return;
@@ -357,9 +377,20 @@ class PumpStream<T> implements AsyncIterableIterator<ExecutionResult>, SelfTrack
     streams.add(this);
   }
 
-  /** Shutdown: graphql-ws's pending `next()` ends now, and the source is released. */
+  /** Shutdown: the transport's pending `next()` ends now, and the source is released. */
   complete() {
     void this.return().catch(() => {});
+  }
+
+  private hand(item: Handed) {
+    const waiting = this.consumer;
+    if (!waiting) {
+      this.handed = item;
+      return;
+    }
+    this.consumer = null;
+    if ('error' in item) waiting.fail(item.error);
+    else waiting.step(item.result);
   }
 
   private untrack() {
@@ -372,63 +403,94 @@ class PumpStream<T> implements AsyncIterableIterator<ExecutionResult>, SelfTrack
     this.stopped = true;
     this.untrack();
     this.hand({ result: DONE });
-    this.resume?.();
-    this.resume = null;
   }
 
-  private async pump() {
-    const { iterator, sink } = this;
+  /** Asks the source for its next event. */
+  private pullSource() {
+    if (this.stopped) return;
+    const { iterator } = this;
+    if (isPullable<T>(iterator)) return iterator[PULL](this);
+    let next: Promise<IteratorResult<T>>;
     try {
-      for (;;) {
-        const step = await iterator.next();
-        if (step.done || this.stopped) break;
-        const result = await this.map(step.value);
-        if (this.stopped) break;
-        if (!sink.open()) continue;
-        if (result.errors?.length) {
-          await new Promise<void>((resolve) => {
-            this.resume = resolve;
-            this.hand({ result: { value: result, done: false } });
-          });
-          continue;
-        }
-        const drained = sink.write(nextFrame(result, sink.id));
-        if (drained) await drained;
-      }
-      this.stop();
+      next = iterator.next();
     } catch (error) {
-      // A failed execution leaves the source open: release it (graphql-ws reports the error and never calls return()).
-      void Promise.resolve(iterator.return?.()).catch(() => {});
-      if (this.stopped) return;
-      this.stopped = true;
-      this.untrack();
-      this.hand({ error });
+      return this.fail(error);
     }
+    next.then(
+      (step) => this.step(step),
+      (error: unknown) => this.fail(error),
+    );
+  }
+
+  /** The source's next step (`StepConsumer`): an event is executed, then delivered. */
+  step(step: IteratorResult<T>) {
+    if (this.stopped) return;
+    if (step.done) return this.stop();
+    let result: Promise<ExecutionResult>;
+    try {
+      result = this.executions.once(this.key, this.args, step.value);
+    } catch (error) {
+      return this.fail(error);
+    }
+    result.then(
+      (value) => this.deliver(value),
+      (error: unknown) => this.fail(error),
+    );
+  }
+
+  /** The source or an execution failed: the source is released and the transport gets the error. */
+  fail(error: unknown) {
+    // A failed execution leaves the source open: release it (the transport reports the error and never calls return()).
+    void Promise.resolve()
+      .then(() => this.iterator.return?.())
+      .catch(() => {});
+    if (this.stopped) return;
+    this.stopped = true;
+    this.untrack();
+    this.hand({ error: this.mask.error(error) });
+  }
+
+  private deliver(result: ExecutionResult) {
+    if (this.stopped) return;
+    const { sink } = this;
+    if (!sink.open()) return this.pullSource();
+    if (result.errors?.length) {
+      this.paused = true;
+      return this.hand({ result: { value: this.mask.result(result), done: false } });
+    }
+    const drained = sink.write(nextFrame(result, sink.id));
+    if (!drained) return this.pullSource();
+    drained.then(() => this.pullSource());
   }
 
   [Symbol.asyncIterator]() {
     return this;
   }
 
-  next(): Promise<IteratorResult<ExecutionResult>> {
+  [PULL](consumer: StepConsumer<ExecutionResult>) {
     const item = this.handed;
     this.handed = null;
-    const answer = item
-      ? 'error' in item
-        ? Promise.reject(item.error)
-        : Promise.resolve(item.result)
-      : this.stopped
-        ? Promise.resolve(DONE)
-        : new Promise<IteratorResult<ExecutionResult>>((resolve, reject) => (this.consumer = { resolve, reject }));
+    if (item) {
+      if ('error' in item) consumer.fail(item.error);
+      else consumer.step(item.result);
+    } else if (this.stopped) {
+      consumer.step(DONE);
+    } else {
+      this.consumer = consumer;
+    }
     // Asking again means what was handed over has been sent: the pump goes on.
-    const go = this.resume;
-    this.resume = null;
-    go?.();
+    if (this.paused) {
+      this.paused = false;
+      this.pullSource();
+    }
     if (!this.started) {
       this.started = true;
-      void this.pump();
+      this.pullSource();
     }
-    return answer;
+  }
+
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    return new Promise((resolve, reject) => this[PULL]({ step: resolve, fail: reject }));
   }
 
   async return(): Promise<IteratorResult<ExecutionResult>> {

@@ -10,6 +10,7 @@ import {
   stringifyMessage,
 } from 'graphql-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { isPullable, PULL, type StepConsumer } from './pull.js';
 
 /** What an operation's context keeps of a WebSocket connection: see `useWebSocketServer`. */
 export interface SocketExtra {
@@ -39,7 +40,8 @@ export interface WsServerOptions {
   /** On `subscribe`: the operation to run, or errors to answer with an `error` message. */
   onSubscribe(ctx: WsContext, id: string, payload: SubscribePayload): Awaitable<ExecutionArgs | readonly GraphQLError[]>;
   execute(args: ExecutionArgs): Awaitable<OperationResult>;
-  subscribe(args: ExecutionArgs): Awaitable<OperationResult>;
+  /** A subscription's stream (or its result, when it cannot start), for the operation `id` of this socket. */
+  subscribe(args: ExecutionArgs, ctx: WsContext, id: string): Awaitable<OperationResult>;
 }
 
 /** How often every socket is pinged; one that has not answered a ping this long is terminated. */
@@ -190,7 +192,7 @@ class Connection implements WsContext, SocketExtra {
       const args = argsOrErrors as ExecutionArgs;
       const operation = getOperationAST(args.document, args.operationName);
       if (!operation) return this.has(id) ? await this.sendErrors(id, [new GraphQLError('Unable to identify operation')]) : undefined;
-      const result = await (operation.operation === 'subscription' ? this.server.subscribe(args) : this.server.execute(args));
+      const result = await (operation.operation === 'subscription' ? this.server.subscribe(args, this, id) : this.server.execute(args));
       if (isAsyncIterable(result)) {
         const stream = result[Symbol.asyncIterator]();
         if (!this.has(id)) {
@@ -242,7 +244,7 @@ class Connection implements WsContext, SocketExtra {
  * A running stream operation: pulls one result at a time and sends it (graphql-ws's `for await`
  * with `emit.next`, `emit.error` and `emit.complete`), the next pull only once the frame is written.
  */
-class Operation {
+class Operation implements StepConsumer<ExecutionResult> {
   constructor(
     private readonly connection: Connection,
     private readonly id: string,
@@ -250,6 +252,9 @@ class Operation {
   ) {}
 
   pull() {
+    const { stream } = this;
+    // A stream that takes a consumer hands its step to this operation's methods, without a promise.
+    if (isPullable<ExecutionResult>(stream)) return stream[PULL](this);
     let next: Promise<IteratorResult<ExecutionResult>>;
     try {
       next = this.stream.next();
@@ -267,7 +272,8 @@ class Operation {
     if (typeof this.stream.return === 'function') await this.stream.return(undefined);
   }
 
-  private step(step: IteratorResult<ExecutionResult>) {
+  /** The stream's next step (`StepConsumer`): a result is sent, then the next one pulled. */
+  step(step: IteratorResult<ExecutionResult>) {
     const { connection, id } = this;
     if (step.done) {
       const listed = connection.get(id) === this;
@@ -287,8 +293,8 @@ class Operation {
     );
   }
 
-  /** The stream failed: the client gets an `error` message and the operation ends. */
-  private fail(error: unknown) {
+  /** The stream failed (`StepConsumer`): the client gets an `error` message and the operation ends. */
+  fail(error: unknown) {
     const { connection, id } = this;
     if (connection.get(id) === this) connection.delete(id);
     const original = error instanceof Error ? error : new Error(String(error));

@@ -1,6 +1,7 @@
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { SqlClient } from '../db/sql.js';
 import type { BusListener, EventBus, SessionEventMessage } from '../pubsub.js';
+import { PULL, type StepConsumer } from '../pull.js';
 
 // The log's statements (the append, and the reads the streams below make) live in the events store.
 export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
@@ -253,7 +254,8 @@ class EventStream implements SessionEventStream, BusListener {
   private ending = false;
   private done = false;
   private working = false;
-  private waiting: { resolve: (r: IteratorResult<SessionEventMessage>) => void; reject: (e: unknown) => void } | null = null;
+  /** Who waits for the next step: a `next()` promise's or a pulling consumer (see `PULL`). */
+  private waiting: StepConsumer<SessionEventMessage> | null = null;
   private readonly onAbort: (() => void) | undefined;
 
   constructor(
@@ -303,8 +305,9 @@ class EventStream implements SessionEventStream, BusListener {
     if (this.onAbort) this.signal?.removeEventListener('abort', this.onAbort);
     this.live.length = 0;
     this.ready.length = 0;
-    this.waiting?.resolve({ value: undefined, done: true });
+    const consumer = this.waiting;
     this.waiting = null;
+    consumer?.step({ value: undefined, done: true });
   }
 
   private accept(event: SessionEventMessage) {
@@ -326,11 +329,11 @@ class EventStream implements SessionEventStream, BusListener {
           this.waiting = null;
           if (this.ending && this.ready.length === 0) {
             // Hand out the final event, then close: later `next()` calls see the end.
-            consumer.resolve({ value: event, done: false });
             this.finish();
+            consumer.step({ value: event, done: false });
             return;
           }
-          consumer.resolve({ value: event, done: false });
+          consumer.step({ value: event, done: false });
           continue;
         }
         if (this.ending) return this.finish();
@@ -387,7 +390,7 @@ class EventStream implements SessionEventStream, BusListener {
       const consumer = this.waiting;
       this.waiting = null;
       this.finish();
-      consumer?.reject(error);
+      consumer?.fail(error);
     } finally {
       this.working = false;
     }
@@ -400,10 +403,14 @@ class EventStream implements SessionEventStream, BusListener {
   next(): Promise<IteratorResult<SessionEventMessage>> {
     if (this.done) return Promise.resolve({ value: undefined, done: true });
     if (this.waiting) return Promise.reject(new Error('sessionEventStream: next() called while another next() is pending'));
-    return new Promise((resolve, reject) => {
-      this.waiting = { resolve, reject };
-      void this.advance();
-    });
+    return new Promise((resolve, reject) => this[PULL]({ step: resolve, fail: reject }));
+  }
+
+  [PULL](consumer: StepConsumer<SessionEventMessage>) {
+    if (this.done) return consumer.step({ value: undefined, done: true });
+    if (this.waiting) return consumer.fail(new Error('sessionEventStream: next() called while another next() is pending'));
+    this.waiting = consumer;
+    void this.advance();
   }
 
   return(): Promise<IteratorResult<SessionEventMessage>> {

@@ -366,6 +366,76 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     await client.dispose();
   });
 
+  it('masks what a WebSocket subscription sends with errors as Yoga masks it over HTTP: a refused start, and an event whose execution fails (once for every subscriber sharing it), the stream going on', async () => {
+    const id = await newSession(app);
+    // A session that does not exist (in this workspace): refused at the start, exactly as over HTTP (SSE).
+    const missing = Buffer.from('Session:01900000-0000-7000-8000-000000000000').toString('base64');
+    const client = wsClient(url, wsAuth);
+    const refused = subscribeWs(client, EVENTS, { id: missing, after: 0 }, pick);
+    await expect(refused.collector.until(() => false, 10_000, 'the refusal')).rejects.toThrow(/NOT_FOUND/);
+    const sse = await app.yoga.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${API_KEYS.alpha}` },
+      body: JSON.stringify({ query: EVENTS, variables: { id: missing, after: 0 } }),
+    });
+    const sseError = JSON.parse(/data: (.*)/.exec(await sse.text())![1]).errors[0];
+    expect(sseError.extensions.code).toBe('NOT_FOUND');
+    expect((refused.collector.errors[0] as { message: string; extensions: unknown }[])[0]).toMatchObject({
+      message: sseError.message,
+      extensions: sseError.extensions,
+    });
+
+    // An unexpected failure while executing one live event (injected where the event's message is read).
+    const received: { sequence?: number; errors?: { message: string; extensions?: Record<string, unknown> }[] }[][] = [[], [], []];
+    const unsubscribes = received.map((into) =>
+      client.subscribe(
+        { query: EVENTS, variables: { id, after: 1 } },
+        {
+          next: (result) =>
+            into.push(
+              result.errors
+                ? { errors: result.errors as never }
+                : { sequence: (result.data as { sessionEvents: Ev }).sessionEvents.sequence },
+            ),
+          error: () => {},
+          complete: () => {},
+        },
+      ),
+    );
+    await append(app, id, 'ready');
+    await eventually(() => received.every((r) => r.length === 1), 'the first live event');
+    const memo = app.runtime.eventEntities;
+    const get = memo.get;
+    const logged: unknown[] = [];
+    const error = app.runtime.logger.error;
+    memo.get = (eventId, what, compute) =>
+      what === 'message' ? Promise.reject(new Error('secret detail of the failure')) : get.call(memo, eventId, what, compute);
+    app.runtime.logger.error = (...args: unknown[]) => void logged.push(args);
+    try {
+      await append(app, id, 'fails');
+      await eventually(() => received.every((r) => r.length === 2), 'the failed event');
+    } finally {
+      memo.get = get;
+      app.runtime.logger.error = error;
+    }
+    await append(app, id, 'after');
+    await eventually(() => received.every((r) => r.length === 3), 'the event after the failure');
+    const errorIds = new Set<unknown>();
+    for (const r of received) {
+      expect(r[0]).toEqual({ sequence: 2 });
+      expect(r[1].errors).toHaveLength(1);
+      expect(JSON.stringify(r[1])).not.toContain('secret detail');
+      expect(r[1].errors![0].extensions).toMatchObject({ code: 'INTERNAL_SERVER_ERROR' });
+      errorIds.add(r[1].errors![0].extensions!.errorId);
+      expect(r[2]).toEqual({ sequence: 4 });
+    }
+    // One shared execution failed: masked, and logged, once.
+    expect(errorIds.size).toBe(1);
+    expect(logged).toHaveLength(1);
+    for (const unsubscribe of unsubscribes) unsubscribe();
+    await client.dispose();
+  });
+
   it('answers a live event from the message it carries, exactly as a read would, and reads a message too large to carry once', async () => {
     const id = await newSession(app);
     const client = wsClient(url, wsAuth);

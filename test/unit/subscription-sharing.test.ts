@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ExecutionArgs } from 'graphql';
+import type { ExecutionArgs, GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { createSchema, createYoga } from 'graphql-yoga';
+import { createSchema, createYoga, maskError } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { EventMemo, type LiveSink, useSubscriptionSharing, webSocketSink } from '../../src/subscription-sharing.js';
+import { EventMemo, type StreamMask, useSubscriptionSharing, webSocketSink } from '../../src/subscription-sharing.js';
+import { useWebSocketServer } from '../../src/ws-server.js';
 import { subscribeSse } from '../helpers/subscriptions.js';
 
 type Ctx = { scope: string };
@@ -204,11 +205,12 @@ describe('subscription sharing', () => {
 });
 
 /**
- * The tick schema behind graphql-ws on a real socket, as app.ts wires it: each subscription's
- * results are written straight to its socket (`sinkOf`), except results with errors, which go
- * through graphql-ws and the masking plugin. `sink: false` leaves every result to graphql-ws.
+ * The tick schema over graphql-transport-ws on a real socket. `direct`: as app.ts wires it, our
+ * WebSocket server and `subscribeToSocket`, each result written straight to its socket but for
+ * results with errors, which go through the server after the stream mask. Otherwise the
+ * reference: graphql-ws's own server running envelop's subscribe, Yoga's masking plugin and all.
  */
-async function tickWsServer(sink: boolean) {
+async function tickWsServer(direct: boolean) {
   const listeners = new Set<(tick: Tick) => void>();
   const schema = createSchema<Ctx>({
     typeDefs: /* GraphQL */ `
@@ -261,11 +263,9 @@ async function tickWsServer(sink: boolean) {
       },
     },
   });
-  const sinks = new WeakMap<Ctx, LiveSink>();
   const sharing = useSubscriptionSharing<Ctx>({
     scopeOf: (ctx) => ctx.scope,
     contextForEvent: (ctx) => ({ ...ctx }),
-    sinkOf: (ctx) => (sink ? (sinks.get(ctx) ?? null) : null),
   });
   const yoga = createYoga({
     schema,
@@ -275,29 +275,41 @@ async function tickWsServer(sink: boolean) {
   });
   const server = createServer(yoga);
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint });
-  useServer<Record<string, unknown>, { request: IncomingMessage }>(
-    {
-      execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
-      subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
-      onSubscribe: async (ctx, id, params) => {
-        const {
-          schema: s,
-          execute,
-          subscribe,
-          contextFactory,
-          parse,
-          validate,
-        } = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, params });
-        const contextValue = (await contextFactory()) as unknown as Ctx;
-        const document = parse(params.query);
-        const errors = validate(s, document);
-        if (errors.length) return errors;
-        sinks.set(contextValue, webSocketSink(ctx.extra.socket, id));
-        return { schema: s, document, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
+  const prepare = async (params: { query: string; variables?: Record<string, unknown> | null }, init: Record<string, unknown>) => {
+    const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({ ...init, params });
+    const contextValue = (await contextFactory()) as unknown as Ctx;
+    const document = parse(params.query);
+    const errors = validate(s, document);
+    if (errors.length) return errors;
+    return { schema: s, document, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
+  };
+  // What a direct stream's results with errors and its error go through: Yoga's default masking.
+  const mask: StreamMask = {
+    result: (result) =>
+      result.errors ? { ...result, errors: result.errors.map((e) => maskError(e, 'Unexpected error.') as GraphQLError) } : result,
+    error: (error) => maskError(error, 'Unexpected error.'),
+  };
+  const execute = (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never;
+  if (direct) {
+    useWebSocketServer(
+      {
+        execute,
+        subscribe: (args, ctx, id) => sharing.subscribeToSocket(args, webSocketSink(ctx.extra.socket, id), mask),
+        onConnect: () => true,
+        onSubscribe: (ctx, _id, params) => prepare(params, { connectionParams: ctx.connectionParams }),
       },
-    },
-    wss,
-  );
+      wss,
+    );
+  } else {
+    useServer<Record<string, unknown>, { request: IncomingMessage }>(
+      {
+        execute,
+        subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+        onSubscribe: (ctx, _id, params) => prepare(params, { ...ctx, req: ctx.extra.request }),
+      },
+      wss,
+    );
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}${yoga.graphqlEndpoint}`;
   return {
@@ -337,7 +349,7 @@ async function rawWsSubscriber(url: string, id: string, query: string) {
 describe('subscription sharing over graphql-ws, results written to the socket', () => {
   const QUERY = 'subscription { ticks { id check } }';
 
-  it('sends every result once and in order, exactly as graphql-ws would, errors masked by the plugins, and releases the stream on complete', async () => {
+  it('sends every result once and in order, exactly as graphql-ws would, errors masked, and releases the stream on complete', async () => {
     const direct = await tickWsServer(true);
     const plain = await tickWsServer(false);
     try {
