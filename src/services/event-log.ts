@@ -1,7 +1,7 @@
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { SqlClient } from '../db/sql.js';
 import type { BusListener, EventBus, SessionEventMessage } from '../pubsub.js';
-import { PULL, type StepConsumer } from '../pull.js';
+import { PULL, type Pullable, type StepConsumer } from '../pull.js';
 
 // The log's statements (the append, and the reads the streams below make) live in the events store.
 export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
@@ -202,7 +202,7 @@ export function readShared<T>(sql: SqlClient, key: string, read: () => Promise<T
 }
 
 /** An async iterator whose `return()` takes effect at once, even while a `next()` is waiting. */
-export interface SessionEventStream extends AsyncIterableIterator<SessionEventMessage> {
+export interface SessionEventStream extends AsyncIterableIterator<SessionEventMessage>, Pullable<SessionEventMessage> {
   return(): Promise<IteratorResult<SessionEventMessage>>;
 }
 
@@ -425,15 +425,48 @@ class EventStream implements SessionEventStream, BusListener {
  * leaves is released without waiting for the session's next event.
  */
 export function filterEvents(stream: SessionEventStream, keep: (event: SessionEventMessage) => boolean): SessionEventStream {
-  const filtered: SessionEventStream = {
-    [Symbol.asyncIterator]: () => filtered,
-    async next() {
-      for (;;) {
-        const step = await stream.next();
-        if (step.done || keep(step.value)) return step;
-      }
-    },
-    return: () => stream.return(),
-  };
-  return filtered;
+  return new FilteredEvents(stream, keep);
+}
+
+/** The stream `filterEvents` returns: one object per subscriber, pulling its source without a promise. */
+class FilteredEvents implements SessionEventStream, StepConsumer<SessionEventMessage> {
+  private consumer: StepConsumer<SessionEventMessage> | null = null;
+
+  constructor(
+    private readonly stream: SessionEventStream,
+    private readonly keep: (event: SessionEventMessage) => boolean,
+  ) {}
+
+  [PULL](consumer: StepConsumer<SessionEventMessage>) {
+    if (this.consumer) return consumer.fail(new Error('filterEvents: next() called while another next() is pending'));
+    this.consumer = consumer;
+    this.stream[PULL](this);
+  }
+
+  /** The source's step: passed on if kept (or the end); otherwise the next one is asked for. */
+  step(step: IteratorResult<SessionEventMessage>) {
+    // The source hands ready events in a loop: asking again from here does not recurse.
+    if (!step.done && !this.keep(step.value)) return this.stream[PULL](this);
+    const consumer = this.consumer;
+    this.consumer = null;
+    consumer?.step(step);
+  }
+
+  fail(error: unknown) {
+    const consumer = this.consumer;
+    this.consumer = null;
+    consumer?.fail(error);
+  }
+
+  next(): Promise<IteratorResult<SessionEventMessage>> {
+    return new Promise((resolve, reject) => this[PULL]({ step: resolve, fail: reject }));
+  }
+
+  return(): Promise<IteratorResult<SessionEventMessage>> {
+    return this.stream.return();
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
 }
