@@ -281,7 +281,15 @@ class Operation implements StepConsumer<ExecutionResult> {
       if (listed) connection.send(stringifyMessage({ id, type: MessageType.Complete })).catch((error) => this.broken(error));
       return;
     }
-    connection.sendResult(id, step.value).then(
+    // Steps can arrive synchronously from a pulled stream: a result that fails to serialize is a
+    // failed send, reported as one, never a throw into the stream that handed it over.
+    let sent: Promise<void>;
+    try {
+      sent = connection.sendResult(id, step.value);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    sent.then(
       () => this.pull(),
       (error: unknown) => {
         // As `for await` does when its body throws: the stream is released.
