@@ -328,7 +328,8 @@ class EventStream implements SessionEventStream, BusListener {
           const consumer = this.waiting;
           this.waiting = null;
           if (this.ending && this.ready.length === 0) {
-            // Hand out the final event, then close: later `next()` calls see the end.
+            // Close, then hand out the final event: a consumer that asks again at once (a pulling
+            // one does so from inside this call) sees the end.
             this.finish();
             consumer.step({ value: event, done: false });
             return;
@@ -401,8 +402,6 @@ class EventStream implements SessionEventStream, BusListener {
   }
 
   next(): Promise<IteratorResult<SessionEventMessage>> {
-    if (this.done) return Promise.resolve({ value: undefined, done: true });
-    if (this.waiting) return Promise.reject(new Error('sessionEventStream: next() called while another next() is pending'));
     return new Promise((resolve, reject) => this[PULL]({ step: resolve, fail: reject }));
   }
 
