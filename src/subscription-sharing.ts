@@ -1,6 +1,7 @@
 import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
+import { stringInterner } from './interner.js';
 import { isPullable, PULL, type Pullable, type StepConsumer } from './pull.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './shutdown.js';
 
@@ -114,10 +115,9 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
 
   // Every subscriber keeps its key for as long as it stays, and subscribers of one selection have
   // equal keys: each gets the first one's string (a fresh one was a flat or concatenated string
-  // of about 400 B per subscribed socket). Bounded like the shape ids, starting over when full;
-  // a key longer than 4 KB (large variables) is its subscriber's own, as before.
-  const keys = new Map<string, string>();
-  const maxKeys = options.maxEntries ?? 5_000;
+  // of about 400 B per subscribed socket). A key longer than 4 KB (large variables) is its
+  // subscriber's own.
+  const internKey = stringInterner(options.maxEntries ?? 5_000);
   const selectionKey = (args: ExecutionArgs): string | null => {
     const scope = options.scopeOf(args.contextValue as Context);
     if (scope === null) return null;
@@ -128,13 +128,7 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     const given = args.variableValues ?? {};
     const variables: Record<string, unknown> = {};
     for (const name of shape.keyedVariables) if (given[name] !== undefined) variables[name] = given[name];
-    const key = JSON.stringify([shape.id, args.operationName ?? null, canonical(variables), scope]);
-    if (key.length > MAX_SHARED_KEY_CHARS) return key;
-    const known = keys.get(key);
-    if (known !== undefined) return known;
-    if (keys.size >= maxKeys) keys.clear();
-    keys.set(key, key);
-    return key;
+    return internKey(JSON.stringify([shape.id, args.operationName ?? null, canonical(variables), scope]));
   };
 
   const executions: Executions = {
@@ -175,9 +169,6 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     },
   };
 }
-
-/** Selection keys longer than this are not shared (they would stay in the table after their subscriber left). */
-const MAX_SHARED_KEY_CHARS = 4 * 1024;
 
 /** A document as far as sharing is concerned: the id of its text without stream-only arguments, and their variables. */
 interface DocumentShape {

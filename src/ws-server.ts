@@ -257,7 +257,7 @@ class Operation implements StepConsumer<ExecutionResult> {
     if (isPullable<ExecutionResult>(stream)) return stream[PULL](this);
     let next: Promise<IteratorResult<ExecutionResult>>;
     try {
-      next = this.stream.next();
+      next = stream.next();
     } catch (error) {
       return this.fail(error);
     }
@@ -473,30 +473,6 @@ export function useWebSocketServer(options: WsServerOptions, wss: WebSocketServe
       wss.removeAllListeners();
       await new Promise<void>((resolve, reject) => wss.close((error) => (error ? reject(error) : resolve())));
     },
-  };
-}
-
-/** Query texts longer than this are not shared (`sharedQueryTexts`). */
-const MAX_SHARED_QUERY_CHARS = 4 * 1024;
-
-/**
- * Hands every query text seen before back as the same string: graphql-ws keeps each operation's
- * message (and so its query) for as long as the operation runs, and clients of one application
- * subscribe with the same few documents, so thousands of subscribed sockets kept thousands of
- * copies of one text. Called from `onSubscribe` on the message's payload, not as a
- * `jsonMessageReviver`: a reviver runs for every key of every message, which made the parse of a
- * frame at the size cap three times slower (4 MiB: 45 to 157 ms). At most `max` texts
- * (SUBSCRIPTION_SHAPES_MAX) of up to 4 KB are kept; the table starts over when full.
- */
-export function sharedQueryTexts(max: number): (text: string) => string {
-  const texts = new Map<string, string>();
-  return (text) => {
-    if (text.length > MAX_SHARED_QUERY_CHARS) return text;
-    const known = texts.get(text);
-    if (known !== undefined) return known;
-    if (texts.size >= max) texts.clear();
-    texts.set(text, text);
-    return text;
   };
 }
 
