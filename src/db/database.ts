@@ -1,8 +1,8 @@
-import { mkdirSync } from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
 import type { SqlDriverAdapter, SqlDriverAdapterFactory, Transaction } from '@prisma/driver-adapter-utils';
 import { redact } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { openPglite } from './pglite-open.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
 import { createPgliteSql, createPgSql, type Sql } from './sql.js';
 
@@ -84,18 +84,10 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     };
   }
 
-  const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
-  let pglite: PGlite;
-  let description: string;
-  if (options.dataDir.startsWith('memory://')) {
-    pglite = new PGlite(options.dataDir);
-    description = 'PGlite (in memory)';
-  } else {
-    mkdirSync(options.dataDir, { recursive: true });
-    pglite = new PGlite(options.dataDir);
-    description = `PGlite in ${options.dataDir}`;
-  }
-  await pglite.waitReady;
+  const [{ PrismaPGlite }, { pglite, description }] = await Promise.all([
+    import('pglite-prisma-adapter'),
+    openPglite(options.dataDir),
+  ]);
   const prisma = new PrismaClient({
     adapter: countingAdapter(new PrismaPGlite(pglite), queries),
     transactionOptions: TRANSACTION_OPTIONS,
