@@ -84,10 +84,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     };
   }
 
-  const [{ PrismaPGlite }, { pglite, description }] = await Promise.all([
-    import('pglite-prisma-adapter'),
-    openPglite(options.dataDir),
-  ]);
+  const [{ PrismaPGlite }, { pglite, description }] = await Promise.all([import('pglite-prisma-adapter'), openPglite(options.dataDir)]);
   const prisma = new PrismaClient({
     adapter: countingAdapter(new PrismaPGlite(pglite), queries),
     transactionOptions: TRANSACTION_OPTIONS,
