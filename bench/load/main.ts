@@ -422,6 +422,21 @@ async function fanout() {
   }
 }
 
+/** `{ hello }` requests one at a time at the fan-out writer's pace: what one HTTP request costs then. */
+async function paced() {
+  const { url, count, intervalMs } = args as { url: string; count: number; intervalMs: number };
+  const latencies: number[] = [];
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    const wait = started + i * intervalMs - performance.now();
+    if (wait > 0) await sleep(wait);
+    const t = performance.now();
+    await gql(url, '{ hello }');
+    latencies.push(performance.now() - t);
+  }
+  return { median: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
+}
+
 async function stream() {
   const { target, url, wsUrl, watchers, updates, sessionId, messageId, after, rawMessageId, channel } = args as {
     target: 'server' | 'raw';
@@ -667,7 +682,7 @@ async function soak() {
   return { reads, writes, failed, delivered, expected: writes * perSession, lost: writes * perSession - delivered };
 }
 
-const modes: Record<string, () => Promise<unknown>> = { http, 'raw-writes': rawWrites, fanout, stream, usage, append, hold, soak };
+const modes: Record<string, () => Promise<unknown>> = { http, 'raw-writes': rawWrites, fanout, paced, stream, usage, append, hold, soak };
 const run = modes[mode];
 if (!run) {
   log(`unknown mode ${mode}; known: ${Object.keys(modes).join(', ')}`);

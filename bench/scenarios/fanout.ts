@@ -11,6 +11,9 @@
  * in-memory pub/sub. Latency runs from the moment the writer sends each appendMessages (or PUBLISH)
  * to each socket's receipt; median and p99 over every delivery, medians over the rounds; lost =
  * deliveries not seen within 60 s. Targets: server p99 ≤ 2 × relay p99, 0 lost, 0 duplicates.
+ * Beside them, `http_floor`: a bare Yoga process answering `{ hello }` one request at a time at the
+ * writer's pace, the part of each server delivery that any server taking its events as HTTP
+ * requests pays before it can deliver them (the relay gets its events by PUBLISH).
  * Needs Redis (the relay); skipped without.
  */
 import type { ProcessScenario, Row } from '../lib.js';
@@ -53,6 +56,7 @@ const fanout: ProcessScenario = {
         ];
     const where = instances === 2 ? 'two instances over Redis' : 'one instance, in-memory pub/sub';
     const rows: Row[] = [];
+    const bare = await ctx.bareYoga();
     for (const c of cases) {
       const server: Figures[] = [];
       const relay: Figures[] = [];
@@ -90,6 +94,10 @@ const fanout: ProcessScenario = {
           `${c.label} round ${r}/${ctx.rounds}: server p50 ${s.median.toFixed(1)} p99 ${s.p99.toFixed(1)} ms lost ${s.lost} dup ${s.duplicates}; relay p50 ${b.median.toFixed(1)} p99 ${b.p99.toFixed(1)} ms lost ${b.lost}`,
         );
       }
+      const floor: { median: number; p99: number }[] = [];
+      for (let r = 0; r < ctx.rounds; r++) {
+        floor.push(await ctx.load<{ median: number; p99: number }>('paced', { url: bare.url, count: c.events, intervalMs: 50 }));
+      }
       const sp99 = median(server.map((f) => f.p99));
       const rp99 = median(relay.map((f) => f.p99));
       rows.push(
@@ -121,6 +129,13 @@ const fanout: ProcessScenario = {
           target: { op: '<=', value: 0 },
         },
         {
+          metric: `${c.name}.http_floor.median`,
+          value: round(median(floor.map((f) => f.median)), 2),
+          unit: 'ms',
+          note: 'bare Yoga { hello }, one request at a time at the same pace',
+        },
+        { metric: `${c.name}.http_floor.p99`, value: round(median(floor.map((f) => f.p99)), 2), unit: 'ms' },
+        {
           metric: `${c.name}.p99_vs_relay`,
           value: round(sp99 / Math.max(rp99, 0.001), 2),
           unit: 'ratio',
@@ -129,6 +144,7 @@ const fanout: ProcessScenario = {
         },
       );
     }
+    await bare.stop();
     return rows;
   },
 };
