@@ -101,6 +101,7 @@ async function freshApp(backend: BackendKind, postgresUrl: string | null): Promi
   if (backend === 'pglite') {
     const database = await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
     const app = await buildApp(config(null), { database });
+    await app.warm();
     return { app, dispose: () => app.close() };
   }
   const admin = new pg.Client({ connectionString: postgresUrl! });
@@ -119,6 +120,7 @@ async function freshApp(backend: BackendKind, postgresUrl: string | null): Promi
   let app: App;
   try {
     app = await buildApp(config(url.toString()));
+    await app.warm();
   } catch (error) {
     await drop();
     throw error;

@@ -43,8 +43,13 @@ export interface App {
   sharing: SharingStats;
   /** How many executions ran as compiled queries, and how many on graphql-js. */
   jit: QueryJitStats;
-  /** Starts listening; resolves with the URL of the GraphQL endpoint. */
+  /** Starts listening; resolves with the URL of the GraphQL endpoint. Then starts `warm()`. */
   listen(port?: number, host?: string): Promise<string>;
+  /**
+   * Loads what the server can do without at its start and loads once it listens (the query
+   * compiler, see `useQueryJit`); resolves when done. Idempotent.
+   */
+  warm(): Promise<void>;
   /**
    * Graceful stop: stops accepting, completes every subscription (SSE `complete`, WebSocket 1001),
    * lets in-flight requests finish for up to `shutdownGraceMs`, then closes pub/sub and the
@@ -335,9 +340,11 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
           const address = server.address() as AddressInfo;
           const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
           resolve(`http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`);
+          void jit.load();
         });
       });
     },
+    warm: () => jit.load(),
     close() {
       closing ??= (async () => {
         stopping = true;

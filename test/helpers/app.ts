@@ -90,7 +90,14 @@ export async function dropTestDatabases() {
  * private one for fault tests) or none (null).
  */
 export async function createTestApp(
-  options: { apiKeys?: AppConfig['apiKeys']; shareWith?: TestApp; config?: Partial<AppConfig>; redisUrl?: string | null } = {},
+  options: {
+    apiKeys?: AppConfig['apiKeys'];
+    shareWith?: TestApp;
+    config?: Partial<AppConfig>;
+    redisUrl?: string | null;
+    /** Leave `warm()` to the test (the query compiler unloaded). */
+    cold?: boolean;
+  } = {},
 ): Promise<TestApp> {
   const redisPrefix = options.shareWith?.redisPrefix ?? testConfig().redisPrefix;
   let databaseUrl = options.shareWith?.databaseUrl ?? null;
@@ -108,6 +115,8 @@ export async function createTestApp(
   });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const app = await buildApp(config, { database });
+  // As a server that listens: its query compiler loaded, so documents compile at the use the config says.
+  if (!options.cold) await app.warm();
   return Object.assign(app, { databaseUrl, redisPrefix });
 }
 

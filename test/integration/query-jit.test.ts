@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppendMessages, CreateSession, SessionMessages } from '../helpers/documents.js';
-import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { backend, createTestApp, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 
 // Repeated queries run compiled (src/query-jit.ts), as in production: a document's second execution
 // compiles it, if it is one query of at most 64 fields (here: two compiled documents kept, 8
@@ -104,6 +104,22 @@ describe(`compiled queries (${backend.label})`, () => {
     // Evict3 and Evict1 are kept now: no compilation.
     await send({ query: doc(3), variables: { id } });
     expect(app.jit.compilations - before).toBe(4);
+  });
+
+  it('runs documents on graphql-js until the compiler is loaded (once the server listens), then compiles them at a later use', async () => {
+    const cold = await createTestApp({ cold: true, config: { queryJit: { afterUses: 1, maxFields: 64, maxDocuments: 2 } } });
+    try {
+      const { id } = (await gqlOk(cold, CreateSession, { input: { title: 'cold', messages: [{ role: 'USER', text: 'q' }] } }))
+        .createSession;
+      const first = await gqlOk(cold, SessionMessages, { id, first: 5 });
+      expect(cold.jit).toMatchObject({ compiled: 0, compilations: 0 });
+      await cold.warm();
+      const second = await gqlOk(cold, SessionMessages, { id, first: 5 });
+      expect(cold.jit).toMatchObject({ compiled: 1, compilations: 1 });
+      expect(second).toEqual(first);
+    } finally {
+      await cold.close();
+    }
   });
 
   it('compiles no more than its budget, running the documents over it on graphql-js', async () => {
