@@ -1,5 +1,6 @@
 // Opening the embedded database (PGlite) on a folder, and initializing a new folder apart.
 import { existsSync, mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -18,19 +19,38 @@ export interface OpenedPglite {
  */
 export async function openPglite(dataDir: string): Promise<OpenedPglite> {
   const inMemory = dataDir.startsWith('memory://');
+  const pgliteWasmModule = await compilePostgres();
   if (!inMemory) {
     mkdirSync(dataDir, { recursive: true });
-    if (!existsSync(join(dataDir, 'PG_VERSION'))) await initializeFolder(dataDir);
+    if (!existsSync(join(dataDir, 'PG_VERSION'))) await initializeFolder(dataDir, pgliteWasmModule);
   }
   const { PGlite } = await import('@electric-sql/pglite');
-  const pglite = new PGlite(dataDir);
+  const pglite = new PGlite(dataDir, { pgliteWasmModule });
   await pglite.waitReady;
   return { pglite, description: inMemory ? 'PGlite (in memory)' : `PGlite in ${dataDir}` };
 }
 
-/** The directory of PGlite's build (its ES and CommonJS entry points and its WebAssembly). */
+/** The directory of PGlite's build (its ES and CommonJS entry points, and its Postgres in WebAssembly). */
 function pgliteDist(): string {
   return dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+}
+
+let postgres: Promise<WebAssembly.Module> | null = null;
+
+/**
+ * PGlite's Postgres, compiled once per process (as PGlite itself caches it): for every instance
+ * opened here, and for the worker that initializes a new folder.
+ */
+function compilePostgres(): Promise<WebAssembly.Module> {
+  postgres ??= readFile(join(pgliteDist(), 'pglite.wasm')).then((bytes) =>
+    // A file read is never a SharedArrayBuffer.
+    WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>),
+  );
+  // A failed read or compilation is tried again by the next open.
+  postgres.catch(() => {
+    postgres = null;
+  });
+  return postgres;
 }
 
 /**
@@ -38,21 +58,22 @@ function pgliteDist(): string {
  * and keeps what they used: opened in this thread, a new folder left the process at ~800 MB RSS
  * for good (a migrated folder opens at ~350 MB), and a forced full GC freed only 65 MB of it. A
  * worker thread that opens and closes the folder takes all of it with it when it exits; this
- * thread then opens a folder like any other (~440 MB), for the same total time.
+ * thread then opens a folder like any other (~440 MB). The worker gets the Postgres this thread
+ * compiled (a WebAssembly.Module is shared between threads, not compiled again).
  */
-function initializeFolder(dataDir: string): Promise<void> {
+function initializeFolder(dataDir: string, pgliteWasmModule: WebAssembly.Module): Promise<void> {
   // The CommonJS build: an `eval` worker is a CommonJS script.
   const entry = join(pgliteDist(), 'index.cjs');
   const source = `
     const { workerData } = require('node:worker_threads');
     const { PGlite } = require(workerData.entry);
     (async () => {
-      const pglite = new PGlite(workerData.dataDir);
+      const pglite = new PGlite(workerData.dataDir, { pgliteWasmModule: workerData.pgliteWasmModule });
       await pglite.waitReady;
       await pglite.close();
     })().catch((error) => { process.exitCode = 1; throw error; });`;
   return new Promise((resolve, reject) => {
-    const worker = new Worker(source, { eval: true, workerData: { entry, dataDir } });
+    const worker = new Worker(source, { eval: true, workerData: { entry, dataDir, pgliteWasmModule } });
     let failure: Error | undefined;
     worker.once('error', (error) => (failure = error));
     worker.once('exit', (code) => {
