@@ -98,7 +98,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     async migrate() {
       const report = await applyMigrations(pgliteConnection(pglite));
       // After the migrations, so the arrays of the enums they create are known.
-      await trimPgliteParsers(pglite);
+      await trimPgliteParsers(pglite, report.applied.length > 0);
       return report;
     },
     async ping() {
@@ -126,10 +126,11 @@ const ARRAY_ELEMENT_CATEGORIES = ['S', 'N', 'B', 'D', 'E', 'U'];
  * are kept: every scalar one, and the arrays of strings, numbers, booleans, times, enums, json and
  * uuid (about 50). A statement that returned an array of another kind would get its text.
  */
-export async function trimPgliteParsers(pglite: PGlite): Promise<void> {
+export async function trimPgliteParsers(pglite: PGlite, typesCreated = true): Promise<void> {
   // The arrays of the types created since PGlite started (the migrations' enums) too, as on a
-  // folder opened again, so that both read the same.
-  await pglite.refreshArrayTypes();
+  // folder opened again, so that both read the same. With no type created since (no migration
+  // applied), PGlite's own reading at its start has them all.
+  if (typesCreated) await pglite.refreshArrayTypes();
   const { rows } = await pglite.query<{ oid: number; category: string }>(
     `SELECT a.oid::int AS oid, e.typcategory AS category
      FROM pg_catalog.pg_type a JOIN pg_catalog.pg_type e ON e.oid = a.typelem

@@ -25,12 +25,19 @@ const API_KEY_SQL = columnList(API_KEY_COLUMNS);
 export type ApiKeyWithWorkspace = ApiKey & { workspace: Workspace };
 
 /**
- * The workspace called `name`, created if it does not exist yet. The no-op update on a conflict
- * makes the statement return the row a concurrent start (or `npm run keys`) inserted.
+ * The workspace called `name`, created if it does not exist yet. One statement that writes only
+ * when the row is missing: every start ensures its workspaces, and an upsert that always updated
+ * wrote (and flushed) a new version of the row each time. The no-op update on a conflict makes it
+ * return the row a concurrent start (or `npm run keys`) inserted meanwhile.
  */
 export async function ensureWorkspace(db: SqlTarget, name: string): Promise<Workspace> {
   const [row] = await asSql(db).query<Workspace>(
-    `INSERT INTO "Workspace" (id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING ${WORKSPACE_SQL}`,
+    `WITH found AS (SELECT ${WORKSPACE_SQL} FROM "Workspace" WHERE name = $2),
+     made AS (
+       INSERT INTO "Workspace" (id, name) SELECT $1, $2 WHERE NOT EXISTS (SELECT FROM found)
+       ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING ${WORKSPACE_SQL}
+     )
+     SELECT ${WORKSPACE_SQL} FROM found UNION ALL SELECT ${WORKSPACE_SQL} FROM made`,
     [uuidv7(), name],
   );
   return row;
