@@ -25,28 +25,30 @@ export async function openPglite(dataDir: string): Promise<OpenedPglite> {
     if (!existsSync(join(dataDir, 'PG_VERSION'))) await initializeFolder(dataDir, pgliteWasmModule);
   }
   const { PGlite } = await import('@electric-sql/pglite');
-  const pglite = new PGlite(dataDir, { pgliteWasmModule });
+  const pglite = new PGlite(dataDir, pgliteWasmModule ? { pgliteWasmModule } : {});
   await pglite.waitReady;
   return { pglite, description: inMemory ? 'PGlite (in memory)' : `PGlite in ${dataDir}` };
 }
 
-/** The directory of PGlite's build (its ES and CommonJS entry points, and its Postgres in WebAssembly). */
-function pgliteDist(): string {
-  return dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+/** PGlite's CommonJS entry point, beside its Postgres in WebAssembly (`pglite.wasm`). */
+function pgliteEntry(): string {
+  return createRequire(import.meta.url).resolve('@electric-sql/pglite');
 }
 
-let postgres: Promise<WebAssembly.Module> | null = null;
+let postgres: Promise<WebAssembly.Module | undefined> | null = null;
 
 /**
  * PGlite's Postgres, compiled once per process (as PGlite itself caches it): for every instance
- * opened here, and for the worker that initializes a new folder.
+ * opened here, and for the worker that initializes a new folder. Undefined if a PGlite build no
+ * longer has it there: PGlite then compiles its own, as it would without this.
  */
-function compilePostgres(): Promise<WebAssembly.Module> {
-  postgres ??= readFile(join(pgliteDist(), 'pglite.wasm')).then((bytes) =>
+function compilePostgres(): Promise<WebAssembly.Module | undefined> {
+  postgres ??= readFile(join(dirname(pgliteEntry()), 'pglite.wasm')).then(
     // A file read is never a SharedArrayBuffer.
-    WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>),
+    (bytes) => WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>),
+    () => undefined,
   );
-  // A failed read or compilation is tried again by the next open.
+  // A failed compilation is tried again by the next open.
   postgres.catch(() => {
     postgres = null;
   });
@@ -61,14 +63,15 @@ function compilePostgres(): Promise<WebAssembly.Module> {
  * thread then opens a folder like any other (~440 MB). The worker gets the Postgres this thread
  * compiled (a WebAssembly.Module is shared between threads, not compiled again).
  */
-function initializeFolder(dataDir: string, pgliteWasmModule: WebAssembly.Module): Promise<void> {
-  // The CommonJS build: an `eval` worker is a CommonJS script.
-  const entry = join(pgliteDist(), 'index.cjs');
+function initializeFolder(dataDir: string, pgliteWasmModule: WebAssembly.Module | undefined): Promise<void> {
+  // The CommonJS build (what `require` resolves): an `eval` worker is a CommonJS script.
+  const entry = pgliteEntry();
   const source = `
     const { workerData } = require('node:worker_threads');
     const { PGlite } = require(workerData.entry);
     (async () => {
-      const pglite = new PGlite(workerData.dataDir, { pgliteWasmModule: workerData.pgliteWasmModule });
+      const { pgliteWasmModule } = workerData;
+      const pglite = new PGlite(workerData.dataDir, pgliteWasmModule ? { pgliteWasmModule } : {});
       await pglite.waitReady;
       await pglite.close();
     })().catch((error) => { process.exitCode = 1; throw error; });`;
