@@ -2,9 +2,10 @@
  * Scenario `memory`: the server process's RSS (from /proc) idle, against a bare Yoga process; per
  * subscribed WebSocket (graphql-ws subscribers of one session held by the load process, 1,000 then
  * 1,000 more, and 5,000 then 5,000 more: the second burst's RSS growth / sockets is the per-socket
- * cost; the first's, which includes V8's one-time growth as load first comes, is shown too); after 20,000 appended messages; and over a soak of mixed load
- * (readers, a paced writer, subscribers) sampled every 5 s: `--soak=S` seconds, 300 by default, run
- * on PostgreSQL (the production set-up) only, and for a few seconds on both in smoke mode.
+ * cost; the first's, which includes V8's one-time growth as load first comes, is shown too); after
+ * 20,000 appended messages; and over a soak of mixed load (readers, a paced writer, subscribers)
+ * sampled every 5 s: `--soak=S` seconds, 300 by default, run on PostgreSQL (the production set-up)
+ * only, and for a few seconds on both in smoke mode.
  * Targets: idle < 150 MB on PostgreSQL, ≤ 10 KB per socket, 0 lost in the soak.
  */
 import type { ProcessScenario, Row } from '../lib.js';
