@@ -2,7 +2,7 @@ import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
 import { stringInterner } from './interner.js';
-import { isPullable, PULL, type Pullable, type StepConsumer } from './pull.js';
+import { PULL, type Pullable, pullStep, type StepConsumer } from './pull.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './shutdown.js';
 
 /** Counts for tests and diagnostics. */
@@ -399,18 +399,7 @@ class PumpStream<T>
   /** Asks the source for its next event. */
   private pullSource() {
     if (this.stopped) return;
-    const { iterator } = this;
-    if (isPullable<T>(iterator)) return iterator[PULL](this);
-    let next: Promise<IteratorResult<T>>;
-    try {
-      next = iterator.next();
-    } catch (error) {
-      return this.fail(error);
-    }
-    next.then(
-      (step) => this.step(step),
-      (error: unknown) => this.fail(error),
-    );
+    pullStep(this.iterator, this);
   }
 
   /** The source's next step (`StepConsumer`): an event is executed, then delivered. */

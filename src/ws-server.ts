@@ -10,7 +10,7 @@ import {
   stringifyMessage,
 } from 'graphql-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { isPullable, PULL, type StepConsumer } from './pull.js';
+import { pullStep, type StepConsumer } from './pull.js';
 
 /** What an operation's context keeps of a WebSocket connection: see `useWebSocketServer`. */
 export interface SocketExtra {
@@ -252,19 +252,8 @@ class Operation implements StepConsumer<ExecutionResult> {
   ) {}
 
   pull() {
-    const { stream } = this;
     // A stream that takes a consumer hands its step to this operation's methods, without a promise.
-    if (isPullable<ExecutionResult>(stream)) return stream[PULL](this);
-    let next: Promise<IteratorResult<ExecutionResult>>;
-    try {
-      next = stream.next();
-    } catch (error) {
-      return this.fail(error);
-    }
-    next.then(
-      (step) => this.step(step),
-      (error: unknown) => this.fail(error),
-    );
+    pullStep(this.stream, this);
   }
 
   /** Releases the stream (its `return()`; a pending `next()` then ends it). */
