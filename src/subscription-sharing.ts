@@ -438,7 +438,14 @@ class PumpStream<T>
       this.paused = true;
       return this.hand({ result: { value: this.mask.result(result), done: false } });
     }
-    const drained = sink.write(nextFrame(result, sink.id));
+    let drained: Promise<void> | undefined;
+    try {
+      drained = sink.write(nextFrame(result, sink.id));
+    } catch (error) {
+      // A result that cannot be serialized fails the stream, as the transport would fail it; thrown
+      // from here it would be an unhandled rejection of the execution's callback.
+      return this.fail(error);
+    }
     if (!drained) return this.pullSource();
     drained.then(() => this.pullSource());
   }

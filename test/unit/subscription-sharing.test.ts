@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ExecutionArgs, GraphQLError } from 'graphql';
+import { type ExecutionArgs, type GraphQLError, GraphQLScalarType, parse } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { createSchema, createYoga, maskError } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
@@ -394,6 +394,46 @@ describe('subscription sharing over graphql-ws, results written to the socket', 
       await direct.close();
       await plain.close();
     }
+  });
+});
+
+describe('subscribeToSocket', () => {
+  it('fails the stream (its error masked) when a result cannot be serialized, and releases the source', async () => {
+    let released = false;
+    const schema = createSchema({
+      typeDefs: 'scalar Big type Query { ok: Boolean } type Subscription { big: Big! }',
+      resolvers: {
+        // Serialized to a BigInt, which JSON cannot hold: execution succeeds, the frame cannot be made.
+        Big: new GraphQLScalarType({ name: 'Big', serialize: () => 1n }),
+        Subscription: {
+          big: {
+            subscribe: async function* () {
+              try {
+                yield { id: 'e1' };
+                await new Promise(() => {});
+              } finally {
+                released = true;
+              }
+            },
+            resolve: () => 'any',
+          },
+        },
+      },
+    });
+    const sharing = useSubscriptionSharing<Ctx>({ scopeOf: (ctx) => ctx.scope, contextForEvent: (ctx) => ctx });
+    const written: Buffer[] = [];
+    const sink = { id: '1', open: () => true, write: (frame: Buffer) => void written.push(frame) };
+    const mask: StreamMask = { result: (r) => r, error: (e) => new Error(`masked: ${(e as Error).message}`) };
+    const stream = await sharing.subscribeToSocket(
+      { schema, document: parse('subscription { big }'), contextValue: { scope: 'a' } } as ExecutionArgs,
+      sink,
+      mask,
+    );
+    if (!(Symbol.asyncIterator in stream)) throw new Error('the subscription did not start');
+    await expect(stream.next()).rejects.toThrow(/^masked: .*BigInt/);
+    expect(written).toHaveLength(0);
+    await until(() => released, 'the source to be released');
+    expect(await stream.next()).toEqual({ value: undefined, done: true });
   });
 });
 
