@@ -74,7 +74,9 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   const db =
     options.database ??
     (await createDatabase(
-      config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl } : { kind: 'pglite', dataDir: config.dataDir },
+      config.databaseUrl
+        ? { kind: 'postgres', url: config.databaseUrl }
+        : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb },
     ));
   let bus: EventBus | undefined;
   let limiter: RateLimiter | undefined;

@@ -35,7 +35,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export type DatabaseOptions = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
+export type DatabaseOptions = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string; sharedBuffersMb?: number };
 
 const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
 
@@ -84,7 +84,10 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     };
   }
 
-  const [{ PrismaPGlite }, { pglite, description }] = await Promise.all([import('pglite-prisma-adapter'), openPglite(options.dataDir)]);
+  const [{ PrismaPGlite }, { pglite, description }] = await Promise.all([
+    import('pglite-prisma-adapter'),
+    openPglite(options.dataDir, options.sharedBuffersMb),
+  ]);
   const prisma = new PrismaClient({
     adapter: countingAdapter(new PrismaPGlite(pglite), queries),
     transactionOptions: TRANSACTION_OPTIONS,

@@ -4,7 +4,9 @@ import { createDatabase } from './database.js';
 
 const config = loadConfig();
 const db = await createDatabase(
-  config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl } : { kind: 'pglite', dataDir: config.dataDir },
+  config.databaseUrl
+    ? { kind: 'postgres', url: config.databaseUrl }
+    : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb },
 );
 try {
   const report = await db.migrate();

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { PGlite } from '@electric-sql/pglite';
+import { DEFAULT_PGLITE_SHARED_BUFFERS_MB } from '../config.js';
 
 export interface OpenedPglite {
   pglite: PGlite;
@@ -15,17 +16,20 @@ export interface OpenedPglite {
 /**
  * Opens PGlite on `dataDir` (a folder, created if missing, or `memory://…`) and waits until it is
  * ready. A folder PGlite has not initialized yet is initialized first in a worker thread (see
- * `initializeFolder`).
+ * `initializeFolder`). `sharedBuffersMb` is its Postgres's page cache (`shared_buffers`), set at
+ * every start whatever the folder's postgresql.conf says (config.ts DEFAULT_PGLITE_SHARED_BUFFERS_MB).
  */
-export async function openPglite(dataDir: string): Promise<OpenedPglite> {
+export async function openPglite(dataDir: string, sharedBuffersMb = DEFAULT_PGLITE_SHARED_BUFFERS_MB): Promise<OpenedPglite> {
+  if (!Number.isInteger(sharedBuffersMb) || sharedBuffersMb < 4) throw new RangeError(`shared_buffers of ${sharedBuffersMb} MB`);
   const inMemory = dataDir.startsWith('memory://');
-  const pgliteWasmModule = await compilePostgres();
+  // PGlite's modules load on this thread while its Postgres compiles on V8's background threads.
+  const [pgliteWasmModule, { PGlite }] = await Promise.all([compilePostgres(), import('@electric-sql/pglite')]);
   if (!inMemory) {
     mkdirSync(dataDir, { recursive: true });
     if (!existsSync(join(dataDir, 'PG_VERSION'))) await initializeFolder(dataDir, pgliteWasmModule);
   }
-  const { PGlite } = await import('@electric-sql/pglite');
-  const pglite = new PGlite(dataDir, pgliteWasmModule ? { pgliteWasmModule } : {});
+  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`];
+  const pglite = new PGlite(dataDir, pgliteWasmModule ? { pgliteWasmModule, startParams } : { startParams });
   await pglite.waitReady;
   return { pglite, description: inMemory ? 'PGlite (in memory)' : `PGlite in ${dataDir}` };
 }

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_CACHE_CONFIG, DEFAULT_HEAP_GROWING_PERCENT, loadConfig } from '../../src/config.js';
+import {
+  ConfigError,
+  DEFAULT_CACHE_CONFIG,
+  DEFAULT_HEAP_GROWING_PERCENT,
+  DEFAULT_PGLITE_SHARED_BUFFERS_MB,
+  loadConfig,
+} from '../../src/config.js';
 import { applyHeapSettings } from '../../src/heap-settings.js';
 
 describe('configuration from the environment', () => {
@@ -155,6 +161,17 @@ describe('configuration from the environment', () => {
       applyHeapSettings(loadConfig({ HEAP_GROWING_PERCENT: '0', ALLOCATION_SITE_PRETENURING: 'on' }), (flag) => set.push(flag)),
     ).toEqual([]);
     expect(set).toEqual(['--heap-growing-percent=50', '--no-allocation-site-pretenuring']);
+  });
+
+  it("sizes PGlite's page cache from PGLITE_SHARED_BUFFERS_MB, 32 MB by default, within 4 to 1024 MB", () => {
+    expect(loadConfig({}).pgliteSharedBuffersMb).toBe(DEFAULT_PGLITE_SHARED_BUFFERS_MB);
+    expect(DEFAULT_PGLITE_SHARED_BUFFERS_MB).toBe(32);
+    expect(loadConfig({ PGLITE_SHARED_BUFFERS_MB: ' 128 ' }).pgliteSharedBuffersMb).toBe(128);
+    for (const bad of ['3', '1025', '16MB', '1.5']) {
+      expect(() => loadConfig({ PGLITE_SHARED_BUFFERS_MB: bad })).toThrow(
+        new ConfigError(`PGLITE_SHARED_BUFFERS_MB must be an integer from 4 to 1024 (got "${bad}").`),
+      );
+    }
   });
 
   it('reads NODE_ENV=production as production', () => {
