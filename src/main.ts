@@ -17,7 +17,6 @@ try {
 // Process-wide, so here and not in buildApp (which touches no process globals).
 applyHeapSettings(config);
 const app = await buildApp(config);
-const url = await app.listen();
 const { db, bus, auth, logger } = app.runtime;
 const authMode =
   config.authRequired === true
@@ -27,6 +26,7 @@ const authMode =
       : (await auth.keysRequired())
         ? 'API keys required (keys exist)'
         : 'no API keys yet, one default workspace';
+const url = await app.listen();
 console.log(`session-graph listening on ${url} (${config.graphiql ? 'GraphiQL in a browser; ' : ''}WebSocket and SSE subscriptions)`);
 console.log(`storage: ${db.description}; pub/sub: ${bus.description}; auth: ${authMode}`);
 
