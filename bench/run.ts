@@ -284,7 +284,14 @@ function processContext(
     },
     async server(db, opts = {}) {
       const argv =
-        opts.runtime === 'tsx' ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : ['--enable-source-maps', join(ROOT, 'dist/main.js')];
+        opts.runtime === 'tsx'
+          ? ['--import', 'tsx', join(ROOT, 'src/main.ts')]
+          : [
+              // A V8 CPU profile of each server process, written when it stops (see bench/README.md).
+              ...(process.env.BENCH_SERVER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : []),
+              '--enable-source-maps',
+              join(ROOT, 'dist/main.js'),
+            ];
       const env: Record<string, string> = {
         NODE_ENV: 'production',
         PORT: '0',
