@@ -1,4 +1,4 @@
-import { initContextCache } from '@pothos/core';
+import { initContextCache } from './packages.js';
 import DataLoader from 'dataloader';
 import type { WorkspaceAuth } from './auth.js';
 import type { AppConfig } from './config.js';

@@ -1,7 +1,5 @@
-import SchemaBuilder, { PothosError } from '@pothos/core';
-import PrismaPlugin from '@pothos/plugin-prisma';
-import RelayPlugin from '@pothos/plugin-relay';
 import { DEFAULT_PAGE, MAX_CONNECTION_PAGE } from '../domain/pagination.js';
+import { PothosError, PrismaPlugin, RelayPlugin, SchemaBuilder } from '../packages.js';
 import type { RequestContext } from '../request.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type PrismaTypes from '../generated/pothos-types.js';

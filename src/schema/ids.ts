@@ -1,4 +1,4 @@
-import { decodeGlobalID, encodeGlobalID } from '@pothos/plugin-relay';
+import { decodeGlobalID, encodeGlobalID } from '../packages.js';
 import { badInput, notFound } from '../errors.js';
 import { UUID_PATTERN } from '../db/ids.js';
 

@@ -1,4 +1,4 @@
-import { createContextCache } from '@pothos/core';
+import { createContextCache } from '../packages.js';
 import DataLoader from 'dataloader';
 import * as store from '../db/stores/turns.js';
 import { zeroUsage, type UsageCounts } from '../domain/turns.js';
