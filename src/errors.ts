@@ -3,8 +3,8 @@
  * validation rules call it). The domain's classes are re-exported so callers outside the domain
  * import errors from one module.
  */
-import { GraphQLError } from 'graphql';
 import { DomainError } from './domain/errors.js';
+import { GraphQLError } from './packages.js';
 
 export { badInput, DomainError, notFound, type ErrorCode } from './domain/errors.js';
 

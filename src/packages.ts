@@ -1,14 +1,16 @@
 /**
- * The CommonJS builds of the dual (CommonJS and ES module) packages the server is built on. Node 20
- * loads a CommonJS graph in about half the time of the same graph as ES modules (synchronous
- * resolution, no linking per module): graphql-yoga, its CSRF plugin and Pothos with its plugins take
- * ~170 ms instead of ~330 on this machine, a sixth of a PGlite server's start.
+ * The packages the server loads at every start, as CommonJS. Node 20 loads a CommonJS graph in
+ * about half the time of the same graph as ES modules (synchronous resolution, no linking per
+ * module): graphql-yoga, its CSRF plugin and Pothos with its plugins take ~170 ms instead of ~330
+ * on this machine, a sixth of a PGlite server's start. And an ES module that imports a CommonJS
+ * one (graphql, ws, dataloader) makes Node run its export lexer over it at every start.
  *
- * Every value imported from these packages comes from here (types may come from the packages), so
- * each is loaded once, as one copy: Pothos's plugins register themselves on the core they require,
- * and its context caches live in that core's module.
+ * Every value imported from these packages comes from here (types may come from the packages;
+ * test/unit/packages.test.ts keeps it so), so each is loaded once, as one copy: Pothos's plugins
+ * register themselves on the core they require, and its context caches live in that core's module.
  */
 import { createRequire } from 'node:module';
+import type DataLoaderClass from 'dataloader';
 
 const require = createRequire(import.meta.url);
 
@@ -28,3 +30,33 @@ export const {
   encodeGlobalID,
   resolveArrayConnection,
 } = require('@pothos/plugin-relay') as typeof import('@pothos/plugin-relay');
+
+const graphql = require('graphql') as typeof import('graphql');
+export const {
+  GraphQLError,
+  Kind,
+  NoSchemaIntrospectionCustomRule,
+  createSourceEventStream,
+  execute,
+  getNamedType,
+  getOperationAST,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  isScalarType,
+  lexicographicSortSchema,
+  parse,
+  print,
+  visit,
+} = graphql;
+export type GraphQLError = import('graphql').GraphQLError;
+export type Kind = import('graphql').Kind;
+export const { WebSocketServer } = require('ws') as typeof import('ws');
+export type WebSocketServer = import('ws').WebSocketServer;
+export const DataLoader = require('dataloader') as typeof import('dataloader');
+export type DataLoader<K, V, C = K> = DataLoaderClass<K, V, C>;
+export const { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, MessageType, handleProtocols, parseMessage, stringifyMessage } =
+  require('graphql-ws') as typeof import('graphql-ws');
+export type CloseCode = import('graphql-ws').CloseCode;
+export type MessageType = import('graphql-ws').MessageType;

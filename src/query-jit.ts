@@ -21,19 +21,11 @@
  * to load, a tenth of the server's start. Until it is loaded, documents run on graphql-js and stay
  * undecided, compiled at a later use.
  */
-import {
-  type ASTNode,
-  type DocumentNode,
-  type ExecutionArgs,
-  type ExecutionResult,
-  GraphQLError,
-  Kind,
-  type OperationDefinitionNode,
-  visit,
-} from 'graphql';
+import type { ASTNode, DocumentNode, ExecutionArgs, ExecutionResult, OperationDefinitionNode } from 'graphql';
 import type { CompiledQuery } from 'graphql-jit';
 import type { Plugin } from 'graphql-yoga';
 import { operationFields } from './query-limits.js';
+import { GraphQLError, Kind, visit } from './packages.js';
 
 export interface QueryJitOptions {
   /** The execution of a document that compiles it (QUERY_JIT_AFTER_USES; 0 turns compiling off). */

@@ -1,19 +1,17 @@
-import {
-  GraphQLError,
-  Kind,
-  parse,
-  type ASTVisitor,
-  type DocumentNode,
-  type FragmentDefinitionNode,
-  type ParseOptions,
-  type SelectionSetNode,
-  type Source,
-  type ValidationContext,
-  type ValidationRule,
+import type {
+  ASTVisitor,
+  DocumentNode,
+  FragmentDefinitionNode,
+  ParseOptions,
+  SelectionSetNode,
+  Source,
+  ValidationContext,
+  ValidationRule,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { asClientError } from './client-errors.js';
 import { DomainError, toGraphQLError } from './errors.js';
+import { GraphQLError, Kind, parse } from './packages.js';
 
 export interface QueryLimits {
   /** Deepest nesting of fields, fragments expanded, outside introspection. */

@@ -1,5 +1,4 @@
-import { initContextCache } from './packages.js';
-import DataLoader from 'dataloader';
+import { DataLoader, initContextCache } from './packages.js';
 import type { WorkspaceAuth } from './auth.js';
 import type { AppConfig } from './config.js';
 import type { Database } from './db/database.js';

@@ -1,9 +1,10 @@
-import { createSourceEventStream, execute, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { DocumentNode, ExecutionArgs, ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
 import { stringInterner } from './interner.js';
 import { PULL, type Pullable, pullStep, type StepConsumer } from './pull.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './shutdown.js';
+import { Kind, createSourceEventStream, execute, print, visit } from './packages.js';
 
 /** Counts for tests and diagnostics. */
 export interface SharingStats {

@@ -1,16 +1,18 @@
 import type { IncomingMessage } from 'node:http';
-import { type ExecutionArgs, type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
+import type { ExecutionArgs, ExecutionResult } from 'graphql';
+import type { SubscribePayload } from 'graphql-ws';
+import type { WebSocket, WebSocketServer } from 'ws';
+import { pullStep, type StepConsumer } from './pull.js';
 import {
   CloseCode,
   GRAPHQL_TRANSPORT_WS_PROTOCOL,
-  handleProtocols,
+  GraphQLError,
   MessageType,
+  getOperationAST,
+  handleProtocols,
   parseMessage,
-  type SubscribePayload,
   stringifyMessage,
-} from 'graphql-ws';
-import type { WebSocket, WebSocketServer } from 'ws';
-import { pullStep, type StepConsumer } from './pull.js';
+} from './packages.js';
 
 /** What an operation's context keeps of a WebSocket connection: see `useWebSocketServer`. */
 export interface SocketExtra {

@@ -1,4 +1,3 @@
-import { lexicographicSortSchema } from 'graphql';
 import { builder } from './builder.js';
 import { validateArguments } from './validate-args.js';
 import './scalars.js';
@@ -10,6 +9,7 @@ import './assembly.js';
 import './events.js';
 import './transforms.js';
 import './turn-events.js';
+import { lexicographicSortSchema } from '../packages.js';
 
 /**
  * The whole GraphQL schema, with types sorted so the printed SDL is stable, and every field's

@@ -1,5 +1,6 @@
-import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import type { ValueNode } from 'graphql';
 import { builder } from './builder.js';
+import { GraphQLError, Kind } from '../packages.js';
 
 function literalToJson(node: ValueNode, variables?: Record<string, unknown> | null): unknown {
   switch (node.kind) {

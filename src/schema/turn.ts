@@ -1,5 +1,4 @@
-import { createContextCache } from '../packages.js';
-import DataLoader from 'dataloader';
+import { createContextCache, DataLoader } from '../packages.js';
 import * as store from '../db/stores/turns.js';
 import { zeroUsage, type UsageCounts } from '../domain/turns.js';
 import type { RequestContext } from '../request.js';

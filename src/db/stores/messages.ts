@@ -4,7 +4,6 @@
  * the writes of updateMessage (appendMessages writes its rows in one statement with the session's
  * counters and events: stores/append.ts).
  */
-import DataLoader from 'dataloader';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../../domain/lineage.js';
 import { markImmutable } from '../../domain/immutable.js';
 import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
@@ -14,6 +13,7 @@ import type { Message, Prisma, PrismaClient } from '../../generated/prisma/clien
 import type { FinishedRowsCache } from '../../caches/finished-rows.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
+import { DataLoader } from '../../packages.js';
 
 /** Every column of a message row. */
 export const MESSAGE_COLUMNS: ColumnSet<Message> = {
