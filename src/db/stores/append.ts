@@ -168,6 +168,10 @@ export function batchInput(job: AppendJob, first: number): string {
  * order from the counters it had (READ COMMITTED re-reads a row updated since the snapshot). The
  * input is JSON rather than parallel arrays: the planner then estimates the same rows with and
  * without the values, so the named statement keeps one generic plan instead of planning each call.
+ * Each session is read by its primary key alone (a LATERAL lookup per session of the batch, fenced
+ * by OFFSET 0 so no other condition can be pushed into it, and `= ANY` for the UPDATE): PGlite runs
+ * no autovacuum, so its tables have no statistics, and a join on the whole condition let the
+ * planner take the `parentTurnId` index and read every root session of the database per append.
  */
 const BATCH_SQL = `WITH i AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(w text, s text, o bigint, id text, role text, parts jsonb, call_ids jsonb,
@@ -175,14 +179,16 @@ const BATCH_SQL = `WITH i AS (
      ), c AS (
        SELECT i.s, i.w, count(*)::int AS n FROM i GROUP BY i.s, i.w
      ), l AS (
-       SELECT x.id FROM "Session" x JOIN c ON x.id = c.s AND x."workspaceId" = c.w
+       SELECT x.id FROM c, LATERAL (
+         SELECT x.id, x."parentTurnId" FROM "Session" x WHERE x.id = c.s AND x."workspaceId" = c.w
+         FOR UPDATE SKIP LOCKED OFFSET 0
+       ) x
        WHERE x."parentTurnId" IS NULL
-       FOR UPDATE OF x SKIP LOCKED
      ), s AS (
        UPDATE "Session"
        SET "messageCount" = "messageCount" + c.n, "eventSequence" = "eventSequence" + c.n, "updatedAt" = $2::timestamp(3)
-       FROM c, l
-       WHERE "Session".id = l.id AND c.s = l.id AND "Session"."workspaceId" = c.w
+       FROM c
+       WHERE "Session".id = ANY (ARRAY(SELECT l.id FROM l)) AND c.s = "Session".id AND "Session"."workspaceId" = c.w
        RETURNING ${columnList(SESSION_COLUMNS, '"Session"')}, c.n
      ), u AS MATERIALIZED (
        SELECT i.id, i.role, i.parts, i.call_ids, i.result_ids, i.generating, i.o200k, i.cl100k, i.agent_id, i.created_at, i.event_id,
@@ -198,7 +204,9 @@ const BATCH_SQL = `WITH i AS (
      )
      SELECT ${SESSION_SQL}, s.n, true AS appended FROM s
      UNION ALL
-     SELECT ${columnList(SESSION_COLUMNS, 'x')}, 0, false FROM "Session" x JOIN c ON x.id = c.s AND x."workspaceId" = c.w
+     SELECT ${columnList(SESSION_COLUMNS, 'x')}, 0, false FROM c, LATERAL (
+       SELECT * FROM "Session" x WHERE x.id = c.s AND x."workspaceId" = c.w OFFSET 0
+     ) x
      WHERE x."parentTurnId" IS NULL AND NOT EXISTS (SELECT 1 FROM s WHERE s.id = x.id)`;
 
 /** What a batched append did to one session. */
