@@ -146,7 +146,7 @@ export const DEFAULT_HEAP_GROWING_PERCENT = 50;
 
 /**
  * PGLITE_SHARED_BUFFERS_MB's default. Postgres zeroes its whole page cache at start: at initdb's
- * 128 MB that is ~110 MB more RSS and ~50–100 ms more start than at 32 MB. The embedded database
+ * 128 MB that is ~80–100 MB more RSS and ~60 ms more start than at 32 MB. The embedded database
  * holds one application's sessions; its data files stay in the OS page cache beside it.
  */
 export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 32;
