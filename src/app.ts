@@ -7,7 +7,7 @@ import { WorkspaceAuth } from './auth.js';
 import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
 import { contextForEvent, createRequestContext, type AppRuntime, type RequestContext } from './request.js';
-import { createDatabase, type Database } from './db/database.js';
+import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
 import { DomainError, domainErrorOf, toGraphQLError } from './errors.js';
 import { Prisma } from './generated/prisma/client.js';
 import { createLogger } from './logger.js';
@@ -70,13 +70,7 @@ export interface BuildAppOptions {
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
   configureSchemaChecks(config);
   const logger = createLogger(config.logLevel);
-  const db =
-    options.database ??
-    (await createDatabase(
-      config.databaseUrl
-        ? { kind: 'postgres', url: config.databaseUrl }
-        : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb },
-    ));
+  const db = options.database ?? (await createDatabase(databaseOptionsOf(config)));
   let bus: EventBus | undefined;
   let limiter: RateLimiter | undefined;
   try {

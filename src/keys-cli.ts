@@ -2,7 +2,7 @@
 // API keys of the configured database (DATABASE_URL, or the PGlite folder in DATA_DIR).
 import { parseArgs } from 'node:util';
 import { type AppConfig, ConfigError, loadConfig } from './config.js';
-import { createDatabase } from './db/database.js';
+import { createDatabase, databaseOptionsOf } from './db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 
 const USAGE = `usage:
@@ -44,11 +44,7 @@ try {
   if (error instanceof ConfigError) fail(`configuration error: ${error.message}`);
   throw error;
 }
-const db = await createDatabase(
-  config.databaseUrl
-    ? { kind: 'postgres', url: config.databaseUrl }
-    : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb },
-);
+const db = await createDatabase(databaseOptionsOf(config));
 let exitCode = 0;
 try {
   await db.migrate();

@@ -1,6 +1,6 @@
 import type { PGlite } from '@electric-sql/pglite';
 import type { SqlDriverAdapter, SqlDriverAdapterFactory, Transaction } from '@prisma/driver-adapter-utils';
-import { redact } from '../config.js';
+import { type AppConfig, redact } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { openPglite } from './pglite-open.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
@@ -36,6 +36,13 @@ export interface Database {
 }
 
 export type DatabaseOptions = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string; sharedBuffersMb?: number };
+
+/** The database the configuration names: PostgreSQL when DATABASE_URL is set, else PGlite in DATA_DIR. */
+export function databaseOptionsOf(config: Pick<AppConfig, 'databaseUrl' | 'dataDir' | 'pgliteSharedBuffersMb'>): DatabaseOptions {
+  return config.databaseUrl
+    ? { kind: 'postgres', url: config.databaseUrl }
+    : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb };
+}
 
 const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
 

@@ -1,13 +1,9 @@
 // `npm run db:migrate`: applies pending migrations to the configured database and exits.
 import { loadConfig } from '../config.js';
-import { createDatabase } from './database.js';
+import { createDatabase, databaseOptionsOf } from './database.js';
 
 const config = loadConfig();
-const db = await createDatabase(
-  config.databaseUrl
-    ? { kind: 'postgres', url: config.databaseUrl }
-    : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb },
-);
+const db = await createDatabase(databaseOptionsOf(config));
 try {
   const report = await db.migrate();
   console.log(
