@@ -46,6 +46,12 @@ export interface Sql extends SqlClient {
    * while it stood at N is current for as long as it stays at N (caches/session-rows.ts).
    */
   writes(): number | null;
+  /**
+   * Told how many bytes of message text a statement rewrote (`rewroteMessageText`), when the
+   * database reclaims dead row versions only when asked (PGlite, which runs no autovacuum: see
+   * `PgliteVacuum`); absent on PostgreSQL, whose autovacuum does it.
+   */
+  rewroteMessageText?(bytes: number): void;
 }
 
 /** A Prisma interactive transaction. */
@@ -173,9 +179,10 @@ export function trackPgliteWrites(pglite: PGlite): { writes(): number; read: PGl
   return { writes: () => writes, read };
 }
 
-export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder): Sql {
+export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vacuumAfterBytes = VACUUM_AFTER_BYTES): Sql {
   const tracker = trackPgliteWrites(pglite);
   const statements = new PgliteStatements(pglite, tracker.read);
+  const vacuum = new PgliteVacuum(pglite, vacuumAfterBytes);
   const options = { parsers: PARSERS };
   const run = async <T>(
     client: Pick<PGlite | PGliteTransaction, 'query'>,
@@ -203,7 +210,43 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder): Sq
       writes: tracker.writes,
     },
     writes: tracker.writes,
+    rewroteMessageText: (bytes) => vacuum.rewrote(bytes),
   };
+}
+
+/** Rewritten message text (bytes) after which PGlite vacuums the Message table (`PgliteVacuum`). */
+export const VACUUM_AFTER_BYTES = 8 << 20;
+
+/**
+ * PGlite runs no autovacuum: every old version of a row stays in the data folder, TOASTed values
+ * included, until a VACUUM. A streamed reply rewrites its message (text and parts) at every token,
+ * so one reply of 40 KB streamed in 2,000 updates grew a folder by 96 MB, and a folder grew with
+ * every reply for good. So once the message text rewritten since the last one reaches
+ * `afterBytes`, `VACUUM "Message"` runs, next on the connection: its cost follows the dead data
+ * (4 ms for ~5 MB of it, 188 ms for ~90 MB, on this machine), and the space it frees is reused by
+ * the next versions, so the table stops growing. One at a time; a failure is retried by the next.
+ */
+class PgliteVacuum {
+  private rewritten = 0;
+  private running = false;
+
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly afterBytes: number,
+  ) {}
+
+  rewrote(bytes: number) {
+    this.rewritten += bytes;
+    if (this.running || this.rewritten < this.afterBytes || this.pglite.closed) return;
+    this.running = true;
+    this.rewritten = 0;
+    // Queued on PGlite's one connection now, behind the statements already sent: a scheduled task
+    // could wait behind a whole stream of updates that never leave the microtask queue.
+    const done = () => {
+      this.running = false;
+    };
+    this.pglite.exec('VACUUM "Message"').then(done, done);
+  }
 }
 
 const STATEMENT_NAME = /^sg_[a-z0-9_]{1,50}$/;

@@ -418,6 +418,8 @@ export class SessionService {
         const done = await appendTextRow(this.sql, workspaceId, messageId, appendText, eventId, now, this.caps.stringLength);
         if (!done) return null;
         const { message, sequence } = done;
+        // The new version holds the whole text twice (text and parts); the old one is now dead.
+        this.sql.rewroteMessageText?.(2 * message.text.length);
         events.push({
           id: eventId,
           sessionId: message.sessionId,
