@@ -47,7 +47,7 @@ export interface Sql extends SqlClient {
    */
   writes(): number | null;
   /**
-   * Told how many bytes of message text a statement rewrote (`rewroteMessageText`), when the
+   * Told how much message text a statement rewrote (characters, about bytes), when the
    * database reclaims dead row versions only when asked (PGlite, which runs no autovacuum: see
    * `PgliteVacuum`); absent on PostgreSQL, whose autovacuum does it.
    */
