@@ -418,8 +418,6 @@ export class SessionService {
         const done = await appendTextRow(this.sql, workspaceId, messageId, appendText, eventId, now, this.caps.stringLength);
         if (!done) return null;
         const { message, sequence } = done;
-        // The new version holds the whole text twice (text and parts); the old one is now dead.
-        this.sql.rewroteMessageText?.(2 * message.text.length);
         events.push({
           id: eventId,
           sessionId: message.sessionId,
@@ -433,9 +431,9 @@ export class SessionService {
         });
         return message;
       });
-      if (streamed) return streamed;
+      if (streamed) return this.rewrote(streamed);
     }
-    return this.write(async (tx, events) => {
+    const updated = await this.write(async (tx, events) => {
       const found = await findMessageSession(tx, workspaceId, messageId);
       if (!found) throw notFound('Message', clientId ?? messageId);
       const session = await this.lock(tx, workspaceId, found.sessionId);
@@ -478,6 +476,16 @@ export class SessionService {
       );
       return updated;
     });
+    return this.rewrote(updated);
+  }
+
+  /**
+   * Tells the database that `message` was rewritten: the new version holds its whole text twice
+   * (text and parts), and the old one is now dead (PGlite reclaims it only when asked: db/sql.ts).
+   */
+  private rewrote(message: Message): Message {
+    this.sql.rewroteMessageText?.(2 * message.text.length);
+    return message;
   }
 
   /**
