@@ -9,6 +9,7 @@
 import type { PGlite, Transaction as PGliteTransaction } from '@electric-sql/pglite';
 import type pg from 'pg';
 import type { Prisma } from '../generated/prisma/client.js';
+import { PgliteStatements } from './pglite-statements.js';
 
 /** Runs statements with `$1`-style parameters. */
 export interface SqlClient {
@@ -160,7 +161,12 @@ export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes:
  * and again when it ends, except the statements sent through the returned `read`. Patches the
  * instance, so call it before anything else holds it.
  */
-export function trackPgliteWrites(pglite: PGlite): { writes(): number; read: PGlite['query'] } {
+export function trackPgliteWrites(pglite: PGlite): {
+  writes(): number;
+  read: PGlite['query'];
+  /** `call` counted as a write (what this module sends to PGlite other than through `query`). */
+  counted<A extends unknown[], R>(call: (...args: A) => Promise<R>): (...args: A) => Promise<R>;
+} {
   let writes = 0;
   const read = pglite.query.bind(pglite);
   const exec = pglite.exec.bind(pglite);
@@ -176,37 +182,52 @@ export function trackPgliteWrites(pglite: PGlite): { writes(): number; read: PGl
       }
     };
   Object.assign(pglite, { query: counted(read), exec: counted(exec), transaction: counted(transaction) });
-  return { writes: () => writes, read };
+  return { writes: () => writes, read, counted };
 }
 
 export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vacuumAfterBytes = VACUUM_AFTER_BYTES): Sql {
   const tracker = trackPgliteWrites(pglite);
-  const statements = new PgliteStatements(pglite, tracker.read);
+  const statements = new PgliteStatements(pglite, PARSERS);
   const vacuum = new PgliteVacuum(pglite, vacuumAfterBytes);
   const options = { parsers: PARSERS };
-  const run = async <T>(
-    client: Pick<PGlite | PGliteTransaction, 'query'>,
+  const run = async <T>(client: Pick<PGlite | PGliteTransaction, 'query'>, text: string, values: readonly unknown[] = []) => {
+    recorder.record(text);
+    const result = await client.query<T>(text, values as unknown[], options);
+    return result.rows;
+  };
+  /** A named statement, prepared (outside a transaction) on its first use; one that cannot be is sent as text. */
+  const named = async <T>(
+    client: Pick<PGlite, 'query'>,
     text: string,
     values: readonly unknown[] = [],
-    call: string | null = null,
+    name: string | undefined,
+    counted: boolean,
   ) => {
+    const statement = name ? await statements.prepare(name, text) : null;
+    if (!statement) return run<T>(client, text, values);
     recorder.record(text);
-    const result = await client.query<T>(call ?? text, values as unknown[], options);
-    return result.rows;
+    if (!counted) return statements.run<T>(statement, values, false);
+    return tracker.counted(() => statements.run<T>(statement, values, false))();
   };
   const uncounted = { query: tracker.read };
   return {
-    query: async (text, values, queryOptions) =>
-      run(pglite, text, values, queryOptions?.name ? await statements.call(queryOptions.name, text) : null),
+    query: (text, values, queryOptions) => named(pglite, text, values, queryOptions?.name, true),
     // PGlite is one connection: its transaction holds it, and every other query waits. A statement
-    // function is only made outside a transaction (a rollback would take it away unseen).
+    // is only prepared outside a transaction; inside one, a prepared statement runs under the
+    // query lock alone (the transaction holds the other).
     transaction: (work) =>
       pglite.transaction((tx) =>
-        work({ query: (text, values, queryOptions) => run(tx, text, values, statements.made(queryOptions?.name, text)) }),
+        work({
+          query: async (text, values, queryOptions) => {
+            const statement = statements.made(queryOptions?.name, text);
+            if (!statement) return run(tx, text, values);
+            recorder.record(text);
+            return statements.run(statement, values ?? [], true);
+          },
+        }),
       ),
     reads: {
-      query: async (text, values, queryOptions) =>
-        run(uncounted, text, values, queryOptions?.name ? await statements.call(queryOptions.name, text) : null),
+      query: (text, values, queryOptions) => named(uncounted, text, values, queryOptions?.name, false),
       writes: tracker.writes,
     },
     writes: tracker.writes,
@@ -246,74 +267,6 @@ class PgliteVacuum {
       this.running = false;
     };
     this.pglite.exec('VACUUM "Message"').then(done, done);
-  }
-}
-
-const STATEMENT_NAME = /^sg_[a-z0-9_]{1,50}$/;
-
-/**
- * PGlite's `query` parses, analyses and plans every statement it is sent, and keeps no prepared
- * statement a later call could name: for the one-statement appends that is more than half of their
- * cost (1.8 ms a streamed text where the statement itself runs in 0.5). So a named statement
- * (`QueryOptions.name`) is run through a PL/pgSQL function made for it on its first use, in the
- * connection's temporary schema (it lives as long as the PGlite instance and writes nothing to the
- * data folder): `SELECT * FROM pg_temp.name($1, …)` is trivial to plan, and PL/pgSQL keeps the plan
- * of the statement in its body, as a prepared statement would. The function's parameters and
- * columns are the types PostgreSQL infers for the statement itself (`describeQuery`), so its rows
- * parse the same; its errors carry the same SQLSTATE and constraint. A statement that returns no
- * columns, or that the function cannot hold, keeps being sent as it is.
- */
-class PgliteStatements {
-  private readonly calls = new Map<string, { text: string; call: Promise<string | null>; made: string | null }>();
-
-  constructor(
-    private readonly pglite: PGlite,
-    /** Uncounted reads (the catalog lookups). */
-    private readonly read: PGlite['query'],
-  ) {}
-
-  /** The call that runs the statement named `name`, made now if it is not yet; null: send the text. */
-  call(name: string, text: string): Promise<string | null> {
-    let entry = this.calls.get(name);
-    if (!entry) {
-      const made = this.make(name, text).catch(() => null);
-      const created = { text, call: made, made: null as string | null };
-      made.then((call) => {
-        created.made = call;
-      });
-      this.calls.set(name, created);
-      entry = created;
-    }
-    if (entry.text !== text) throw new Error(`two statements named ${name}`);
-    return entry.call;
-  }
-
-  /** The call for `name` if it is already made (inside a transaction nothing is made); else null. */
-  made(name: string | undefined, text: string): string | null {
-    if (!name) return null;
-    const entry = this.calls.get(name);
-    return entry?.text === text ? entry.made : null;
-  }
-
-  private async make(name: string, text: string): Promise<string | null> {
-    if (!STATEMENT_NAME.test(name) || text.includes('$sg$')) return null;
-    const { queryParams, resultFields } = await this.pglite.describeQuery(text);
-    if (resultFields.length === 0 || new Set(resultFields.map((f) => f.name)).size < resultFields.length) return null;
-    const oids = [...new Set([...queryParams, ...resultFields].map((x) => x.dataTypeID))];
-    const { rows } = await this.read<{ oid: number; type: string }>(
-      'SELECT o::int AS oid, format_type(o, NULL) AS type FROM unnest($1::oid[]) AS o',
-      [oids],
-    );
-    const types = new Map(rows.map((r) => [r.oid, r.type]));
-    const params = queryParams.map((p) => types.get(p.dataTypeID)).join(', ');
-    const columns = resultFields.map((f) => `"${f.name.replaceAll('"', '""')}" ${types.get(f.dataTypeID)}`).join(', ');
-    // use_column: a column the statement names is its column, never one of the function's own.
-    await this.pglite.exec(
-      `CREATE OR REPLACE FUNCTION pg_temp.${name}(${params}) RETURNS TABLE (${columns}) LANGUAGE plpgsql AS $sg$
-#variable_conflict use_column
-BEGIN RETURN QUERY ${text}; END $sg$`,
-    );
-    return `SELECT * FROM pg_temp.${name}(${queryParams.map((_, i) => `$${i + 1}`).join(', ')})`;
   }
 }
 

@@ -1,7 +1,8 @@
 import { PGlite } from '@electric-sql/pglite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { trimPgliteParsers } from '../../src/db/database.js';
-import { isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
+import { createPgliteSql, isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
+import { isOutage } from '../../src/faults.js';
 import { appendEvents } from '../../src/db/stores/events.js';
 import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { CreateSession, ForkSession } from '../helpers/documents.js';
@@ -167,19 +168,23 @@ describe(`plain SQL (${backend.label})`, () => {
     }
   });
 
+  it('refuses a prepared statement on a closed PGlite as an outage, not a crash', async () => {
+    const pglite = new PGlite('memory://');
+    const sql = createPgliteSql(pglite, { record() {} });
+    const text = 'SELECT $1::int + 1 AS n';
+    expect(await sql.query(text, [1], { name: 'sg_test_closed' })).toEqual([{ n: 2 }]);
+    await pglite.close();
+    const refusal = await sql.query(text, [2], { name: 'sg_test_closed' }).catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(Error);
+    expect(isOutage(refusal)).toBe(true);
+  });
+
   describe('named statements (QueryOptions.name)', () => {
     const sql = () => app.runtime.db.sql;
-    // On PGlite a named statement runs through a function in the temporary schema once it is made.
+    // On PGlite a named statement is prepared on its one connection once it is first used outside a transaction.
     const made = async (name: string) =>
       app.runtime.db.kind === 'pglite'
-        ? Number(
-            (
-              await sql().reads.query<{ n: bigint }>(
-                'SELECT count(*) AS n FROM pg_proc WHERE proname = $1 AND pronamespace = pg_my_temp_schema()',
-                [name],
-              )
-            )[0].n,
-          )
+        ? Number((await sql().reads.query<{ n: bigint }>('SELECT count(*) AS n FROM pg_prepared_statements WHERE name = $1', [name]))[0].n)
         : null;
     const ROW = `SELECT $1::text AS id, $2::timestamp(3) AS at, 9007199254740993::bigint AS big, $3::jsonb AS doc,
       ARRAY[$1::text, NULL] AS ids, 'TOOL'::"MessageRole" AS role`;
@@ -233,15 +238,47 @@ describe(`plain SQL (${backend.label})`, () => {
       expect(await made('sg_test_rename_tx')).toBe(app.runtime.db.kind === 'pglite' ? 1 : null);
     });
 
-    it('runs a statement that answers no columns, or a name it cannot use, as it is', async () => {
+    it('runs a statement that answers no columns too, and a name it cannot use as it is', async () => {
       const session = (await gqlOk(app, CreateSession, { input: { title: 'silent' } })).createSession;
       const id = rawIdOf(session.id);
-      await sql().query(`UPDATE "Session" SET title = $2 WHERE id = $1`, [id, 'silent 1'], { name: 'sg_test_silent' });
-      await sql().query(`UPDATE "Session" SET title = $2 WHERE id = $1`, [id, 'silent 2'], { name: 'sg_test_silent' });
+      expect(await sql().query(`UPDATE "Session" SET title = $2 WHERE id = $1`, [id, 'silent 1'], { name: 'sg_test_silent' })).toEqual([]);
+      expect(await sql().query(`UPDATE "Session" SET title = $2 WHERE id = $1`, [id, 'silent 2'], { name: 'sg_test_silent' })).toEqual([]);
       expect(await sql().query('SELECT 2 AS n', [], { name: 'Not-A-Name' })).toEqual([{ n: 2 }]);
       const [row] = await sql().query<{ title: string }>('SELECT title FROM "Session" WHERE id = $1', [id]);
       expect(row.title).toBe('silent 2');
-      expect(await made('sg_test_silent')).toBe(app.runtime.db.kind === 'pglite' ? 0 : null);
+      expect(await made('sg_test_silent')).toBe(app.runtime.db.kind === 'pglite' ? 1 : null);
+      expect(await made('Not-A-Name')).toBe(app.runtime.db.kind === 'pglite' ? 0 : null);
+    });
+
+    it('never runs a named statement inside a transaction that is not its own', async () => {
+      const session = (await gqlOk(app, CreateSession, { input: { title: 'outside' } })).createSession;
+      const id = rawIdOf(session.id);
+      const RENAME = `UPDATE "Session" SET title = $2 WHERE id = $1 RETURNING title`;
+      expect(await sql().query(RENAME, [id, 'prepared'], { name: 'sg_test_outside' })).toEqual([{ title: 'prepared' }]);
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let inside = () => {};
+      const opened = new Promise<void>((resolve) => {
+        inside = resolve;
+      });
+      const rolledBack = sql().transaction(async (tx) => {
+        await tx.query('UPDATE "Session" SET title = $2 WHERE id = $1', [id, 'in the transaction']);
+        inside();
+        await gate;
+        throw new Error('roll back');
+      });
+      await opened;
+      // Sent while the transaction is open: it waits for it (PGlite's one connection, PostgreSQL's
+      // row lock), so the rollback cannot take its write away.
+      const outside = sql().query<{ title: string }>(RENAME, [id, 'after'], { name: 'sg_test_outside' });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      release();
+      await expect(rolledBack).rejects.toThrow('roll back');
+      expect(await outside).toEqual([{ title: 'after' }]);
+      const [row] = await sql().query<{ title: string }>('SELECT title FROM "Session" WHERE id = $1', [id]);
+      expect(row.title).toBe('after');
     });
   });
 });
