@@ -53,6 +53,11 @@ export interface Sql extends SqlClient {
    * `PgliteVacuum`); absent on PostgreSQL, whose autovacuum does it.
    */
   rewroteMessageText?(bytes: number): void;
+  /**
+   * The database is one connection in this process (PGlite): a statement runs only while no
+   * transaction is open, so it never waits for a row lock another transaction holds.
+   */
+  readonly oneConnection: boolean;
 }
 
 /** A Prisma interactive transaction. */
@@ -132,6 +137,7 @@ export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes:
     query,
     reads: { query },
     writes: () => null,
+    oneConnection: false,
     async transaction(work) {
       const client = await pool.connect();
       let broken: Error | undefined;
@@ -232,6 +238,7 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vac
     },
     writes: tracker.writes,
     rewroteMessageText: (bytes) => vacuum.rewrote(bytes),
+    oneConnection: true,
   };
 }
 

@@ -134,6 +134,23 @@ describe(`batched appends (${backend.label})`, () => {
     for (const sessionId of sessions) expect((await allMessages(sessionId)).count).toBe(1);
   });
 
+  it('sends a call alone as one statement: the single-call one on PGlite, the batched one on PostgreSQL', async () => {
+    const sessionId = await newSession('alone');
+    const counter = app.runtime.db.queries;
+    counter.reset();
+    const appended = await gqlOk(app, AppendMessages, { input: { sessionId, messages: [{ role: 'USER', text: 'alone' }] } }, alpha);
+    expect(appended.appendMessages.messages.map((m) => [m.index, m.text])).toEqual([[0, 'alone']]);
+    const writes = counter.statements.filter((text) => text.includes('INSERT INTO "Message"'));
+    expect(writes).toHaveLength(1);
+    // PGlite is one connection: no lock can be held elsewhere, so nothing is gained by skipping one.
+    expect(writes[0].includes('jsonb_to_recordset')).toBe(!app.runtime.db.sql.oneConnection);
+    expect(app.runtime.db.sql.oneConnection).toBe(!backend.postgresUrl);
+    // Another workspace's session is still not found, and nothing is written to it.
+    const unknown = await gql(app, AppendMessages, { input: { sessionId, messages: [{ role: 'USER', text: 'intruder' }] } }, beta);
+    expect(unknown.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect((await allMessages(sessionId)).count).toBe(1);
+  });
+
   it.skipIf(!backend.postgresUrl)('does not hold a batch behind a session another transaction has locked', async () => {
     const held = await newSession('held');
     const free = await newSession('free');
