@@ -34,6 +34,8 @@ export interface SubscriptionSharingOptions<Context> {
   maxShapes?: number;
   /** How long a result may be reused, in ms: long enough for one event's fan-out, short enough that a later replay reads fresh data. */
   ttlMs?: number;
+  /** A compiled execution of an event for the subscription `args` (`useQueryJit`'s `eventExecutor`); null: graphql-js executes it. */
+  compiled?(args: ExecutionArgs): ((rootValue: unknown, contextValue: unknown) => ExecutionResult | Promise<ExecutionResult>) | null;
 }
 
 /** Rewrites what a stream sends its subscriber through the transport: results with errors, and its error. */
@@ -136,7 +138,12 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     run(args, event) {
       stats.executions++;
       const contextValue = options.contextForEvent(args.contextValue as Context);
-      return Promise.resolve(execute({ ...args, rootValue: event, contextValue }) as ExecutionResult | Promise<ExecutionResult>);
+      const compiled = options.compiled?.(args);
+      return Promise.resolve(
+        compiled
+          ? compiled(event, contextValue)
+          : (execute({ ...args, rootValue: event, contextValue }) as ExecutionResult | Promise<ExecutionResult>),
+      );
     },
     once(key, args, event) {
       const id = (event as { id?: unknown } | null)?.id;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppendMessages, CreateSession, SessionMessages } from '../helpers/documents.js';
 import { backend, createTestApp, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
 // Repeated queries run compiled (src/query-jit.ts), as in production: a document's second execution
 // compiles it, if it is one query of at most 64 fields (here: two compiled documents kept, 8
@@ -133,5 +134,37 @@ describe(`compiled queries (${backend.label})`, () => {
       }
     }
     expect(app.jit.compilations).toBe(8);
+  });
+  it("executes a subscription's events compiled once its document has run often enough, with the same payloads", async () => {
+    const live = await createTestApp({ config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2 } } });
+    const url = await live.listen(0, '127.0.0.1');
+    const client = wsClient(url);
+    try {
+      const { id } = (await gqlOk(live, CreateSession, { input: { title: 'live jit' } })).createSession;
+      const EVENTS = `subscription Events($id: ID!, $after: Int) {
+        sessionEvents(sessionId: $id, afterSequence: $after) { __typename sequence ... on MessageAdded { index message { text role } } }
+      }`;
+      const sub = subscribeWs(client, EVENTS, { id, after: 0 }, (data) => data.sessionEvents);
+      const before = { ...live.jit };
+      for (const text of ['one', 'two', 'three']) {
+        await gqlOk(live, AppendMessages, { input: { sessionId: id, messages: [{ role: 'USER', text }] } });
+      }
+      const events = await sub.collector.until((e) => e.length >= 3, 10_000, 'three events');
+      expect(events).toEqual(
+        ['one', 'two', 'three'].map((text, index) => ({
+          __typename: 'MessageAdded',
+          sequence: index + 1,
+          index,
+          message: { text, role: 'USER' },
+        })),
+      );
+      // The first event ran on graphql-js, the next ones compiled (one compilation, for the subscription).
+      expect(live.jit.compilations - before.compilations).toBe(1);
+      expect(live.jit.compiled - before.compiled).toBeGreaterThanOrEqual(2);
+      sub.unsubscribe();
+    } finally {
+      await client.dispose();
+      await live.close();
+    }
   });
 });
