@@ -23,7 +23,7 @@ export interface QueryOptions {
    * A name for a hot statement of fixed text (`sg_` and lower-case letters, digits, underscores):
    * the database parses and plans it once and then only binds and runs it, which saves most of its
    * work for a complex one-statement write. On PostgreSQL it is a named prepared statement on each
-   * pooled connection; on PGlite, a function that runs it (`PgliteStatements`). One name, one text.
+   * pooled connection; on PGlite, one on its one connection (`PgliteStatements`). One name, one text.
    * Ignored inside Prisma transactions.
    */
   name?: string;
