@@ -130,21 +130,36 @@ function rowsOf<T>(statement: PreparedStatement, replies: readonly messages.Back
   return rows;
 }
 
-/** Bind (the unnamed portal, every parameter and column as text), Execute (all rows) and Sync, as one message. */
+/**
+ * Bind (the unnamed portal, every parameter and column as text), Execute (all rows) and Sync, as
+ * one message, each parameter encoded straight into it (a batch's parameter can be a megabyte).
+ */
 function bindAndExecute(statement: PreparedStatement, values: readonly unknown[]): Uint8Array {
-  const parts: Buffer[] = [cstring(''), cstring(statement.name), int16(0), int16(values.length)];
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
-    if (value === null || value === undefined) {
-      parts.push(int32(-1));
-      continue;
-    }
+  const texts = values.map((value, i) => {
+    if (value === null || value === undefined) return null;
     const serialize = statement.serializers[i];
-    const bytes = Buffer.from(serialize ? serialize(value) : String(value), 'utf8');
-    parts.push(int32(bytes.length), bytes);
+    return serialize ? serialize(value) : String(value);
+  });
+  const sizes = texts.map((text) => (text === null ? -1 : Buffer.byteLength(text, 'utf8')));
+  // Bind: its length, the portal and statement names, no parameter formats, the parameters, no result formats.
+  let bindLength = 4 + 1 + Buffer.byteLength(statement.name, 'utf8') + 1 + 2 + 2 + 2;
+  for (const size of sizes) bindLength += 4 + Math.max(size, 0);
+  const out = Buffer.allocUnsafe(1 + bindLength + EXECUTE_AND_SYNC.length);
+  let at = out.write('B', 0, 'latin1');
+  at = out.writeInt32BE(bindLength, at);
+  at = out.writeUInt8(0, at);
+  at += out.write(statement.name, at, 'utf8');
+  at = out.writeUInt8(0, at);
+  at = out.writeInt16BE(0, at);
+  at = out.writeInt16BE(texts.length, at);
+  for (let i = 0; i < texts.length; i++) {
+    at = out.writeInt32BE(sizes[i], at);
+    const text = texts[i];
+    if (text !== null) at += out.write(text, at, 'utf8');
   }
-  parts.push(int16(0));
-  return concat([frame('B', parts), frame('E', [cstring(''), int32(0)]), SYNC]);
+  at = out.writeInt16BE(0, at);
+  EXECUTE_AND_SYNC.copy(out, at);
+  return out;
 }
 
 function frame(type: string, body: readonly Buffer[]): Buffer {
@@ -170,3 +185,5 @@ const int32 = (n: number) => {
   return b;
 };
 const SYNC = frame('S', []);
+/** Execute (the unnamed portal, all rows) and Sync. */
+const EXECUTE_AND_SYNC = concat([frame('E', [cstring(''), int32(0)]), SYNC]);

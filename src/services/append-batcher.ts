@@ -103,21 +103,17 @@ export class AppendBatcher {
     if (batch.length === 1 && this.sql.oneConnection) return this.writeAlone(batch[0]);
     const now = new Date();
     let done: Map<string, BatchedSession>;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        done = await appendMessageBatch(this.sql, batch.map((q) => q.input).join(','), now);
-        break;
-      } catch (error) {
-        if (attempt < ATTEMPTS && isRetryableSqlError(error)) continue;
-        if (batch.length > 1 && !isOutage(error)) {
-          // One call's input failed the statement (nothing was written): each call again on its
-          // own, so the error reaches only the call that caused it.
-          for (const q of batch) await this.write([q]);
-        } else {
-          for (const q of batch) q.fail(error);
-        }
-        return;
+    try {
+      done = await retried(() => appendMessageBatch(this.sql, batch.map((q) => q.input).join(','), now));
+    } catch (error) {
+      if (batch.length > 1 && !isOutage(error)) {
+        // One call's input failed the statement (nothing was written): each call again on its
+        // own, so the error reaches only the call that caused it.
+        for (const q of batch) await this.write([q]);
+      } else {
+        for (const q of batch) q.fail(error);
       }
+      return;
     }
     this.settle(batch, done, now);
   }
@@ -127,14 +123,10 @@ export class AppendBatcher {
     const now = new Date();
     const { workspaceId, sessionId, messages } = q.job;
     let session: Session | null;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        session = await appendMessageRows(this.sql, workspaceId, sessionId, null, messages, now, false);
-        break;
-      } catch (error) {
-        if (attempt < ATTEMPTS && isRetryableSqlError(error)) continue;
-        return q.fail(error);
-      }
+    try {
+      session = await retried(() => appendMessageRows(this.sql, workspaceId, sessionId, null, messages, now, false));
+    } catch (error) {
+      return q.fail(error);
     }
     if (!session) return q.settle({ kind: 'elsewhere' });
     try {
@@ -171,6 +163,17 @@ export class AppendBatcher {
       } catch (error) {
         q.fail(error);
       }
+    }
+  }
+}
+
+/** `run`, again while it fails on a deadlock or serialization failure (nothing was written), at most ATTEMPTS times. */
+async function retried<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= ATTEMPTS || !isRetryableSqlError(error)) throw error;
     }
   }
 }

@@ -188,7 +188,7 @@ describe(`plain SQL (${backend.label})`, () => {
         : null;
     const ROW = `SELECT $1::text AS id, $2::timestamp(3) AS at, 9007199254740993::bigint AS big, $3::jsonb AS doc,
       ARRAY[$1::text, NULL] AS ids, 'TOOL'::"MessageRole" AS role`;
-    const values = ['x"y', '2026-11-22T15:04:05.123Z', JSON.stringify({ k: [1, 'x'] })];
+    const values = ['x"y é 😀 中', '2026-11-22T15:04:05.123Z', JSON.stringify({ k: [1, 'x', 'ü'] })];
 
     it('answers the same rows, typed the same, as the statement sent as it is', async () => {
       const plain = await sql().query(ROW, values);
@@ -199,11 +199,11 @@ describe(`plain SQL (${backend.label})`, () => {
       expect(first).toEqual(plain);
       expect(again).toEqual(plain);
       expect(again[0]).toEqual({
-        id: 'x"y',
+        id: 'x"y é 😀 中',
         at: new Date('2026-11-22T15:04:05.123Z'),
         big: 9007199254740993n,
-        doc: { k: [1, 'x'] },
-        ids: ['x"y', null],
+        doc: { k: [1, 'x', 'ü'] },
+        ids: ['x"y é 😀 中', null],
         role: 'TOOL',
       });
     });
