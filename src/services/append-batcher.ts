@@ -10,7 +10,7 @@
  * locked counters), and `complete` (which publishes the call's events) runs for each in that order.
  *
  * A call alone on a database that is one connection (PGlite) goes as the single-call statement
- * (`appendMessageRows`), a third cheaper than the batched one (paced at 50 ms on PGlite: 1.45-1.64
+ * (`appendMessageRows`), about a sixth cheaper than the batched one (paced at 50 ms on PGlite: 1.45-1.64
  * ms at the median against 1.78-1.96, p90 2.1-3.4 against 2.8-4.0): the batched statement's
  * grouping, lock skipping and second read of the sessions are there for many calls and for locks
  * held elsewhere, and one connection holds no lock elsewhere. On PostgreSQL a call alone still goes
