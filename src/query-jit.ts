@@ -16,9 +16,9 @@
  * A subscription's events are executed by `eventExecutor` the same way: a subscription document
  * compiles at its `afterUses`-th event execution (each event is executed once for all the
  * subscribers that share it, see subscription-sharing.ts), under the same bounds and budget. Each
- * event of a live session is then a compiled function call: 0.17 ms of graphql-js's execution
- * setup per event (paced, on this 2-core machine) is what it saves, on the path every live
- * delivery waits for.
+ * event of a live session is then a compiled function call, on the path every live delivery waits
+ * for: graphql-js spent 0.17 ms synchronously on each paced event (0.45 ms until its result, its
+ * awaits included) on this 2-core machine.
  *
  * Use counts are kept per DocumentNode (weakly): Yoga's parse cache hands out the same node for the
  * same text and bounds how many there are. Results and errors are the same as graphql-js's (the
