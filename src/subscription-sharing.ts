@@ -2,6 +2,7 @@ import type { DocumentNode, ExecutionArgs, ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
 import { stringInterner } from './interner.js';
+import type { EventExecution } from './query-jit.js';
 import { PULL, type Pullable, pullStep, type StepConsumer } from './pull.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './shutdown.js';
 import { Kind, createSourceEventStream, execute, print, visit } from './packages.js';
@@ -35,7 +36,7 @@ export interface SubscriptionSharingOptions<Context> {
   /** How long a result may be reused, in ms: long enough for one event's fan-out, short enough that a later replay reads fresh data. */
   ttlMs?: number;
   /** A compiled execution of an event for the subscription `args` (`useQueryJit`'s `eventExecutor`); null: graphql-js executes it. */
-  compiled?(args: ExecutionArgs): ((rootValue: unknown, contextValue: unknown) => ExecutionResult | Promise<ExecutionResult>) | null;
+  compiled?(args: ExecutionArgs): EventExecution | null;
 }
 
 /** Rewrites what a stream sends its subscriber through the transport: results with errors, and its error. */
