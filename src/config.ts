@@ -125,6 +125,11 @@ export interface AppConfig {
    * `applyHeapSettings` for why it is off.
    */
   allocationSitePretenuring: boolean;
+  /**
+   * Scavenges in the event loop's idle time (IDLE_GC, on by default): see src/idle-gc.ts.
+   * Started once by `main.ts`, since the heap is the process's.
+   */
+  idleGc: boolean;
 }
 
 /**
@@ -185,6 +190,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS, QUERY_JIT_MAX_DOCUMENTS | 2, 64, 200 | a query document's 2nd execution (a subscription's 2nd event) compiles it (0: never), if it has at most 64 fields; 200 compiled documents kept |
  * | HEAP_GROWING_PERCENT | 50 | old generation may grow this much past the live heap before V8 collects it (0: V8's own, 100 to 300 %) |
  * | ALLOCATION_SITE_PRETENURING | false | V8 allocating objects of long-surviving allocation sites in the old generation |
+ * | IDLE_GC | true | scavenge (young-generation GC) when the event loop is idle, not in the middle of the next request |
  * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, PAGE_CACHE_MAX_CHARS, SESSION_CACHE_MAX_ROWS, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -249,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     heapGrowingPercent: parseInteger(env, 'HEAP_GROWING_PERCENT', DEFAULT_HEAP_GROWING_PERCENT, 0),
     allocationSitePretenuring: parseBoolean(env, 'ALLOCATION_SITE_PRETENURING') ?? false,
+    idleGc: parseBoolean(env, 'IDLE_GC') ?? true,
   };
 }
 

@@ -2,6 +2,7 @@
 import { buildApp } from './app.js';
 import { type AppConfig, ConfigError, loadConfig } from './config.js';
 import { applyHeapSettings } from './heap-settings.js';
+import { startIdleGc } from './idle-gc.js';
 
 let config: AppConfig;
 try {
@@ -16,6 +17,7 @@ try {
 
 // Process-wide, so here and not in buildApp (which touches no process globals).
 applyHeapSettings(config);
+const idleGc = config.idleGc ? startIdleGc() : null;
 const app = await buildApp(config);
 const { db, bus, auth, logger } = app.runtime;
 const authMode =
@@ -41,6 +43,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     logger.info('shutting down', { signal, graceMs: config.shutdownGraceMs });
     try {
+      idleGc?.stop();
       await app.close();
       process.exit(0);
     } catch (error) {

@@ -163,6 +163,13 @@ describe('configuration from the environment', () => {
     expect(set).toEqual(['--heap-growing-percent=50', '--no-allocation-site-pretenuring']);
   });
 
+  it('scavenges in idle time unless IDLE_GC is off', () => {
+    expect(loadConfig({}).idleGc).toBe(true);
+    expect(loadConfig({ IDLE_GC: 'false' }).idleGc).toBe(false);
+    expect(loadConfig({ IDLE_GC: 'on' }).idleGc).toBe(true);
+    expect(() => loadConfig({ IDLE_GC: 'sometimes' })).toThrow(ConfigError);
+  });
+
   it("sizes PGlite's page cache from PGLITE_SHARED_BUFFERS_MB, 32 MB by default, within 4 to 1024 MB", () => {
     expect(loadConfig({}).pgliteSharedBuffersMb).toBe(DEFAULT_PGLITE_SHARED_BUFFERS_MB);
     expect(DEFAULT_PGLITE_SHARED_BUFFERS_MB).toBe(32);
