@@ -45,7 +45,7 @@ describe('idle-time scavenges', () => {
     try {
       await busyFor(80);
       expect(calls).toEqual([]);
-      await sleep(60);
+      for (let i = 0; i < 100 && calls.length === 0; i++) await sleep(10);
       expect(calls.length).toBeGreaterThan(0);
       expect(calls[0]).toEqual({ type: 'minor' });
       expect(idle.stats.scavenges).toBe(calls.length);
@@ -62,7 +62,7 @@ describe('idle-time scavenges', () => {
     expect(calls.length).toBe(stopped);
   });
 
-  it("get V8's real gc(), whose { type: 'minor' } runs a scavenge", async () => {
+  it("get V8's real gc(), whose { type: 'minor' } runs a scavenge that empties the young generation of garbage", async () => {
     const kinds: number[] = [];
     const observer = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) kinds.push((entry as { detail?: { kind?: number } }).detail?.kind ?? -1);
@@ -71,12 +71,21 @@ describe('idle-time scavenges', () => {
     try {
       const gc = exposeGc();
       expect(exposeGc()).toBe(gc);
+      // Garbage until the young generation holds at least 1 MB (a scavenge of V8's own may come between).
+      let garbage: unknown[] = [];
+      for (let i = 0; i < 1_000 && youngGeneration().used < 1 << 20; i++) {
+        garbage = [];
+        for (let j = 0; j < 1_000; j++) garbage.push({ j, text: `garbage ${j}` });
+      }
+      garbage = [];
+      const before = youngGeneration().used;
+      expect(before).toBeGreaterThanOrEqual(1 << 20);
       kinds.length = 0;
       gc({ type: 'minor' });
+      expect(youngGeneration().used).toBeLessThan(before / 2);
       // Entries are delivered asynchronously.
       for (let i = 0; i < 50 && !kinds.includes(constants.NODE_PERFORMANCE_GC_MINOR); i++) await sleep(10);
       expect(kinds).toContain(constants.NODE_PERFORMANCE_GC_MINOR);
-      expect(kinds).not.toContain(constants.NODE_PERFORMANCE_GC_MAJOR);
     } finally {
       observer.disconnect();
     }
