@@ -468,4 +468,27 @@ describe('EventMemo', () => {
     expect(await memo.get('e4', 'sel', compute('f'))).toBe('f');
     expect(memo.size).toBeLessThanOrEqual(3);
   });
+
+  it('forgets a rejected value only while it is the current one, and counts what it holds', async () => {
+    const memo = new EventMemo<string>(10, 20);
+    let reject!: (error: Error) => void;
+    const first = memo.get('e1', 'sel', () => new Promise<string>((_, r) => (reject = r)));
+    first.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    // Expired: computed again; the first computation failing afterwards must not drop the second.
+    const second = memo.get('e1', 'sel', () => Promise.resolve('b'));
+    expect(second).not.toBe(first);
+    reject(new Error('late'));
+    await expect(first).rejects.toThrow('late');
+    expect(memo.get('e1', 'sel', () => Promise.resolve('x'))).toBe(second);
+    expect(memo.size).toBe(1);
+
+    // Several selections of one event are each shared; after their time to live the next call evicts them all.
+    await memo.get('e2', 'a', () => Promise.resolve('a'));
+    await memo.get('e2', 'b', () => Promise.resolve('b'));
+    expect(memo.size).toBe(3);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await memo.get('e3', 'a', () => Promise.resolve('c'));
+    expect(memo.size).toBe(1);
+  });
 });
