@@ -469,12 +469,14 @@ describe('EventMemo', () => {
     expect(memo.size).toBeLessThanOrEqual(3);
   });
 
-  it('forgets a rejected value only while it is the current one, and counts what it holds', async () => {
-    const memo = new EventMemo<string>(10, 20);
+  it('forgets a rejected value only while it is the current one, and evicts the oldest selections of the oldest event first', async () => {
+    const memo = new EventMemo<string>(10, 200);
     let reject!: (error: Error) => void;
     const first = memo.get('e1', 'sel', () => new Promise<string>((_, r) => (reject = r)));
     first.catch(() => {});
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    // Another selection of the event keeps the event's entries in place when the first is replaced.
+    await memo.get('e1', 'other', () => Promise.resolve('o'));
+    await new Promise((resolve) => setTimeout(resolve, 220));
     // Expired: computed again; the first computation failing afterwards must not drop the second.
     const second = memo.get('e1', 'sel', () => Promise.resolve('b'));
     expect(second).not.toBe(first);
@@ -483,12 +485,16 @@ describe('EventMemo', () => {
     expect(memo.get('e1', 'sel', () => Promise.resolve('x'))).toBe(second);
     expect(memo.size).toBe(1);
 
-    // Several selections of one event are each shared; after their time to live the next call evicts them all.
-    await memo.get('e2', 'a', () => Promise.resolve('a'));
-    await memo.get('e2', 'b', () => Promise.resolve('b'));
-    expect(memo.size).toBe(3);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    await memo.get('e3', 'a', () => Promise.resolve('c'));
-    expect(memo.size).toBe(1);
+    // Beyond the bound the oldest event's selections go, oldest first; the others stay shared.
+    const bounded = new EventMemo<string>(2, 60_000);
+    await bounded.get('e1', 'a', () => Promise.resolve('a'));
+    await bounded.get('e1', 'b', () => Promise.resolve('b'));
+    await bounded.get('e2', 'a', () => Promise.resolve('c'));
+    expect(bounded.size).toBe(2);
+    expect(await bounded.get('e1', 'b', () => Promise.resolve('x'))).toBe('b');
+    expect(await bounded.get('e1', 'a', () => Promise.resolve('a2'))).toBe('a2');
+    expect(bounded.size).toBe(2);
+    expect(await bounded.get('e2', 'a', () => Promise.resolve('y'))).toBe('c');
+    expect(await bounded.get('e1', 'b', () => Promise.resolve('b2'))).toBe('b2');
   });
 });
