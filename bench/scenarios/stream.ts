@@ -85,8 +85,10 @@ const stream: ProcessScenario = {
       for (let r = first; r <= ctx.rounds; r++) {
         const s = await serverRound(r);
         const b = await rawRound(raw, r);
-        if (r > 0) serverRounds.push(s);
-        if (r > 0) rawRounds.push(b);
+        if (r > 0) {
+          serverRounds.push(s);
+          rawRounds.push(b);
+        }
       }
     } else {
       // One PGlite folder serves one process: the server's rounds first, then the raw baseline's.
