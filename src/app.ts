@@ -17,6 +17,7 @@ import { asClientError, useRequestParseErrors } from './client-errors.js';
 import { DEFAULT_STRING_CHARS, textCaps } from './domain/parts.js';
 import { asServiceUnavailable, isOutage } from './faults.js';
 import { rateIdentity, rateLimitedBody, useHealthEndpoints, useJsonPostsOnly, useNoIntrospection, useRateLimit } from './http-guards.js';
+import { createHttpFastPath, type FastPathOptions, type FastPathStats } from './http-fast-path.js';
 import { useQueryLimits } from './query-limits.js';
 import { type QueryJitStats, useQueryJit } from './query-jit.js';
 import { configureSchemaChecks } from './schema/builder.js';
@@ -42,6 +43,8 @@ export interface App {
   sharing: SharingStats;
   /** How many executions ran as compiled queries, and how many on graphql-js. */
   jit: QueryJitStats;
+  /** How many HTTP requests the fast path answered, and how many it read and handed to Yoga. */
+  fastPath: FastPathStats;
   /** Starts listening; resolves with the URL of the GraphQL endpoint. Then starts `warm()`. */
   listen(port?: number, host?: string): Promise<string>;
   /**
@@ -215,6 +218,13 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
       }),
   });
 
+  const fastPath = createHttpFastPath({
+    yoga: yoga as unknown as FastPathOptions['yoga'],
+    endpoint,
+    limiter,
+    maxBodyBytes: caps.requestBytes,
+    maskError,
+  });
   // connectionsCheckingInterval is how often Node enforces headersTimeout and requestTimeout.
   const server = createServer({ connectionsCheckingInterval: Math.min(1_000, config.timeouts.headersMs) }, (req, res) => {
     if (stopping) res.setHeader('connection', 'close');
@@ -222,7 +232,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     res.on('finish', () => {
       if (stopping) setImmediate(() => server.closeIdleConnections());
     });
-    void yoga(req, res);
+    if (!fastPath.handle(req, res)) void yoga(req, res);
   });
   server.headersTimeout = config.timeouts.headersMs;
   server.requestTimeout = config.timeouts.requestMs;
@@ -329,6 +339,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     runtime,
     sharing: sharing.stats,
     jit: jit.stats,
+    fastPath: fastPath.stats,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

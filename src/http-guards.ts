@@ -6,7 +6,7 @@ import type { EventBus } from './pubsub.js';
 import type { RateLimiter } from './rate-limit.js';
 import { NoSchemaIntrospectionCustomRule } from './packages.js';
 
-type NodeServerContext = { req?: IncomingMessage };
+type NodeServerContext = { req?: IncomingMessage; rateCounted?: boolean };
 
 const json = (fetchAPI: { Response: typeof Response }, status: number, body: unknown, headers: Record<string, string> = {}) =>
   new fetchAPI.Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
@@ -56,22 +56,21 @@ export const rateLimitedBody = (retryAfterSeconds: number) => ({
   extensions: { code: 'RATE_LIMITED' as const, retryAfter: retryAfterSeconds },
 });
 
-/** Every request to the GraphQL endpoint counts; over the limit: 429, `Retry-After`, RATE_LIMITED. */
+/** The 429 a request over the limit gets: `Retry-After`, and RATE_LIMITED with the same delay. */
+export const rateLimitedResponse = (fetchAPI: { Response: typeof Response }, retryAfterSeconds: number) =>
+  json(fetchAPI, 429, { errors: [rateLimitedBody(retryAfterSeconds)] }, { 'retry-after': String(retryAfterSeconds) });
+
+/**
+ * Every request to the GraphQL endpoint counts; over the limit: 429, `Retry-After`, RATE_LIMITED.
+ * A request the HTTP fast path has counted already and hands over (`rateCounted`) is not counted again.
+ */
 export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<Record<string, unknown>, NodeServerContext> {
   return {
     async onRequest({ request, url, fetchAPI, endResponse, serverContext }) {
-      if (url.pathname !== endpoint || request.method === 'OPTIONS') return;
+      if (url.pathname !== endpoint || request.method === 'OPTIONS' || serverContext?.rateCounted) return;
       const identity = rateIdentity(request.headers.get('authorization'), serverContext?.req?.socket?.remoteAddress);
       const decision = await limiter.take(identity);
-      if (decision.allowed) return;
-      endResponse(
-        json(
-          fetchAPI,
-          429,
-          { errors: [rateLimitedBody(decision.retryAfterSeconds)] },
-          { 'retry-after': String(decision.retryAfterSeconds) },
-        ),
-      );
+      if (!decision.allowed) endResponse(rateLimitedResponse(fetchAPI, decision.retryAfterSeconds));
     },
   };
 }

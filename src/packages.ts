@@ -15,7 +15,8 @@ import type DataLoaderClass from 'dataloader';
 
 const require = createRequire(import.meta.url);
 
-export const { createYoga, isAsyncIterable } = require('graphql-yoga') as typeof import('graphql-yoga');
+export const { createYoga, isAsyncIterable, processRegularResult } = require('graphql-yoga') as typeof import('graphql-yoga');
+export const { sendNodeResponse } = require('@whatwg-node/server') as typeof import('@whatwg-node/server');
 export const { useCSRFPrevention } =
   require('@graphql-yoga/plugin-csrf-prevention') as typeof import('@graphql-yoga/plugin-csrf-prevention');
 export const {

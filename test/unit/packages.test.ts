@@ -15,6 +15,7 @@ const PACKAGES = [
   'graphql-ws',
   'ws',
   'dataloader',
+  '@whatwg-node/server',
 ];
 
 function sources(dir: string): string[] {
@@ -37,6 +38,7 @@ describe('the dual packages (src/packages.ts)', () => {
     expect(packages.parseMessage).toBe(require('graphql-ws').parseMessage);
     expect(packages.WebSocketServer).toBe(require('ws').WebSocketServer);
     expect(packages.DataLoader).toBe(require('dataloader'));
+    expect(packages.sendNodeResponse).toBe(require('@whatwg-node/server').sendNodeResponse);
   });
 
   it('reach the rest of src/ only through it: elsewhere only their types are imported', () => {
