@@ -187,7 +187,7 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
  * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
  * | MAX_STRING_CHARS | 1048576 on PostgreSQL, 262144 on PGlite | longest string argument; attachment bytes, arguments and body cap follow |
  * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
- * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS, QUERY_JIT_MAX_DOCUMENTS | 2, 64, 200 | a query document's 2nd execution (a subscription's 2nd event) compiles it (0: never), if it has at most 64 fields; 200 compiled documents kept |
+ * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS, QUERY_JIT_MAX_DOCUMENTS | 2, 64, 200 | a query or mutation document's 2nd execution (a subscription's 2nd event) compiles it (0: never), if it has at most 64 fields; 200 compiled documents kept |
  * | HEAP_GROWING_PERCENT | 50 | old generation may grow this much past the live heap before V8 collects it (0: V8's own, 100 to 300 %) |
  * | ALLOCATION_SITE_PRETENURING | false | V8 allocating objects of long-surviving allocation sites in the old generation |
  * | IDLE_GC | true | scavenge (young-generation GC) when the event loop is idle, not in the middle of the next request |

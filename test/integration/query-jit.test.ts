@@ -3,17 +3,18 @@ import { AppendMessages, CreateSession, SessionMessages } from '../helpers/docum
 import { backend, createTestApp, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
-// Repeated queries run compiled (src/query-jit.ts), as in production: a document's second execution
-// compiles it, if it is one query of at most 64 fields (here: two compiled documents kept, 8
-// compilations in all). The rest of the suite compiles every query
-// from its first use, so the compiled path answers everything the suite asks.
+// Repeated queries and mutations run compiled (src/query-jit.ts), as in production: a document's
+// second execution compiles it, if it is one operation of at most 64 fields (here: two compiled
+// documents kept, BUDGET compilations in all). The rest of the suite compiles every document from
+// its first use, so the compiled path answers everything the suite asks.
+const BUDGET = 16;
 
 let app: TestApp;
 useTestApp(
   (built) => {
     app = built;
   },
-  { config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2, budget: { compiles: 8, windowMs: 600_000 } } } },
+  { config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2, budget: { compiles: BUDGET, windowMs: 600_000 } } } },
 );
 
 const TITLE = 'query Title($id: ID!) { session(id: $id) { id title messageCount } }';
@@ -70,14 +71,41 @@ describe(`compiled queries (${backend.label})`, () => {
     expect(wrongName.result.errors[0].message).toBe('Could not determine what operation to execute.');
   });
 
-  it('never compiles mutations, documents of several operations, or documents over the field bound', async () => {
+  it('compiles a mutation document too, running its root fields one after the other as graphql-js does', async () => {
     const { id } = (await gqlOk(app, CreateSession, { input: { title: 'jit 2' } })).createSession;
+    const counts: number[] = [];
     for (let i = 0; i < 3; i++) {
       const append = await runs(() =>
         gqlOk(app, AppendMessages, { input: { sessionId: id, messages: [{ role: 'USER', text: `m${i}` }] } }),
       );
-      expect(append.compiled).toBe(0);
+      counts.push(append.compiled);
+      expect(append.result.appendMessages.session.messageCount).toBe(i + 1);
     }
+    expect(counts).toEqual([0, 1, 1]);
+    // Two appends in one document: the second sees the first's message (serial, in order), compiled
+    // from the second use on, and a refused argument answers the same either way.
+    const TWO = `mutation Two($a: AppendMessagesInput!, $b: AppendMessagesInput!) {
+      a: appendMessages(input: $a) { session { messageCount } }
+      b: appendMessages(input: $b) { session { messageCount } }
+    }`;
+    const input = (text: string) => ({ sessionId: id, messages: [{ role: 'USER', text }] });
+    const interpreted = await runs(() => send({ query: TWO, variables: { a: input('x'), b: input('y') } }));
+    const compiled = await runs(() => send({ query: TWO, variables: { a: input('x'), b: input('y') } }));
+    expect([interpreted.compiled, compiled.compiled]).toEqual([0, 1]);
+    expect(interpreted.result).toEqual({ data: { a: { session: { messageCount: 4 } }, b: { session: { messageCount: 5 } } } });
+    expect(compiled.result).toEqual({ data: { a: { session: { messageCount: 6 } }, b: { session: { messageCount: 7 } } } });
+    // A refused argument in the second: the first has run (and stays); the payload is non-null, so
+    // the error nulls the whole data, as on graphql-js.
+    const refused = await runs(() => send({ query: TWO, variables: { a: input('z'), b: input('nul \u0000') } }));
+    expect(refused.compiled).toBe(1);
+    expect(refused.result.data).toBeNull();
+    expect(refused.result.errors).toHaveLength(1);
+    expect(refused.result.errors[0]).toMatchObject({ path: ['b'], extensions: { code: 'BAD_USER_INPUT' } });
+    expect((await gqlOk(app, SessionMessages, { id, first: 1 })).session?.messageCount).toBe(8);
+  });
+
+  it('never compiles documents of several operations, or documents over the field bound', async () => {
+    const { id } = (await gqlOk(app, CreateSession, { input: { title: 'jit 2' } })).createSession;
     const two = `${TITLE} query Other { __typename }`;
     // 65 fields by the query limits' count (each selection counts), no alias.
     const wide = `query ($id: ID!) { session(id: $id) { ${'title '.repeat(64)} } }`;
@@ -110,14 +138,17 @@ describe(`compiled queries (${backend.label})`, () => {
   it('runs documents on graphql-js until the compiler is loaded (once the server listens), then compiles them at a later use', async () => {
     const cold = await createTestApp({ cold: true, config: { queryJit: { afterUses: 1, maxFields: 64, maxDocuments: 2 } } });
     try {
-      const { id } = (await gqlOk(cold, CreateSession, { input: { title: 'cold', messages: [{ role: 'USER', text: 'q' }] } }))
-        .createSession;
-      const first = await gqlOk(cold, SessionMessages, { id, first: 5 });
-      expect(cold.jit).toMatchObject({ compiled: 0, compilations: 0 });
+      const create = () => gqlOk(cold, CreateSession, { input: { title: 'cold', messages: [{ role: 'USER', text: 'q' }] } });
+      const { id } = (await create()).createSession;
+      // Its first use asked for the compiler, not loaded yet: graphql-js ran it, and it stays undecided.
+      expect(cold.jit).toMatchObject({ compiled: 0, interpreted: 1, compilations: 0 });
       await cold.warm();
-      const second = await gqlOk(cold, SessionMessages, { id, first: 5 });
-      expect(cold.jit).toMatchObject({ compiled: 1, compilations: 1 });
-      expect(second).toEqual(first);
+      const read = await gqlOk(cold, SessionMessages, { id, first: 5 });
+      expect(cold.jit).toMatchObject({ compiled: 1, interpreted: 1, compilations: 1 });
+      expect(read.session?.messages.edges.map((e) => e.node.text)).toEqual(['q']);
+      // The mutation compiles at its next use.
+      expect((await create()).createSession.messageCount).toBe(1);
+      expect(cold.jit).toMatchObject({ compiled: 2, interpreted: 1, compilations: 2 });
     } finally {
       await cold.close();
     }
@@ -125,7 +156,7 @@ describe(`compiled queries (${backend.label})`, () => {
 
   it('compiles no more than its budget, running the documents over it on graphql-js', async () => {
     const { id } = (await gqlOk(app, CreateSession, { input: { title: 'jit 4' } })).createSession;
-    const left = 8 - app.jit.compilations;
+    const left = BUDGET - app.jit.compilations;
     expect(left).toBeGreaterThan(0);
     for (let n = 0; n < left + 3; n++) {
       for (let i = 0; i < 2; i++) {
@@ -133,7 +164,7 @@ describe(`compiled queries (${backend.label})`, () => {
         expect(body.data.session.title).toBe('jit 4');
       }
     }
-    expect(app.jit.compilations).toBe(8);
+    expect(app.jit.compilations).toBe(BUDGET);
   });
   it("executes a subscription's events compiled once its document has run often enough, with the same payloads", async () => {
     const live = await createTestApp({ config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2 } } });
@@ -158,8 +189,9 @@ describe(`compiled queries (${backend.label})`, () => {
           message: { text, role: 'USER' },
         })),
       );
-      // The first event ran on graphql-js, the next ones compiled (one compilation, for the subscription).
-      expect(live.jit.compilations - before.compilations).toBe(1);
+      // The first event ran on graphql-js, the next ones compiled: two compilations, the
+      // subscription's and the append's (a mutation document, compiled at its second use too).
+      expect(live.jit.compilations - before.compilations).toBe(2);
       expect(live.jit.compiled - before.compiled).toBeGreaterThanOrEqual(2);
       sub.unsubscribe();
     } finally {
