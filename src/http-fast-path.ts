@@ -85,12 +85,14 @@ class NodeHeaders {
  * Anything else is Yoga's, so every refusal keeps Yoga's exact status and body:
  * - decided from the headers, before the body is read: another method, path, content type,
  *   `Accept`, an `Origin`, a body without a length or longer than the cap, a compressed body;
- * - decided once the body is read, before anything ran: a body that is not one JSON object of
- *   `query`, `variables`, `operationName` and `extensions`, a syntax or validation error, a
- *   subscription: the body is handed to Yoga as a Fetch request (`yoga.fetch`);
- * - after the rate limit, a context that cannot be made (a bad key, the database down): handed
- *   to Yoga marked `rateCounted`.
- * A result with errors (or `extensions`) is formatted by Yoga's own `processRegularResult`.
+ * - decided once the body is read: a body that is not one JSON object of `query`, `variables`,
+ *   `operationName` and `extensions` is handed to Yoga as a Fetch request (`yoga.handleRequest`)
+ *   before anything ran;
+ * - after the rate limit (counted here, as Yoga counts first): a syntax or validation error, a
+ *   subscription, a context that cannot be made (a bad key, the database down) are handed over
+ *   marked `rateCounted`, before anything was executed.
+ * A result with errors (or `extensions`) is formatted by Yoga's own `processRegularResult`, and a
+ * request over the rate limit gets the same 429 as Yoga's `useRateLimit` gives.
  */
 export function createHttpFastPath(options: FastPathOptions) {
   const { yoga, endpoint, limiter, maxBodyBytes, maskError } = options;
@@ -143,6 +145,13 @@ export function createHttpFastPath(options: FastPathOptions) {
   async function run(req: IncomingMessage, res: ServerResponse, body: Buffer) {
     const params = paramsOf(body.toString('utf8'));
     if (!params) return handOver(req, res, body, false);
+    // Counted before anything else runs, as Yoga counts in its first hook: a client over its limit
+    // costs no parsing. From here on a request handed over is marked as counted.
+    const decision = await limiter.take(rateIdentity(req.headers.authorization, req.socket.remoteAddress));
+    if (!decision.allowed) {
+      stats.answered++;
+      return send(rateLimitedResponse(yoga.fetchAPI, decision.retryAfterSeconds), res, undefined);
+    }
     const request = { method: 'POST', url: req.url, headers: new NodeHeaders(req.headers) };
     // The initial context Yoga would give envelop: its server context, the request and the params.
     const context = { req, res, request, params };
@@ -151,19 +160,13 @@ export function createHttpFastPath(options: FastPathOptions) {
     try {
       document = parse(params.query);
     } catch {
-      return handOver(req, res, body, false);
+      return handOver(req, res, body, true);
     }
     if (!validated.has(document)) {
-      if (validate(schema, document).length > 0) return handOver(req, res, body, false);
+      if (validate(schema, document).length > 0) return handOver(req, res, body, true);
       validated.add(document);
     }
-    if (getOperationAST(document, params.operationName)?.operation === 'subscription') return handOver(req, res, body, false);
-
-    const decision = await limiter.take(rateIdentity(req.headers.authorization, req.socket.remoteAddress));
-    if (!decision.allowed) {
-      stats.answered++;
-      return send(rateLimitedResponse(yoga.fetchAPI, decision.retryAfterSeconds), res, undefined);
-    }
+    if (getOperationAST(document, params.operationName)?.operation === 'subscription') return handOver(req, res, body, true);
     let contextValue: unknown;
     try {
       contextValue = await contextFactory();
@@ -198,7 +201,7 @@ export function createHttpFastPath(options: FastPathOptions) {
       req.on('end', () => {
         const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
         run(req, res, body).catch((error: unknown) => {
-          // Only a failure to write the answer itself can land here (the socket went away).
+          // Every refusal above is answered; only the unexpected lands here (logged by maskError).
           if (!res.headersSent) {
             res.writeHead(500, { 'Content-Type': 'application/json; charset=utf-8' });
             res.end(JSON.stringify({ errors: [maskError(error).toJSON()] }));
