@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { DocumentNode, ExecutionArgs, ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
@@ -278,7 +279,10 @@ export interface LiveSink {
   readonly id: string;
   /** False once the socket is closing or closed: results are then dropped, as graphql-ws drops them. */
   open(): boolean;
-  /** Writes one text frame; returns a promise when the socket's buffer is over its mark (it resolves once this frame is written). */
+  /**
+   * Writes one text frame, whole (`textFrame`: header and payload); returns a promise when the
+   * socket's buffer is over its mark (it resolves once this frame is written).
+   */
   write(frame: Buffer): Promise<void> | undefined;
 }
 
@@ -286,6 +290,52 @@ export interface LiveSink {
 const SINK_HIGH_WATER = 64 * 1024;
 
 const TEXT_FRAME = { binary: false } as const;
+
+/**
+ * A server's WebSocket text frame of `payload`, whole: FIN and opcode 1, no mask, the payload's
+ * length in 7, 16 or 64 bits (RFC 6455, 5.2), then the payload. What `ws` writes for a text
+ * message sent without compression, in one buffer.
+ */
+export function textFrame(payload: string): Buffer {
+  const length = Buffer.byteLength(payload);
+  const head = length < 126 ? 2 : length < 65_536 ? 4 : 10;
+  const frame = Buffer.allocUnsafe(head + length);
+  frame[0] = 0x81;
+  if (length < 126) frame[1] = length;
+  else if (length < 65_536) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeBigUInt64BE(BigInt(length), 2);
+  }
+  frame.write(payload, head, 'utf8');
+  return frame;
+}
+
+/** The payload of a `textFrame`, without copying it. */
+const payloadOf = (frame: Buffer) => frame.subarray(frame[1] === 126 ? 4 : frame[1] === 127 ? 10 : 2);
+
+/** The parts of a `ws` WebSocket its sender's state is read from (see `directSocket`). */
+interface WsInternals {
+  _socket?: Duplex | null;
+  _sender?: { _state: number; _queue: unknown[] } | null;
+}
+
+/**
+ * The TCP socket a whole frame can be written to directly, or null. `ws` sends a message as a
+ * header and a payload written together (a `writev`, with its queue and write request per frame);
+ * a frame made once for a result's every subscriber goes out in one plain write instead (in a
+ * profile of the stream scenario, a quarter less of the fan-out's time outside the system calls).
+ * Only while `ws` itself writes synchronously
+ * and has nothing queued (its sender idle: no compression negotiated, no Blob being read), so that
+ * frames keep their order with everything else `ws` sends; otherwise `ws.send` takes the payload.
+ */
+function directSocket(socket: WebSocket): Duplex | null {
+  const { _socket: raw, _sender: sender } = socket as unknown as WsInternals;
+  if (!raw || !sender || sender._state !== 0 || sender._queue.length > 0 || socket.extensions !== '') return null;
+  return raw;
+}
 
 /** A graphql-ws subscriber's socket as a `LiveSink`. */
 export function webSocketSink(socket: WebSocket, id: string): LiveSink {
@@ -305,11 +355,21 @@ class WebSocketSink implements LiveSink {
 
   write(frame: Buffer): Promise<void> | undefined {
     const { socket } = this;
-    if (socket.bufferedAmount + frame.length <= SINK_HIGH_WATER) {
-      socket.send(frame, TEXT_FRAME);
+    const within = socket.bufferedAmount + frame.length <= SINK_HIGH_WATER;
+    const raw = directSocket(socket);
+    if (raw) {
+      if (within) {
+        raw.write(frame);
+        return undefined;
+      }
+      return new Promise((resolve) => raw.write(frame, () => resolve()));
+    }
+    const payload = payloadOf(frame);
+    if (within) {
+      socket.send(payload, TEXT_FRAME);
       return undefined;
     }
-    return new Promise((resolve) => socket.send(frame, TEXT_FRAME, () => resolve()));
+    return new Promise((resolve) => socket.send(payload, TEXT_FRAME, () => resolve()));
   }
 }
 
@@ -317,13 +377,13 @@ class WebSocketSink implements LiveSink {
 const frames = new WeakMap<ExecutionResult, { payload: string; byId: Map<string, Buffer> }>();
 const MAX_FRAME_IDS = 16;
 
-/** `{"id":…,"type":"next","payload":result}`, exactly as graphql-ws writes a result without errors. */
+/** `{"id":…,"type":"next","payload":result}`, exactly as graphql-ws writes a result without errors, as a whole `textFrame`. */
 function nextFrame(result: ExecutionResult, id: string): Buffer {
   let entry = frames.get(result);
   if (!entry) frames.set(result, (entry = { payload: JSON.stringify(result), byId: new Map() }));
   let frame = entry.byId.get(id);
   if (!frame) {
-    frame = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":${entry.payload}}`);
+    frame = textFrame(`{"id":${JSON.stringify(id)},"type":"next","payload":${entry.payload}}`);
     if (entry.byId.size < MAX_FRAME_IDS) entry.byId.set(id, frame);
   }
   return frame;
