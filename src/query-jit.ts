@@ -3,9 +3,9 @@
  * instead of graphql-js's interpreter: for the session read, execution was most of the server's own
  * time per request; for a streamed `updateMessage`, graphql-js's coercion of the variables and its
  * execution were about a tenth of the server's CPU per update (compiled mutations run their root
- * fields one after the other, as graphql-js does). Compiling costs milliseconds and memory per document, growing with its size (100 fields
- * of a nested session graph: 3 to 13 ms on a quiet machine, about 35 under load, and 130 KB), so it
- * is spent only where it pays, and bounded:
+ * fields one after the other, as graphql-js does). Compiling costs milliseconds and memory per
+ * document, growing with its size (100 fields of a nested session graph: 3 to 13 ms on a quiet
+ * machine, about 35 under load, and 130 KB), so it is spent only where it pays, and bounded:
  *
  * - only a document's `afterUses`-th execution compiles it (one-off documents never are);
  * - only documents of one query or mutation operation of at most `maxFields` fields (fragments
@@ -99,7 +99,7 @@ function singleOperation(document: DocumentNode, kind: 'request' | 'subscription
   let found: OperationDefinitionNode | null = null;
   for (const def of document.definitions) {
     if (def.kind !== Kind.OPERATION_DEFINITION) continue;
-    if (found || (kind === 'subscription' ? def.operation !== 'subscription' : def.operation === 'subscription')) return null;
+    if (found || (def.operation === 'subscription') !== (kind === 'subscription')) return null;
     found = def;
   }
   return found;

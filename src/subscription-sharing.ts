@@ -327,9 +327,9 @@ interface WsInternals {
  * header and a payload written together (a `writev`, with its queue and write request per frame);
  * a frame made once for a result's every subscriber goes out in one plain write instead (in a
  * profile of the stream scenario, a quarter less of the fan-out's time outside the system calls).
- * Only while `ws` itself writes synchronously
- * and has nothing queued (its sender idle: no compression negotiated, no Blob being read), so that
- * frames keep their order with everything else `ws` sends; otherwise `ws.send` takes the payload.
+ * Only while `ws` itself writes synchronously and has nothing queued (its sender idle: no
+ * compression negotiated, no Blob being read), so that frames keep their order with everything else
+ * `ws` sends; otherwise `ws.send` takes the payload.
  */
 function directSocket(socket: WebSocket): Duplex | null {
   const { _socket: raw, _sender: sender } = socket as unknown as WsInternals;
