@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { DocumentNode, ExecutionResult } from 'graphql';
 import type { YogaServerInstance } from 'graphql-yoga';
 import { type GraphQLError, getOperationAST, processRegularResult, sendNodeResponse } from './packages.js';
+import { isPlainObject } from './domain/assembly/turn-context.js';
 import { rateIdentity, rateLimitedResponse } from './http-guards.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -40,9 +41,6 @@ const send = (response: Response, res: ServerResponse, req: IncomingMessage | un
 const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 const PARAM_KEYS = new Set(['query', 'variables', 'operationName', 'extensions']);
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** The request's operation, if it is one this path takes: a JSON object of GraphQL-over-HTTP's keys. */
 function paramsOf(body: string): { query: string; variables?: Record<string, unknown> | null; operationName?: string | null } | null {
   let params: unknown;
@@ -67,9 +65,6 @@ class NodeHeaders {
     const value = this.headers[name.toLowerCase()];
     if (value === undefined) return null;
     return Array.isArray(value) ? value.join(', ') : value;
-  }
-  has(name: string): boolean {
-    return this.headers[name.toLowerCase()] !== undefined;
   }
 }
 
