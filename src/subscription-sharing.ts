@@ -70,10 +70,13 @@ export interface SubscriptionSharing extends Plugin {
   ): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>;
 }
 
-/** An event's execution for a selection key: run once per (key, event) and shared (`once`), or for one subscriber (`run`). */
+/**
+ * An event's execution for a selection key: run once per (key, event) and shared (`once`), or for
+ * one subscriber (`run`). A result is returned as it is once known, a promise only while pending.
+ */
 interface Executions {
-  run(args: ExecutionArgs, event: unknown): Promise<ExecutionResult>;
-  once(key: string | null, args: ExecutionArgs, event: unknown): Promise<ExecutionResult>;
+  run(args: ExecutionArgs, event: unknown): ExecutionResult | PromiseLike<ExecutionResult>;
+  once(key: string | null, args: ExecutionArgs, event: unknown): ExecutionResult | PromiseLike<ExecutionResult>;
 }
 
 /**
@@ -141,22 +144,21 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
       stats.executions++;
       const contextValue = options.contextForEvent(args.contextValue as Context);
       const compiled = options.compiled?.(args);
-      return Promise.resolve(
-        compiled
-          ? compiled(event, contextValue)
-          : (execute({ ...args, rootValue: event, contextValue }) as ExecutionResult | Promise<ExecutionResult>),
-      );
+      return compiled
+        ? compiled(event, contextValue)
+        : (execute({ ...args, rootValue: event, contextValue }) as ExecutionResult | Promise<ExecutionResult>);
     },
     once(key, args, event) {
       const id = (event as { id?: unknown } | null)?.id;
       if (key === null || typeof id !== 'string') return this.run(args, event);
-      let ran = false;
-      const result = results.get(id, key, () => {
-        ran = true;
-        return this.run(args, event);
-      });
-      if (!ran) stats.shared++;
-      return result;
+      // Looked up first: every subscriber after the first of an event takes this path, with no
+      // closure made for it.
+      const shared = results.find(id, key);
+      if (shared !== undefined) {
+        stats.shared++;
+        return shared;
+      }
+      return results.get(id, key, () => this.run(args, event));
     },
   };
 
@@ -164,7 +166,7 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
     const key = selectionKey(args);
-    return mapStream(source, (event) => executions.once(key, args, event));
+    return mapStream(source, async (event) => executions.once(key, args, event));
   };
 
   return {
@@ -327,13 +329,13 @@ interface WsInternals {
  * header and a payload written together (a `writev`, with its queue and write request per frame);
  * a frame made once for a result's every subscriber goes out in one plain write instead (in a
  * profile of the stream scenario, a quarter less of the fan-out's time outside the system calls).
- * Only while `ws` itself writes synchronously and has nothing queued (its sender idle: no
- * compression negotiated, no Blob being read), so that frames keep their order with everything else
- * `ws` sends; otherwise `ws.send` takes the payload.
+ * Only while `ws` itself writes synchronously and has nothing queued (its sender idle, no Blob
+ * being read), so that frames keep their order with everything else `ws` sends, and only on a
+ * socket without compression (the caller checks); otherwise `ws.send` takes the payload.
  */
 function directSocket(socket: WebSocket): Duplex | null {
   const { _socket: raw, _sender: sender } = socket as unknown as WsInternals;
-  if (!raw || !sender || sender._state !== 0 || sender._queue.length > 0 || socket.extensions !== '') return null;
+  if (!raw || !sender || sender._state !== 0 || sender._queue.length > 0) return null;
   return raw;
 }
 
@@ -344,10 +346,15 @@ export function webSocketSink(socket: WebSocket, id: string): LiveSink {
 
 /** A class so that each subscriber's sink is one small object, its methods on the prototype. */
 class WebSocketSink implements LiveSink {
+  /** No extension was negotiated (fixed at the handshake; `ws`'s getter builds the list on each read). */
+  private readonly plain: boolean;
+
   constructor(
     private readonly socket: WebSocket,
     readonly id: string,
-  ) {}
+  ) {
+    this.plain = socket.extensions === '';
+  }
 
   open() {
     return this.socket.readyState === this.socket.OPEN;
@@ -356,7 +363,7 @@ class WebSocketSink implements LiveSink {
   write(frame: Buffer): Promise<void> | undefined {
     const { socket } = this;
     const within = socket.bufferedAmount + frame.length <= SINK_HIGH_WATER;
-    const raw = directSocket(socket);
+    const raw = this.plain ? directSocket(socket) : null;
     if (raw) {
       if (within) {
         raw.write(frame);
@@ -471,16 +478,21 @@ class PumpStream<T>
     pullStep(this.iterator, this);
   }
 
-  /** The source's next step (`StepConsumer`): an event is executed, then delivered. */
+  /**
+   * The source's next step (`StepConsumer`): an event is executed, then delivered; at once when its
+   * result is known (the subscribers after the first of an event whose execution is synchronous),
+   * else when it settles.
+   */
   step(step: IteratorResult<T>) {
     if (this.stopped) return;
     if (step.done) return this.stop();
-    let result: Promise<ExecutionResult>;
+    let result: ExecutionResult | PromiseLike<ExecutionResult>;
     try {
       result = this.executions.once(this.key, this.args, step.value);
     } catch (error) {
       return this.fail(error);
     }
+    if (!isPromiseLike(result)) return this.deliver(result);
     result.then(
       (value) => this.deliver(value),
       (error: unknown) => this.fail(error),
@@ -561,11 +573,13 @@ class PumpStream<T>
 }
 
 /**
- * Promises of values computed for one event, keyed by (event id, what): the first caller computes,
- * the others of the same event share the promise. Bounded twice: entries older than `ttlMs` are
- * recomputed (long enough for one event's fan-out, short enough that a later replay reads the data
- * as it is then), and beyond `maxEntries` the oldest go first. A rejected computation is
- * forgotten, so the next caller tries again.
+ * Values computed for one event, keyed by (event id, what): the first caller computes, the others
+ * of the same event share its result, as it is once known (a promise only while it is pending:
+ * every subscriber of an event asks, and a `then` per subscriber was two closures and a promise
+ * each). Bounded twice: entries older than `ttlMs` are recomputed (long enough for one event's
+ * fan-out, short enough that a later replay reads the data as it is then), and beyond
+ * `maxEntries` the oldest go first. A rejected computation is forgotten, so the next caller tries
+ * again.
  *
  * Kept by event, then by what: every subscriber of an event asks with the same two strings (the
  * event's id, its interned selection key), whose hashes are computed once. One key joined from both
@@ -582,7 +596,13 @@ export class EventMemo<V> {
     private readonly ttlMs = 5_000,
   ) {}
 
-  get(eventId: string, what: string, compute: () => Promise<V>): Promise<V> {
+  /** The value (or its pending promise) kept for (event, what) and still within its time to live; undefined if none. */
+  find(eventId: string, what: string): V | PromiseLike<V> | undefined {
+    const hit = this.events.get(eventId)?.get(what);
+    return hit && Date.now() - hit.at <= this.ttlMs ? hit.value : undefined;
+  }
+
+  get(eventId: string, what: string, compute: () => V | PromiseLike<V>): V | PromiseLike<V> {
     const now = Date.now();
     let ofEvent = this.events.get(eventId);
     const hit = ofEvent?.get(what);
@@ -595,10 +615,18 @@ export class EventMemo<V> {
     if (!ofEvent) this.events.set(eventId, (ofEvent = new Map()));
     ofEvent.set(what, entry);
     this.count++;
-    const kept = ofEvent;
-    value.catch(() => {
-      if (kept.get(what) === entry) this.remove(eventId, kept, what);
-    });
+    if (isPromiseLike(value)) {
+      const kept = ofEvent;
+      // A thenable's `then` (Prisma's queries run when first asked) starts it, as the caller's would.
+      value.then(
+        (settled) => {
+          if (kept.get(what) === entry) entry.value = settled;
+        },
+        () => {
+          if (kept.get(what) === entry) this.remove(eventId, kept, what);
+        },
+      );
+    }
     this.evict(now);
     return value;
   }
@@ -626,7 +654,12 @@ export class EventMemo<V> {
   }
 }
 
+function isPromiseLike<V>(value: V | PromiseLike<V>): value is PromiseLike<V> {
+  return typeof (value as Partial<PromiseLike<V>> | null)?.then === 'function';
+}
+
 interface MemoEntry<V> {
   at: number;
-  value: Promise<V>;
+  /** The value, or its promise until it settles. */
+  value: V | PromiseLike<V>;
 }

@@ -11,6 +11,9 @@ import { Message } from './message.js';
 import { Session } from './session.js';
 import { Turn } from './turn.js';
 
+/** A value, or its promise (what a resolver may return; `eventEntities` hands out a settled value as it is). */
+type MaybePromise<T> = T | Promise<T>;
+
 export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').implement({
   description: "An entry of a session's event log.",
   fields: (t) => ({
@@ -23,7 +26,7 @@ export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEv
       resolve: (e, _, ctx) =>
         ctx.runtime.eventEntities.get(e.id, `session:${ctx.workspaceId}`, () =>
           ctx.loaders.sessionById.load(e.sessionId),
-        ) as Promise<SessionRow | null>,
+        ) as MaybePromise<SessionRow | null>,
     }),
   }),
 });
@@ -53,11 +56,14 @@ const messageField = (t: EventFieldBuilder, description: string) =>
     resolve: (e, _, ctx) => {
       const messageId = e.messageId;
       if (!messageId) return null;
-      // A live event carries its (small) message: no instance reads it. Replayed ones read it once per instance.
-      const snapshot = e.message;
+      // A live event carries its (small) message: no instance reads it, and the event's execution
+      // stays synchronous (its subscribers after the first are written to at once). Nor is it kept:
+      // made again per selection, it is not held for the memo's time to live (a streamed message's
+      // whole text, per event). Replayed ones read it once per instance.
+      if (e.message) return messageFromSnapshot(e.message);
       return ctx.runtime.eventEntities.get(e.id, 'message', () =>
-        snapshot ? Promise.resolve(messageFromSnapshot(snapshot)) : ctx.prisma.message.findUnique({ where: { id: messageId } }),
-      ) as Promise<MessageRow | null>;
+        ctx.prisma.message.findUnique({ where: { id: messageId } }),
+      ) as MaybePromise<MessageRow | null>;
     },
   });
 
@@ -87,7 +93,7 @@ eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.',
     resolve: (e, _, ctx) =>
       ctx.runtime.eventEntities.get(e.id, `fork:${ctx.workspaceId}`, () =>
         ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
-      ) as Promise<SessionRow | null>,
+      ) as MaybePromise<SessionRow | null>,
   }),
   messageIndex: t.int({ description: 'Where it was cut.', resolve: (e) => payloadOf(e).messageIndex as number }),
   excludedMessage: messageField(t, 'The USER message left out of the fork.'),
@@ -129,7 +135,7 @@ eventType(
       resolve: (e, _, ctx) =>
         ctx.runtime.eventEntities.get(e.id, `sub:${ctx.workspaceId}`, () =>
           ctx.loaders.sessionById.load(payloadOf(e).subSessionId as string),
-        ) as Promise<SessionRow | null>,
+        ) as MaybePromise<SessionRow | null>,
     }),
     agentId: t.string({ description: 'The agent that runs it.', resolve: (e) => payloadOf(e).agentId as string }),
     turn: t.field({
@@ -158,7 +164,7 @@ eventType(
       resolve: (e, _, ctx) =>
         ctx.runtime.eventEntities.get(e.id, `sub:${ctx.workspaceId}`, () =>
           ctx.loaders.sessionById.load(payloadOf(e).subSessionId as string),
-        ) as Promise<SessionRow | null>,
+        ) as MaybePromise<SessionRow | null>,
     }),
     turn: t.field({
       type: Turn,

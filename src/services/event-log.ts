@@ -237,8 +237,12 @@ export function sessionEventStream(
 class EventStream implements SessionEventStream, BusListener {
   /** The last sequence handed out (or known to be before the stream's start); null until read. */
   private last: number | null;
-  /** Live events not yet looked at, in arrival order, with the read clock when each arrived. */
-  private readonly live: { event: SessionEventMessage; at: number }[] = [];
+  /**
+   * Live events not yet looked at, in arrival order, and the read clock when each arrived (two
+   * arrays: a pair object per subscriber per event was garbage for nothing).
+   */
+  private readonly live: SessionEventMessage[] = [];
+  private readonly liveAt: number[] = [];
   /** Events ready to hand out, in order. */
   private readonly ready: SessionEventMessage[] = [];
   /** Read the log up to this sequence (null: to its end) before anything else; undefined: no read due. */
@@ -253,6 +257,7 @@ class EventStream implements SessionEventStream, BusListener {
   private gapFilledFor: SessionEventMessage | null = null;
   private ending = false;
   private done = false;
+  /** `advance` is running, or a read it started is in flight: one at a time. */
   private working = false;
   /** Who waits for the next step: a `next()` promise's or a pulling consumer (see `PULL`). */
   private waiting: StepConsumer<SessionEventMessage> | null = null;
@@ -275,27 +280,44 @@ class EventStream implements SessionEventStream, BusListener {
     }
   }
 
-  // The bus tells every local stream in one loop; working in a microtask lets them all note the
-  // same trigger before the first of them starts a read, so they can share it.
+  // The bus tells every local stream of an event in one loop. The next event in order goes to the
+  // waiting consumer at once; an event that needs a read first (a gap) starts it in a microtask,
+  // so that every stream told of the same event notes the same trigger before the first read
+  // starts, and they can share it.
   event(event: SessionEventMessage) {
     if (this.done) return;
+    if (this.waiting && !this.working && this.live.length === 0 && this.ready.length === 0 && this.follows(event)) {
+      // The next event in order, nothing before it, a consumer waiting: straight to it. Through the
+      // queues, each emptied array grew a new backing store per event (about 400 B per subscriber).
+      this.last = event.sequence;
+      const consumer = this.waiting;
+      this.waiting = null;
+      try {
+        consumer.step({ value: event, done: false });
+      } catch (error) {
+        this.failWith(error);
+      }
+      return;
+    }
     if (this.live.length >= MAX_LIVE_BACKLOG) {
       // A consumer this far behind reads from the log instead: its backlog is dropped (and its
       // memory with it) and the next sync reads what it missed, a page at a time as it pulls.
       this.live.length = 0;
+      this.liveAt.length = 0;
       this.syncDue = true;
       this.syncTrigger = readClock;
     } else {
-      this.live.push({ event, at: readClock });
+      this.live.push(event);
+      this.liveAt.push(readClock);
     }
-    queueMicrotask(() => void this.advance());
+    this.advance();
   }
 
   sync() {
     if (this.done) return;
     this.syncDue = true;
     this.syncTrigger = readClock;
-    queueMicrotask(() => void this.advance());
+    this.advance();
   }
 
   private finish() {
@@ -304,10 +326,31 @@ class EventStream implements SessionEventStream, BusListener {
     this.bus.unsubscribe(this.sessionId, this);
     if (this.onAbort) this.signal?.removeEventListener('abort', this.onAbort);
     this.live.length = 0;
+    this.liveAt.length = 0;
     this.ready.length = 0;
     const consumer = this.waiting;
     this.waiting = null;
     consumer?.step({ value: undefined, done: true });
+  }
+
+  /** The stream failed: it ends, and its waiting consumer gets the error. */
+  private failWith(error: unknown) {
+    const consumer = this.waiting;
+    this.waiting = null;
+    this.finish();
+    consumer?.fail(error);
+  }
+
+  /** Whether `event` comes right after the last one handed out, with no read due: it can go out as it comes. */
+  private follows(event: SessionEventMessage): boolean {
+    return (
+      this.last !== null &&
+      event.sequence === this.last + 1 &&
+      event.type !== SESSION_DELETED &&
+      !this.ending &&
+      !this.syncDue &&
+      this.logUpTo === undefined
+    );
   }
 
   private accept(event: SessionEventMessage) {
@@ -316,11 +359,18 @@ class EventStream implements SessionEventStream, BusListener {
     if (event.type === SESSION_DELETED) this.ending = true;
   }
 
-  /** Advances the stream while a consumer waits; one run at a time. */
-  private async advance() {
+  /**
+   * Advances the stream while a consumer waits, synchronously as far as no read is due; a due read
+   * runs in `read`, which advances again once it is done. One run at a time.
+   *
+   * Not an async function: one is called for every subscriber of every event, and each call
+   * allocated its frame and promise (about 1 KB per subscriber and event, a quarter of all the
+   * server allocated while streaming to 100 watchers) to find, nearly always, that no read was due.
+   */
+  private advance(): void {
     if (this.working) return;
     this.working = true;
-    const { sql, sessionId } = this;
+    let reading = false;
     try {
       while (this.waiting && !this.done) {
         if (this.ready.length) {
@@ -337,63 +387,87 @@ class EventStream implements SessionEventStream, BusListener {
           consumer.step({ value: event, done: false });
           continue;
         }
-        if (this.ending) return this.finish();
-        if (this.last === null) {
-          const current = await sharedRead(sql, `sequence:${sessionId}`, this.startTrigger, () => currentEventSequence(sql, sessionId));
-          if (this.done) return;
-          this.last ??= current ?? 0;
-          if (current === null) this.accept(sessionDeletedEvent(sessionId, this.last));
-          continue;
+        if (this.ending) {
+          this.finish();
+          return;
         }
-        if (this.syncDue) {
-          this.syncDue = false;
-          const trigger = this.syncTrigger;
-          const current = await sharedRead(sql, `sequence:${sessionId}`, trigger, () => currentEventSequence(sql, sessionId));
-          if (this.done) return;
-          if (current === null) {
-            this.accept(sessionDeletedEvent(sessionId, this.last));
-          } else if (current > this.last) {
-            this.logUpTo = null;
-            this.logTrigger = Math.max(this.logTrigger, trigger);
-          }
-          continue;
+        if (this.last === null || this.syncDue || this.logUpTo !== undefined) {
+          // After the microtasks already queued: every stream told of the same event by the bus's
+          // loop has noted its trigger by then.
+          reading = true;
+          queueMicrotask(() => void this.read());
+          return;
         }
-        if (this.logUpTo !== undefined) {
-          const upTo = this.logUpTo;
-          const after = this.last;
-          const rows = await sharedRead(sql, `log:${sessionId}:${after}:${upTo}`, this.logTrigger, () =>
-            readEventsAfter(sql, sessionId, after, upTo, REPLAY_PAGE),
-          );
-          if (this.done) return;
-          for (const row of rows) if (row.sequence > this.last) this.accept(row);
-          // Another page is due only when this one was full; otherwise the read is done, unless a
-          // wider read was asked for while this one ran.
-          if (rows.length < REPLAY_PAGE && this.logUpTo === upTo) this.logUpTo = undefined;
-          continue;
-        }
-        const head = this.live[0];
-        if (!head) return;
-        const next = head.event;
+        const next = this.live[0];
+        if (!next) return;
         if (next.type !== SESSION_DELETED && next.sequence <= this.last) {
           this.live.shift();
+          this.liveAt.shift();
           continue;
         }
         if (next.type !== SESSION_DELETED && next.sequence > this.last + 1 && this.gapFilledFor !== next) {
           this.gapFilledFor = next;
           this.logUpTo = next.sequence - 1;
-          this.logTrigger = Math.max(this.logTrigger, head.at);
+          this.logTrigger = Math.max(this.logTrigger, this.liveAt[0]);
           continue;
         }
         this.live.shift();
+        this.liveAt.shift();
         this.accept(next);
       }
     } catch (error) {
-      const consumer = this.waiting;
-      this.waiting = null;
-      this.finish();
-      consumer?.fail(error);
+      this.failWith(error);
     } finally {
+      if (!reading) this.working = false;
+    }
+  }
+
+  /** Runs the read `advance` found due (it holds `working` for it), then advances on. */
+  private async read() {
+    try {
+      if (!this.done) await this.readDue();
+    } catch (error) {
       this.working = false;
+      return this.failWith(error);
+    }
+    this.working = false;
+    if (!this.done) this.advance();
+  }
+
+  /** One read: the session's counter at the start or on a sync, or a page of the log. */
+  private async readDue() {
+    const { sql, sessionId } = this;
+    if (this.last === null) {
+      const current = await sharedRead(sql, `sequence:${sessionId}`, this.startTrigger, () => currentEventSequence(sql, sessionId));
+      if (this.done) return;
+      this.last ??= current ?? 0;
+      if (current === null) this.accept(sessionDeletedEvent(sessionId, this.last));
+      return;
+    }
+    if (this.syncDue) {
+      this.syncDue = false;
+      const trigger = this.syncTrigger;
+      const current = await sharedRead(sql, `sequence:${sessionId}`, trigger, () => currentEventSequence(sql, sessionId));
+      if (this.done) return;
+      if (current === null) {
+        this.accept(sessionDeletedEvent(sessionId, this.last));
+      } else if (current > this.last) {
+        this.logUpTo = null;
+        this.logTrigger = Math.max(this.logTrigger, trigger);
+      }
+      return;
+    }
+    if (this.logUpTo !== undefined) {
+      const upTo = this.logUpTo;
+      const after = this.last;
+      const rows = await sharedRead(sql, `log:${sessionId}:${after}:${upTo}`, this.logTrigger, () =>
+        readEventsAfter(sql, sessionId, after, upTo, REPLAY_PAGE),
+      );
+      if (this.done) return;
+      for (const row of rows) if (row.sequence > this.last) this.accept(row);
+      // Another page is due only when this one was full; otherwise the read is done, unless a
+      // wider read was asked for while this one ran.
+      if (rows.length < REPLAY_PAGE && this.logUpTo === upTo) this.logUpTo = undefined;
     }
   }
 
@@ -409,7 +483,7 @@ class EventStream implements SessionEventStream, BusListener {
     if (this.done) return consumer.step({ value: undefined, done: true });
     if (this.waiting) return consumer.fail(new Error('sessionEventStream: next() called while another next() is pending'));
     this.waiting = consumer;
-    void this.advance();
+    this.advance();
   }
 
   return(): Promise<IteratorResult<SessionEventMessage>> {

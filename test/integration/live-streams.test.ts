@@ -222,6 +222,9 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
       const stream = sessionEventStream(app.runtime.db.sql.reads, app.runtime.bus, rawIdOf(id), 0);
       streams.push(stream);
       firsts.push(stream.next());
+      // A stream starts a due read in a microtask (after every stream told of the same event has
+      // noted it): let this one start before the next stream is made.
+      await Promise.resolve();
     }
     expect((await Promise.all(firsts)).map((step) => step.value?.sequence)).toEqual(streams.map(() => 1));
     const logReads = app.runtime.db.queries.statements.filter((sql) => /FROM ("public"\.)?"SessionEvent"/.test(sql));
@@ -385,7 +388,8 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
       extensions: sseError.extensions,
     });
 
-    // An unexpected failure while executing one live event (injected where the event's message is read).
+    // An unexpected failure while executing one live event (injected where the event's message is
+    // read: one too large to travel with its event, so that it is read).
     const received: { sequence?: number; errors?: { message: string; extensions?: Record<string, unknown> }[] }[][] = [[], [], []];
     const unsubscribes = received.map((into) =>
       client.subscribe(
@@ -412,7 +416,7 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
       what === 'message' ? Promise.reject(new Error('secret detail of the failure')) : get.call(memo, eventId, what, compute);
     app.runtime.logger.error = (...args: unknown[]) => void logged.push(args);
     try {
-      await append(app, id, 'fails');
+      await append(app, id, `fails ${'x'.repeat(SNAPSHOT_MAX_CHARS)}`);
       await eventually(() => received.every((r) => r.length === 2), 'the failed event');
     } finally {
       memo.get = get;

@@ -469,10 +469,46 @@ describe('EventMemo', () => {
     expect(memo.size).toBeLessThanOrEqual(3);
   });
 
+  it('hands out a value as it is once known: a synchronous one at once, a promise until it settles, then its value', async () => {
+    const memo = new EventMemo<{ n: number }>(10, 60_000);
+    const value = { n: 1 };
+    let computed = 0;
+    expect(memo.find('e1', 'sel')).toBeUndefined();
+    expect(
+      memo.get('e1', 'sel', () => {
+        computed++;
+        return value;
+      }),
+    ).toBe(value);
+    expect(memo.find('e1', 'sel')).toBe(value);
+    expect(memo.get('e1', 'sel', () => ({ n: 2 }))).toBe(value);
+
+    let resolve!: (v: { n: number }) => void;
+    const pending = memo.get('e2', 'sel', () => {
+      computed++;
+      return new Promise<{ n: number }>((r) => (resolve = r));
+    });
+    expect(pending).toBeInstanceOf(Promise);
+    expect(memo.find('e2', 'sel')).toBe(pending);
+    const settled = { n: 3 };
+    resolve(settled);
+    expect(await pending).toBe(settled);
+    expect(memo.find('e2', 'sel')).toBe(settled);
+    expect(memo.get('e2', 'sel', () => ({ n: 4 }))).toBe(settled);
+    expect(computed).toBe(2);
+
+    // Past its time to live an entry is not found, and is computed again.
+    const brief = new EventMemo<string>(10, 20);
+    brief.get('e1', 'sel', () => 'a');
+    await new Promise((r) => setTimeout(r, 30));
+    expect(brief.find('e1', 'sel')).toBeUndefined();
+    expect(brief.get('e1', 'sel', () => 'b')).toBe('b');
+  });
+
   it('forgets a rejected value only while it is the current one, and evicts the oldest selections of the oldest event first', async () => {
     const memo = new EventMemo<string>(10, 200);
     let reject!: (error: Error) => void;
-    const first = memo.get('e1', 'sel', () => new Promise<string>((_, r) => (reject = r)));
+    const first = memo.get('e1', 'sel', () => new Promise<string>((_, r) => (reject = r))) as Promise<string>;
     first.catch(() => {});
     // Another selection of the event keeps the event's entries in place when the first is replaced.
     await memo.get('e1', 'other', () => Promise.resolve('o'));
@@ -482,7 +518,8 @@ describe('EventMemo', () => {
     expect(second).not.toBe(first);
     reject(new Error('late'));
     await expect(first).rejects.toThrow('late');
-    expect(memo.get('e1', 'sel', () => Promise.resolve('x'))).toBe(second);
+    // The second settled: it is shared as its value from then on.
+    expect(memo.get('e1', 'sel', () => Promise.resolve('x'))).toBe('b');
     expect(memo.size).toBe(1);
 
     // Beyond the bound the oldest event's selections go, oldest first; the others stay shared.
