@@ -42,6 +42,19 @@ export function rssOf(pid: number): number {
   }
 }
 
+/**
+ * CPU time (user + system) a process has used so far, in ms, from /proc (clock ticks of 10 ms, the
+ * kernel's USER_HZ on Linux); 0 when it cannot be read.
+ */
+export function cpuMsOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
 /** Spawns `node …argv` and waits for a stdout line with "listening on URL". */
 export function startProcess(name: string, argv: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<Proc> {
   const started = performance.now();

@@ -511,11 +511,14 @@ async function stream() {
     if (receipts.count(warm) < watchers)
       throw new Error(`only ${receipts.count(warm)} of ${watchers} watchers got the first update; ${receipts.errors.join('; ')}`);
     const sentAt = new Map<string, number>();
+    const roundTrips: number[] = [];
+    const cpu = process.cpuUsage();
     const started = performance.now();
     for (let i = 0; i < updates; i++) {
       const t = performance.now();
       sentAt.set(`0:${sequence + 1}`, t);
       await update();
+      roundTrips.push(performance.now() - t);
     }
     const keys = [...sentAt.keys()];
     await receipts.all(keys, want, performance.now() + 60_000);
@@ -530,6 +533,13 @@ async function stream() {
       lost: updates * watchers - latencies.length,
       duplicates: receipts.duplicates,
       failed: 0,
+      // Diagnostics: the writer's round trip per update, and this process's CPU per update (the
+      // load process parses every watcher's deliveries; it must not be what limits the rate).
+      write: { p50: quantile(roundTrips, 0.5), p99: quantile(roundTrips, 0.99) },
+      loadCpuMs: (() => {
+        const used = process.cpuUsage(cpu);
+        return (used.user + used.system) / 1000 / updates;
+      })(),
     };
   } finally {
     for (const socket of sockets) socket.terminate();

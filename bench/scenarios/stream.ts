@@ -11,6 +11,8 @@
  */
 import { parseGlobalId } from '../../src/schema/ids.js';
 import type { ProcessScenario } from '../lib.js';
+import { median, round } from '../lib.js';
+import { cpuMsOf } from '../proc.js';
 import { CREATE_SESSION, type Round, summary, throughputRows } from './_shared.js';
 
 const APPEND_GENERATING = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { id } } }`;
@@ -18,7 +20,25 @@ const APPEND_GENERATING = `mutation ($input: AppendMessagesInput!) { appendMessa
 interface StreamRound extends Round {
   lost: number;
   duplicates: number;
+  /** The writer's round trip per update (load process). */
+  write: { p50: number; p99: number };
+  /** The load process's CPU per update (it parses every watcher's deliveries). */
+  loadCpuMs: number;
+  /** The process under test's CPU per update (server or raw), from /proc. */
+  cpuMs: number;
 }
+
+/** A round's load against the process `pid`, with that process's CPU per update added. */
+async function measured(ctx: { load<T>(mode: string, args: unknown): Promise<T> }, pid: number, updates: number, args: object) {
+  const before = cpuMsOf(pid);
+  const result = await ctx.load<StreamRound>('stream', { ...args, updates });
+  // The first update (the warm-up every watcher must see) is not timed but is worked.
+  result.cpuMs = (cpuMsOf(pid) - before) / (updates + 1);
+  return result;
+}
+
+const roundLine = (result: StreamRound) =>
+  `${result.rps.toFixed(0)} updates/s, write p50 ${result.write.p50.toFixed(2)} ms, CPU per update ${result.cpuMs.toFixed(2)} ms (load process ${result.loadCpuMs.toFixed(2)} ms), delivery p99 ${result.p99.toFixed(1)} ms`;
 
 const stream: ProcessScenario = {
   name: 'stream',
@@ -47,33 +67,31 @@ const stream: ProcessScenario = {
     };
     const serverRound = async (r: number) => {
       const m = messages.shift()!;
-      const result = await ctx.load<StreamRound>('stream', {
+      const result = await measured(ctx, server.pid, updates, {
         target: 'server',
         url: server.url,
         wsUrl: server.url,
         watchers,
-        updates,
         sessionId: m.sessionId,
         messageId: m.messageId,
         after: 1,
       });
-      ctx.log(`server round ${r}: ${result.rps.toFixed(0)} updates/s, delivery p99 ${result.p99.toFixed(1)} ms, lost ${result.lost}`);
+      ctx.log(`server round ${r}: ${roundLine(result)}, lost ${result.lost}`);
       return result;
     };
-    const rawRound = async (raw: { url: string }, r: number) => {
+    const rawRound = async (raw: { url: string; pid: number }, r: number) => {
       const m = messages.shift()!;
-      const result = await ctx.load<StreamRound>('stream', {
+      const result = await measured(ctx, raw.pid, updates, {
         target: 'raw',
         url: `${raw.url}stream`,
         wsUrl: raw.url,
         watchers,
-        updates,
         sessionId: m.sessionId,
         channel: `stream-${r}`,
         rawMessageId: parseGlobalId(m.messageId, 'Message', 'messageId'),
         after: 0,
       });
-      ctx.log(`raw round ${r}: ${result.rps.toFixed(0)} updates/s, delivery p99 ${result.p99.toFixed(1)} ms`);
+      ctx.log(`raw round ${r}: ${roundLine(result)}`);
       return result;
     };
     const serverRounds: StreamRound[] = [];
@@ -112,6 +130,18 @@ const stream: ProcessScenario = {
       'updates/s',
     );
     rows.push(
+      {
+        metric: 'stream.cpu_per_update',
+        value: round(median(serverRounds.map((r) => r.cpuMs)), 2),
+        unit: 'ms',
+        note: "server's CPU (user + system) per update, from /proc; steadier than the rates on a busy machine",
+      },
+      {
+        metric: 'stream.baseline.cpu_per_update',
+        value: round(median(rawRounds.map((r) => r.cpuMs)), 2),
+        unit: 'ms',
+        note: 'raw baseline, same',
+      },
       { metric: 'stream.lost', value: serverRounds.reduce((n, r) => n + r.lost, 0), unit: 'deliveries', target: { op: '<=', value: 0 } },
       {
         metric: 'stream.duplicates',
