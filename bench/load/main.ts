@@ -13,7 +13,8 @@
  *   writer; per-delivery latency from the moment each write is sent, lost and duplicate deliveries.
  * - `stream`: watchers of one generating message; one writer sends `updates` appendText updates back
  *   to back (updateMessage, or the raw server's update + publish); updates/s until every watcher
- *   has the last one.
+ *   has the last one; beside it, the CPU per update of the process under test (read from /proc, the
+ *   one thing this process learns other than over sockets) and of this process.
  * - `usage`: a reportUsage burst from `clients` concurrent clients to one turn, with turnEvents
  *   subscribers counting their deliveries.
  * - `append`: appends `total` messages in batches (setup for the memory scenario).
@@ -24,6 +25,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
+import { cpuMsOf } from '../proc.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: arguments arrive as JSON
 const args = JSON.parse(process.env.BENCH_LOAD_ARGS ?? '{}') as any;
@@ -472,8 +474,10 @@ async function paced() {
 }
 
 async function stream() {
-  const { target, url, wsUrl, watchers, updates, sessionId, messageId, after, rawMessageId, channel } = args as {
+  const { target, url, wsUrl, watchers, updates, sessionId, messageId, after, rawMessageId, channel, pid } = args as {
     target: 'server' | 'raw';
+    /** The process under test, whose CPU per update is read from /proc. */
+    pid: number;
     url: string;
     wsUrl: string;
     watchers: number;
@@ -512,7 +516,10 @@ async function stream() {
       throw new Error(`only ${receipts.count(warm)} of ${watchers} watchers got the first update; ${receipts.errors.join('; ')}`);
     const sentAt = new Map<string, number>();
     const roundTrips: number[] = [];
+    // CPU from here to the last delivery: this process's, and the process under test's (`pid`, read
+    // from /proc on this machine), without the sockets' setup.
     const cpu = process.cpuUsage();
+    const targetCpu = cpuMsOf(pid);
     const started = performance.now();
     for (let i = 0; i < updates; i++) {
       const t = performance.now();
@@ -522,6 +529,8 @@ async function stream() {
     }
     const keys = [...sentAt.keys()];
     await receipts.all(keys, want, performance.now() + 60_000);
+    const targetCpuMs = (cpuMsOf(pid) - targetCpu) / updates;
+    const used = process.cpuUsage(cpu);
     const lastKey = keys[keys.length - 1];
     const finished = Math.max(...(receipts.seen.get(lastKey) ?? [performance.now()]));
     const latencies: number[] = [];
@@ -533,13 +542,11 @@ async function stream() {
       lost: updates * watchers - latencies.length,
       duplicates: receipts.duplicates,
       failed: 0,
-      // Diagnostics: the writer's round trip per update, and this process's CPU per update (the
-      // load process parses every watcher's deliveries; it must not be what limits the rate).
+      // Diagnostics: the writer's round trip per update, the process under test's CPU per update,
+      // and this process's (it parses every watcher's deliveries, on the same machine).
       write: { p50: quantile(roundTrips, 0.5), p99: quantile(roundTrips, 0.99) },
-      loadCpuMs: (() => {
-        const used = process.cpuUsage(cpu);
-        return (used.user + used.system) / 1000 / updates;
-      })(),
+      cpuMs: targetCpuMs,
+      loadCpuMs: (used.user + used.system) / 1000 / updates,
     };
   } finally {
     for (const socket of sockets) socket.terminate();

@@ -12,7 +12,6 @@
 import { parseGlobalId } from '../../src/schema/ids.js';
 import type { ProcessScenario } from '../lib.js';
 import { median, round } from '../lib.js';
-import { cpuMsOf } from '../proc.js';
 import { CREATE_SESSION, type Round, summary, throughputRows } from './_shared.js';
 
 const APPEND_GENERATING = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { id } } }`;
@@ -24,17 +23,8 @@ interface StreamRound extends Round {
   write: { p50: number; p99: number };
   /** The load process's CPU per update (it parses every watcher's deliveries). */
   loadCpuMs: number;
-  /** The process under test's CPU per update (server or raw), from /proc. */
+  /** The process under test's CPU per update (server or raw), from /proc, while the updates ran. */
   cpuMs: number;
-}
-
-/** A round's load against the process `pid`, with that process's CPU per update added. */
-async function measured(ctx: { load<T>(mode: string, args: unknown): Promise<T> }, pid: number, updates: number, args: object) {
-  const before = cpuMsOf(pid);
-  const result = await ctx.load<StreamRound>('stream', { ...args, updates });
-  // The first update (the warm-up every watcher must see) is not timed but is worked.
-  result.cpuMs = (cpuMsOf(pid) - before) / (updates + 1);
-  return result;
 }
 
 const roundLine = (result: StreamRound) =>
@@ -67,8 +57,10 @@ const stream: ProcessScenario = {
     };
     const serverRound = async (r: number) => {
       const m = messages.shift()!;
-      const result = await measured(ctx, server.pid, updates, {
+      const result = await ctx.load<StreamRound>('stream', {
         target: 'server',
+        pid: server.pid,
+        updates,
         url: server.url,
         wsUrl: server.url,
         watchers,
@@ -81,8 +73,10 @@ const stream: ProcessScenario = {
     };
     const rawRound = async (raw: { url: string; pid: number }, r: number) => {
       const m = messages.shift()!;
-      const result = await measured(ctx, raw.pid, updates, {
+      const result = await ctx.load<StreamRound>('stream', {
         target: 'raw',
+        pid: raw.pid,
+        updates,
         url: `${raw.url}stream`,
         wsUrl: raw.url,
         watchers,
