@@ -289,6 +289,8 @@ function processContext(
           : [
               // A V8 CPU profile of each server process, written when it stops (see bench/README.md).
               ...(process.env.BENCH_SERVER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : []),
+              // Further node flags for each server process, for diagnostics (a preload, a V8 flag).
+              ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
               // No --enable-source-maps: `npm start` runs without it, and it reads every module's
               // source map as the module loads (90 to 230 ms of a PGlite start on a migrated folder).
               join(ROOT, 'dist/main.js'),

@@ -11,10 +11,12 @@
  *   `clients` concurrent loops through `pg` (pool of 10, as the server's) or PGlite.
  * - `fanout`: graphql-transport-ws subscribers (or raw relay sockets) in groups per session, a paced
  *   writer; per-delivery latency from the moment each write is sent, lost and duplicate deliveries.
- * - `stream`: watchers of one generating message; one writer sends `updates` appendText updates back
- *   to back (updateMessage, or the raw server's update + publish); updates/s until every watcher
- *   has the last one; beside it, the CPU per update of the process under test (read from /proc, the
- *   one thing this process learns other than over sockets) and of this process.
+ * - `stream`: watchers of one generating message per target (the server, the raw baseline, or
+ *   both); one writer sends appendText updates back to back (updateMessage, or the raw server's
+ *   update + publish) in blocks, the targets taking turns block by block; updates/s over the
+ *   blocks, each timed until every watcher has its last update; beside it, the CPU per update of
+ *   the process under test (read from /proc, the one thing this process learns other than over
+ *   sockets) and of this process.
  * - `usage`: a reportUsage burst from `clients` concurrent clients to one turn, with turnEvents
  *   subscribers counting their deliveries.
  * - `append`: appends `total` messages in batches (setup for the memory scenario).
@@ -473,83 +475,113 @@ async function paced() {
   return { median: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
 }
 
+/** One process under test in the `stream` mode: the server's updateMessage, or the raw baseline's update + publish. */
+interface StreamTarget {
+  target: 'server' | 'raw';
+  /** The process under test, whose CPU per update is read from /proc. */
+  pid: number;
+  url: string;
+  wsUrl: string;
+  sessionId: string;
+  messageId?: string;
+  after: number;
+  rawMessageId?: string;
+  channel?: string;
+}
+
 async function stream() {
-  const { target, url, wsUrl, watchers, updates, sessionId, messageId, after, rawMessageId, channel, pid } = args as {
-    target: 'server' | 'raw';
-    /** The process under test, whose CPU per update is read from /proc. */
-    pid: number;
-    url: string;
-    wsUrl: string;
-    watchers: number;
-    updates: number;
-    sessionId: string;
-    messageId: string;
-    after: number;
-    rawMessageId?: string;
-    channel?: string;
-  };
-  const receipts = new Receipts();
-  const groups: Group[] = [{ sessionId, channel, after, subscribers: watchers }];
-  const sockets = await openSockets({
-    target: target === 'raw' ? 'relay' : 'server',
-    urls: [wsUrl],
-    groups,
-    subscription: SESSION_EVENTS,
-    receipts,
-  });
-  try {
-    let sequence = after;
-    const update = async () => {
-      sequence++;
-      if (target === 'raw') {
-        const response = await post(url, JSON.stringify({ id: rawMessageId, text: ' token', channel, sequence }));
-        if (response.status !== 200) throw new Error(`raw update: HTTP ${response.status} ${response.text}`);
-      } else {
-        await gql(url, UPDATE_MESSAGE, { input: { messageId, appendText: ' token' } });
-      }
-      return `0:${sequence}`;
-    };
-    const want = () => watchers;
-    const warm = await update();
-    await receipts.all([warm], want, performance.now() + 30_000);
-    if (receipts.count(warm) < watchers)
-      throw new Error(`only ${receipts.count(warm)} of ${watchers} watchers got the first update; ${receipts.errors.join('; ')}`);
-    const sentAt = new Map<string, number>();
-    const roundTrips: number[] = [];
-    // CPU from here to the last delivery: this process's, and the process under test's (`pid`, read
-    // from /proc on this machine), without the sockets' setup.
-    const cpu = process.cpuUsage();
-    const targetCpu = cpuMsOf(pid);
-    const started = performance.now();
-    for (let i = 0; i < updates; i++) {
-      const t = performance.now();
-      sentAt.set(`0:${sequence + 1}`, t);
-      await update();
-      roundTrips.push(performance.now() - t);
+  const { targets, watchers, blocks, block } = args as { targets: StreamTarget[]; watchers: number; blocks: number; block: number };
+  const runs = [];
+  for (const t of targets) {
+    const receipts = new Receipts();
+    const sockets = await openSockets({
+      target: t.target === 'raw' ? 'relay' : 'server',
+      urls: [t.wsUrl],
+      groups: [{ sessionId: t.sessionId, channel: t.channel, after: t.after, subscribers: watchers }],
+      subscription: SESSION_EVENTS,
+      receipts,
+    });
+    runs.push({
+      t,
+      receipts,
+      sockets,
+      sequence: t.after,
+      sentAt: new Map<string, number>(),
+      roundTrips: [] as number[],
+      /** Time from each block's first update to its last delivery, CPU of the target and of this process, summed over the blocks. */
+      elapsedMs: 0,
+      targetCpuMs: 0,
+      loadCpuMs: 0,
+    });
+  }
+  type Run = (typeof runs)[number];
+  const update = async (run: Run) => {
+    const { t } = run;
+    run.sequence++;
+    if (t.target === 'raw') {
+      const response = await post(
+        t.url,
+        JSON.stringify({ id: t.rawMessageId, text: ' token', channel: t.channel, sequence: run.sequence }),
+      );
+      if (response.status !== 200) throw new Error(`raw update: HTTP ${response.status} ${response.text}`);
+    } else {
+      await gql(t.url, UPDATE_MESSAGE, { input: { messageId: t.messageId, appendText: ' token' } });
     }
-    const keys = [...sentAt.keys()];
-    await receipts.all(keys, want, performance.now() + 60_000);
-    const targetCpuMs = (cpuMsOf(pid) - targetCpu) / updates;
+    return `0:${run.sequence}`;
+  };
+  const want = () => watchers;
+  // One block: `block` updates back to back, then until every watcher has the last one. The
+  // targets take turns block by block (in alternating order), so that a change in the machine's
+  // speed, which on this shared machine comes and goes within seconds, weighs on both alike.
+  const runBlock = async (run: Run) => {
+    const keys: string[] = [];
+    const cpu = process.cpuUsage();
+    const targetCpu = cpuMsOf(run.t.pid);
+    const started = performance.now();
+    for (let i = 0; i < block; i++) {
+      const t = performance.now();
+      const key = `0:${run.sequence + 1}`;
+      run.sentAt.set(key, t);
+      keys.push(key);
+      await update(run);
+      run.roundTrips.push(performance.now() - t);
+    }
+    await run.receipts.all(keys, want, performance.now() + 60_000);
+    const last = run.receipts.seen.get(keys[keys.length - 1]);
+    run.elapsedMs += (last?.length ? Math.max(...last) : performance.now()) - started;
+    run.targetCpuMs += cpuMsOf(run.t.pid) - targetCpu;
     const used = process.cpuUsage(cpu);
-    const lastKey = keys[keys.length - 1];
-    const finished = Math.max(...(receipts.seen.get(lastKey) ?? [performance.now()]));
-    const latencies: number[] = [];
-    for (const [key, at] of sentAt) for (const received of receipts.seen.get(key) ?? []) latencies.push(received - at);
-    return {
-      rps: updates / ((finished - started) / 1000),
-      p50: quantile(latencies, 0.5),
-      p99: quantile(latencies, 0.99),
-      lost: updates * watchers - latencies.length,
-      duplicates: receipts.duplicates,
-      failed: 0,
-      // Diagnostics: the writer's round trip per update, the process under test's CPU per update,
-      // and this process's (it parses every watcher's deliveries, on the same machine).
-      write: { p50: quantile(roundTrips, 0.5), p99: quantile(roundTrips, 0.99) },
-      cpuMs: targetCpuMs,
-      loadCpuMs: (used.user + used.system) / 1000 / updates,
-    };
+    run.loadCpuMs += (used.user + used.system) / 1000;
+  };
+  try {
+    for (const run of runs) {
+      const warm = await update(run);
+      await run.receipts.all([warm], want, performance.now() + 30_000);
+      if (run.receipts.count(warm) < watchers)
+        throw new Error(`only ${run.receipts.count(warm)} of ${watchers} watchers got the first update; ${run.receipts.errors.join('; ')}`);
+    }
+    for (let b = 0; b < blocks; b++) for (const run of b % 2 ? [...runs].reverse() : runs) await runBlock(run);
+    const updates = blocks * block;
+    return runs.map((run) => {
+      const latencies: number[] = [];
+      for (const [key, at] of run.sentAt) for (const received of run.receipts.seen.get(key) ?? []) latencies.push(received - at);
+      return {
+        target: run.t.target,
+        rps: updates / (run.elapsedMs / 1000),
+        p50: quantile(latencies, 0.5),
+        p99: quantile(latencies, 0.99),
+        lost: updates * watchers - latencies.length,
+        duplicates: run.receipts.duplicates,
+        failed: 0,
+        // Diagnostics: the writer's round trip per update, the process under test's CPU per update,
+        // and this process's (it parses every watcher's deliveries, on the same machine).
+        write: { p50: quantile(run.roundTrips, 0.5), p99: quantile(run.roundTrips, 0.99) },
+        cpuMs: run.targetCpuMs / updates,
+        loadCpuMs: run.loadCpuMs / updates,
+      };
+    });
   } finally {
-    for (const socket of sockets) socket.terminate();
+    for (const run of runs) for (const socket of run.sockets) socket.terminate();
   }
 }
 
