@@ -11,6 +11,7 @@
  *   `clients` concurrent loops through `pg` (pool of 10, as the server's) or PGlite.
  * - `fanout`: graphql-transport-ws subscribers (or raw relay sockets) in groups per session, a paced
  *   writer; per-delivery latency from the moment each write is sent, lost and duplicate deliveries.
+ *   With `sides`, the server's and the relay's at once, their events taking turns.
  * - `stream`: watchers of one generating message per target (the server, the raw baseline, or
  *   both); one writer sends appendText updates back to back (updateMessage, or the raw server's
  *   update + publish) in blocks, the targets taking turns block by block; updates/s over the
@@ -356,20 +357,21 @@ async function rawWrites() {
   };
 }
 
-async function fanout() {
-  const { target, urls, groups, events, intervalMs, write, turnIds, redisUrl, relayPrefix, deadlineMs, payloadBytes } = args as {
-    target: 'server' | 'relay';
-    urls: string[];
-    groups: Group[];
-    events: number;
-    intervalMs: number;
-    write: 'append' | 'usage';
-    turnIds?: string[];
-    redisUrl?: string;
-    relayPrefix?: string;
-    deadlineMs?: number;
-    payloadBytes?: number;
-  };
+/** One side of the `fanout` mode: the server's subscribers and writer, or the raw relay's. */
+interface FanoutSide {
+  target: 'server' | 'relay';
+  urls: string[];
+  groups: Group[];
+  write: 'append' | 'usage';
+  turnIds?: string[];
+  redisUrl?: string;
+  relayPrefix?: string;
+  payloadBytes?: number;
+}
+
+/** Opens one side's sockets; its `send` writes the next event of a group and returns the event's key. */
+async function openFanoutSide(side: FanoutSide) {
+  const { target, urls, groups, write, turnIds, redisUrl, relayPrefix, payloadBytes } = side;
   const receipts = new Receipts();
   const total = groups.reduce((n, g) => n + g.subscribers, 0);
   const opened = performance.now();
@@ -415,48 +417,89 @@ async function fanout() {
     }
     return `${gi}:${sequence}`;
   };
-  const want = (key: string) => groups[Number(key.split(':')[0])].subscribers;
+  return {
+    groups,
+    receipts,
+    total,
+    send,
+    nextKey: (gi: number) => `${gi}:${nextSequence[gi]}`,
+    want: (key: string) => groups[Number(key.split(':')[0])].subscribers,
+    sentAt: new Map<string, number>(),
+    close() {
+      for (const socket of sockets) socket.terminate();
+      publisher?.disconnect();
+    },
+  };
+}
+
+/**
+ * Paced events to subscribers, from the moment each is sent to each socket's receipt. With several
+ * `sides` (the server and the raw relay), their events take turns at even offsets within each
+ * interval, each side at the full pace: both are measured over the same seconds of the machine.
+ * Answers one side's figures, or a list of them (one per side) when given `sides`.
+ */
+async function fanout() {
+  const {
+    sides: given,
+    events,
+    intervalMs,
+    deadlineMs,
+  } = args as {
+    sides?: FanoutSide[];
+    events: number;
+    intervalMs: number;
+    deadlineMs?: number;
+  };
+  const sides: Awaited<ReturnType<typeof openFanoutSide>>[] = [];
   const deadline = () => performance.now() + (deadlineMs ?? 60_000);
   try {
+    for (const side of given ?? [args as FanoutSide]) sides.push(await openFanoutSide(side));
     // A warm-up event per group that every socket must see: from then on each subscription is live.
-    const warm: string[] = [];
-    await pool(groups.length, 10, async (gi) => void warm.push(await send(gi)));
-    await receipts.all(warm, want, deadline());
-    const warmed = warm.reduce((n, k) => n + receipts.count(k), 0);
-    if (warmed < total) throw new Error(`only ${warmed} of ${total} sockets got the warm-up event; ${receipts.errors.join('; ')}`);
-    const sentAt = new Map<string, number>();
+    for (const side of sides) {
+      const warm: string[] = [];
+      await pool(side.groups.length, 10, async (gi) => void warm.push(await side.send(gi)));
+      await side.receipts.all(warm, side.want, deadline());
+      const warmed = warm.reduce((n, k) => n + side.receipts.count(k), 0);
+      if (warmed < side.total)
+        throw new Error(`only ${warmed} of ${side.total} sockets got the warm-up event; ${side.receipts.errors.join('; ')}`);
+    }
     const started = performance.now();
     for (let i = 0; i < events; i++) {
-      const wait = started + i * intervalMs - performance.now();
-      if (wait > 0) await sleep(wait);
-      const gi = i % groups.length;
-      const t = performance.now();
-      const key = `${gi}:${nextSequence[gi]}`;
-      sentAt.set(key, t);
-      await send(gi);
+      for (let k = 0; k < sides.length; k++) {
+        const side = sides[k];
+        const wait = started + (i + k / sides.length) * intervalMs - performance.now();
+        if (wait > 0) await sleep(wait);
+        const gi = i % side.groups.length;
+        side.sentAt.set(side.nextKey(gi), performance.now());
+        await side.send(gi);
+      }
     }
-    await receipts.all([...sentAt.keys()], want, deadline());
-    const latencies: number[] = [];
-    let expected = 0;
-    for (const [key, at] of sentAt) {
-      expected += want(key);
-      for (const received of receipts.seen.get(key) ?? []) latencies.push(received - at);
+    const figures = [];
+    for (const side of sides) {
+      const { receipts, sentAt, want } = side;
+      await receipts.all([...sentAt.keys()], want, deadline());
+      const latencies: number[] = [];
+      let expected = 0;
+      for (const [key, at] of sentAt) {
+        expected += want(key);
+        for (const received of receipts.seen.get(key) ?? []) latencies.push(received - at);
+      }
+      figures.push({
+        median: quantile(latencies, 0.5),
+        p99: quantile(latencies, 0.99),
+        delivered: latencies.length,
+        expected,
+        lost: expected - latencies.length,
+        duplicates: receipts.duplicates,
+        errors: receipts.errors,
+        perEvent: process.env.BENCH_PER_EVENT
+          ? [...sentAt].map(([key, at]) => Math.max(...(receipts.seen.get(key) ?? [Number.NaN])) - at)
+          : undefined,
+      });
     }
-    return {
-      median: quantile(latencies, 0.5),
-      p99: quantile(latencies, 0.99),
-      delivered: latencies.length,
-      expected,
-      lost: expected - latencies.length,
-      duplicates: receipts.duplicates,
-      errors: receipts.errors,
-      perEvent: process.env.BENCH_PER_EVENT
-        ? [...sentAt].map(([key, at]) => Math.max(...(receipts.seen.get(key) ?? [Number.NaN])) - at)
-        : undefined,
-    };
+    return given ? figures : figures[0];
   } finally {
-    for (const socket of sockets) socket.terminate();
-    publisher?.disconnect();
+    for (const side of sides) side.close();
   }
 }
 
