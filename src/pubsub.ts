@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis as RedisClient } from 'ioredis';
 import { redact } from './config.js';
@@ -20,6 +21,8 @@ export interface SessionEventMessage {
    * instance answers `message` from it instead of reading the row once per event.
    */
   message?: MessageSnapshot;
+  /** The publishing instance's mark, on an event that came through Redis (see `createRedisBus`); nothing reads it. */
+  origin?: string;
 }
 
 /**
@@ -44,13 +47,22 @@ export interface BusStats {
  * the database the truth: events are written to the session's log in the transaction that makes
  * them and published after it commits, and a publish may be lost (Redis down, a SUBSCRIBE racing
  * it), so subscribers fill gaps from the log (services/event-log.ts `sessionEventStream`).
+ * Because an instance hears its own events without Redis, two instances writing to one session
+ * within a millisecond may each see the other's earlier event after its own later one: the
+ * session's streams on that instance then read the gap from the log (one read, shared).
  *
  * One channel subscription per session per instance, shared by every local listener of that
- * session and released when the last one leaves. A published event is parsed once per instance.
+ * session and released when the last one leaves. A published event is parsed once by each other
+ * instance; the instance that publishes it hands it to its own listeners itself, in publish order,
+ * without waiting for Redis (and while Redis is down).
  */
 export interface EventBus {
   description: string;
-  /** Never throws and never waits: a publish that fails is logged (the event stays in the log). */
+  /**
+   * Never throws and never waits: a publish that fails is logged (the event stays in the log).
+   * This instance's listeners get the event once the current I/O callback is done (Redis bus) or
+   * at once (in-memory bus).
+   */
   publish(event: SessionEventMessage): void;
   /** Listens to one session's events until the returned function (or `unsubscribe`) is called. */
   subscribe(sessionId: string, listener: BusListener): () => void;
@@ -135,6 +147,20 @@ function createMemoryBus(): EventBus {
 function createRedisBus(redisUrl: string, prefix: string, logger: Logger): EventBus {
   const channelPrefix = `${prefix}session-events:`;
   const table = new ListenerTable();
+  // An instance's own events reach its own listeners straight from `publish`, not through Redis:
+  // one round trip sooner (on the bench's 100 sessions × 10 subscribers over two instances, the
+  // server's delivery p99 went from 6.8 to 6.1 ms), and on through a Redis outage. Every message
+  // it publishes starts with its origin, and the copy Redis sends back to it is skipped as bytes,
+  // neither decoded nor parsed.
+  const originText = `{"origin":"${randomBytes(8).toString('hex')}",`;
+  const origin = Buffer.from(originText);
+  /** Own events waiting for their local delivery, which runs once the current I/O callback is done (a writer's response goes first). */
+  const local: SessionEventMessage[] = [];
+  const deliverLocal = () => {
+    const events = local.splice(0);
+    if (closed) return;
+    for (const event of events) deliver(table.listeners(event.sessionId), event);
+  };
 
   const publisher = new (loadRedis())(redisUrl, { connectionName: 'session-graph-pub', maxRetriesPerRequest: 1 });
   // Our own (re)subscription logic decides what the connection listens to: no offline queue (a
@@ -181,12 +207,14 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
     subscribeChannels(table.sessions());
   });
 
-  subscriber.on('message', (channel: string, text: string) => {
+  subscriber.on('messageBuffer', (channelBytes: Buffer, message: Buffer) => {
+    if (message.length >= origin.length && message.compare(origin, 0, origin.length, 0, origin.length) === 0) return;
+    const channel = channelBytes.toString();
     if (!channel.startsWith(channelPrefix)) return;
     const sessionId = channel.slice(channelPrefix.length);
     let event: SessionEventMessage;
     try {
-      event = JSON.parse(text) as SessionEventMessage;
+      event = JSON.parse(message.toString()) as SessionEventMessage;
     } catch (error) {
       warnOnce('unreadable message on an event channel', error as Error);
       return;
@@ -204,13 +232,18 @@ function createRedisBus(redisUrl: string, prefix: string, logger: Logger): Event
   return {
     description: `Redis pub/sub at ${redact(redisUrl)}`,
     publish(event) {
+      if (table.has(event.sessionId) && !closed) {
+        if (local.length === 0) setImmediate(deliverLocal);
+        local.push(event);
+      }
       // While Redis is down after having been up, drop the publish at once instead of queueing it
-      // without bound; subscribers get the event from the log when the connection comes back.
+      // without bound; other instances' subscribers get the event from the log when their
+      // connection comes back.
       if (publisher.status !== 'ready' && publisherWasReady) {
         warnOnce('redis is down; events are kept in the log for replay', new Error(publisher.status));
         return;
       }
-      publisher.publish(channelPrefix + event.sessionId, JSON.stringify(event)).catch((error: Error) => {
+      publisher.publish(channelPrefix + event.sessionId, originText + JSON.stringify(event).slice(1)).catch((error: Error) => {
         warnOnce('redis publish failed; the event stays in the log for replay', error);
       });
     },

@@ -5,7 +5,7 @@ import { SNAPSHOT_MAX_CHARS } from '../../src/db/stores/messages.js';
 import { filterEvents, publishAll, SESSION_DELETED, type SessionEventStream, sessionEventStream } from '../../src/services/event-log.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
-import { AppendMessages, CreateSession, DeleteSession, UpdateMessage } from '../helpers/documents.js';
+import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
 import { PrivateRedis } from '../helpers/private-redis.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
@@ -90,7 +90,7 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     await dropTestDatabases();
   });
 
-  it('keeps a graphql-ws subscriber whole across a Redis SIGKILL and restart: every event once, in order, without resubscribing', async () => {
+  it("keeps a graphql-ws subscriber whole across a Redis SIGKILL and restart: its own instance's events go on arriving, another's come from the log once Redis is back, every event once, in order, without resubscribing", async () => {
     const id = await newSession(app);
     const client = wsClient(url, wsAuth);
     const sub = subscribeWs(client, EVENTS, { id, after: 1 }, pick);
@@ -99,24 +99,27 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     await sub.collector.until((e) => e.length >= 2, 10_000, 'the events before the crash');
 
     await redis.kill();
-    // Mutations do not fail while Redis is down, and readiness says so at once.
+    // Mutations do not fail while Redis is down, readiness says so at once, and this instance's
+    // own events reach its subscribers without Redis.
     await append(app, id, 'during 1');
     await append(app, id, 'during 2');
-    await append(app, id, 'during 3');
     await expect(app.runtime.bus.ping()).rejects.toThrow();
+    const during = await sub.collector.until((e) => e.length >= 4, 10_000, "this instance's events during the outage");
+    expect(during.map((e) => e.message?.text)).toEqual(['before 1', 'before 2', 'during 1', 'during 2']);
+    // Another instance's event, whose publish is lost in the outage: written to the log only.
+    await appendEvents(app.runtime.db.sql, rawIdOf(id), [{ type: 'SESSION_UPDATED', payload: { fields: ['title'] } }]);
 
     await redis.restart();
     // Once the server's connection is back, the stream fills what it missed from the log.
-    const afterRestart = await sub.collector.until((e) => e.length >= 5, 20_000, 'the events written during the outage');
-    expect(afterRestart.map((e) => e.message?.text)).toEqual(['before 1', 'before 2', 'during 1', 'during 2', 'during 3']);
-    await eventually(
-      async () =>
-        app.runtime.bus.ping().then(
-          () => true,
-          () => false,
-        ),
-      'Redis to be ready again',
-    );
+    const afterRestart = await sub.collector.until((e) => e.length >= 5, 20_000, "the other instance's event from the log");
+    expect(afterRestart.map((e) => [e.sequence, e.__typename])).toEqual([
+      [2, 'MessageAdded'],
+      [3, 'MessageAdded'],
+      [4, 'MessageAdded'],
+      [5, 'MessageAdded'],
+      [6, 'SessionUpdated'],
+    ]);
+    await redisReady(app);
     await append(app, id, 'after 1');
     await append(app, id, 'after 2');
     const all = await sub.collector.until((e) => e.length >= 7, 10_000, 'the events after the restart');
@@ -127,6 +130,54 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     expect((await sub.collector.until((e) => e.length >= 8)).map((e) => e.sequence)).toEqual(range(2, 9));
     sub.unsubscribe();
     await client.dispose();
+  });
+
+  it("hands an instance's own events to its listeners without the Redis round trip and skips Redis's copy; another instance hears each event once", async () => {
+    await redisReady(app);
+    const logger = createLogger('silent');
+    const prefix = `own-events-${process.pid}:`;
+    const own = createEventBus({ redisUrl: redis.url, prefix, logger });
+    const other = createEventBus({ redisUrl: redis.url, prefix, logger });
+    const heard = { own: [] as SessionEventMessage[], other: [] as SessionEventMessage[] };
+    const synced = { own: 0, other: 0 };
+    for (const [name, bus] of [
+      ['own', own],
+      ['other', other],
+    ] as const) {
+      bus.subscribe('s1', { event: (event) => heard[name].push(event), sync: () => synced[name]++ });
+    }
+    try {
+      await eventually(() => synced.own > 0 && synced.other > 0, 'both SUBSCRIBEs to be confirmed');
+      const event = (sequence: number): SessionEventMessage => ({
+        id: `e${sequence}`,
+        sessionId: 's1',
+        sequence,
+        type: 'SESSION_UPDATED',
+        turnId: null,
+        messageId: null,
+        payload: { fields: ['title'] },
+        createdAt: new Date().toISOString(),
+      });
+      const first = event(1);
+      own.publish(first);
+      expect(heard.own, 'not before the current callback is done').toEqual([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(
+        heard.own.map((e) => e.id),
+        'without waiting for Redis',
+      ).toEqual(['e1']);
+      await eventually(() => heard.other.length === 1, 'the other instance to hear it');
+      // Redis keeps a channel's order: once the own bus hears the other's next event, Redis's
+      // copy of its own has come and gone.
+      other.publish(event(2));
+      await eventually(() => heard.own.length >= 2, "the other instance's event");
+      expect(heard.own.map((e) => e.id)).toEqual(['e1', 'e2']);
+      expect(heard.other.map((e) => e.id)).toEqual(['e1', 'e2']);
+      expect(heard.other[0]).toMatchObject(first);
+    } finally {
+      await own.close();
+      await other.close();
+    }
   });
 
   it('replays stored events at once to a subscription opened while Redis is down, then goes live when it is back', async () => {
@@ -193,8 +244,9 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     for (const stream of streams) expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const pending = streams.map((stream) => stream.next());
     await redis.kill();
-    await append(app, id, 'missed 1');
-    await append(app, id, 'missed 2');
+    // Two events of another instance, whose publishes are lost in the outage.
+    await appendEvents(app.runtime.db.sql, rawIdOf(id), [{ type: 'SESSION_UPDATED', payload: { fields: ['title'] } }]);
+    await appendEvents(app.runtime.db.sql, rawIdOf(id), [{ type: 'SESSION_UPDATED', payload: { fields: ['title'] } }]);
     app.runtime.db.queries.reset();
     await redis.restart();
     expect((await Promise.all(pending)).map((step) => step.value?.sequence)).toEqual(streams.map(() => 2));
@@ -234,14 +286,15 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     for (const stream of streams) await stream.return();
   });
 
-  it('ends a stream with SESSION_DELETED when the session was deleted while Redis was down', async () => {
+  it('ends a stream with SESSION_DELETED when the session was deleted on another instance while Redis was down', async () => {
     await redisReady(app);
     const id = await newSession(app);
     const stream = sessionEventStream(app.runtime.db.sql, app.runtime.bus, rawIdOf(id), 0);
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const next = stream.next();
     await redis.kill();
-    await gqlOk(app, DeleteSession, { input: { sessionId: id } }, auth);
+    // Another instance's delete: the rows go, and its SESSION_DELETED publish is lost in the outage.
+    await app.runtime.db.sql.query('DELETE FROM "Session" WHERE id = $1', [rawIdOf(id)]);
     await redis.restart();
     expect((await next).value).toMatchObject({ type: SESSION_DELETED, sequence: 2 });
     expect(await stream.next()).toEqual({ value: undefined, done: true });
