@@ -11,7 +11,7 @@
  *   `clients` concurrent loops through `pg` (pool of 10, as the server's) or PGlite.
  * - `fanout`: graphql-transport-ws subscribers (or raw relay sockets) in groups per session, a paced
  *   writer; per-delivery latency from the moment each write is sent, lost and duplicate deliveries.
- *   With `sides`, the server's and the relay's at once, their events taking turns.
+ *   Several `sides` (the server's and the relay's) at once, their events taking turns.
  * - `stream`: watchers of one generating message per target (the server, the raw baseline, or
  *   both); one writer sends appendText updates back to back (updateMessage, or the raw server's
  *   update + publish) in blocks, the targets taking turns block by block; updates/s over the
@@ -436,7 +436,7 @@ async function openFanoutSide(side: FanoutSide) {
  * Paced events to subscribers, from the moment each is sent to each socket's receipt. With several
  * `sides` (the server and the raw relay), their events take turns at even offsets within each
  * interval, each side at the full pace: both are measured over the same seconds of the machine.
- * Answers one side's figures, or a list of them (one per side) when given `sides`.
+ * Answers each side's figures, in order.
  */
 async function fanout() {
   const {
@@ -445,7 +445,7 @@ async function fanout() {
     intervalMs,
     deadlineMs,
   } = args as {
-    sides?: FanoutSide[];
+    sides: FanoutSide[];
     events: number;
     intervalMs: number;
     deadlineMs?: number;
@@ -453,7 +453,7 @@ async function fanout() {
   const sides: Awaited<ReturnType<typeof openFanoutSide>>[] = [];
   const deadline = () => performance.now() + (deadlineMs ?? 60_000);
   try {
-    for (const side of given ?? [args as FanoutSide]) sides.push(await openFanoutSide(side));
+    for (const side of given) sides.push(await openFanoutSide(side));
     // A warm-up event per group that every socket must see: from then on each subscription is live.
     for (const side of sides) {
       const warm: string[] = [];
@@ -497,7 +497,7 @@ async function fanout() {
           : undefined,
       });
     }
-    return given ? figures : figures[0];
+    return figures;
   } finally {
     for (const side of sides) side.close();
   }

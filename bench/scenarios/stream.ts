@@ -59,9 +59,17 @@ const stream: ProcessScenario = {
       ...(ctx.backend === 'postgres' && ctx.redisUrl ? { REDIS_URL: ctx.redisUrl } : {}),
       RELAY_PREFIX: `sgbench:stream:${process.pid}:`,
     };
-    const serverTarget = (pid: number) => {
+    const serverTarget = () => {
       const m = messages.shift()!;
-      return { target: 'server', pid, url: server.url, wsUrl: server.url, sessionId: m.sessionId, messageId: m.messageId, after: 1 };
+      return {
+        target: 'server',
+        pid: server.pid,
+        url: server.url,
+        wsUrl: server.url,
+        sessionId: m.sessionId,
+        messageId: m.messageId,
+        after: 1,
+      };
     };
     const rawTarget = (raw: { url: string; pid: number }, r: number) => {
       const m = messages.shift()!;
@@ -84,7 +92,7 @@ const stream: ProcessScenario = {
       // them block by block, so a change in the machine's speed weighs on both alike.
       const raw = await ctx.raw(rawEnv);
       for (let r = first; r <= ctx.rounds; r++) {
-        const [s, b] = await streamRound([serverTarget(server.pid), rawTarget(raw, r)]);
+        const [s, b] = await streamRound([serverTarget(), rawTarget(raw, r)]);
         ctx.log(`round ${r}: server ${roundLine(s)}, lost ${s.lost}`);
         ctx.log(`round ${r}: raw    ${roundLine(b)}`);
         if (r > 0) {
@@ -95,7 +103,7 @@ const stream: ProcessScenario = {
     } else {
       // One PGlite folder serves one process: the server's rounds first, then the raw baseline's.
       for (let r = first; r <= ctx.rounds; r++) {
-        const [s] = await streamRound([serverTarget(server.pid)]);
+        const [s] = await streamRound([serverTarget()]);
         ctx.log(`server round ${r}: ${roundLine(s)}, lost ${s.lost}`);
         if (r > 0) serverRounds.push(s);
       }
