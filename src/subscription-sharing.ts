@@ -599,14 +599,14 @@ export class EventMemo<V> {
   /** The value (or its pending promise) kept for (event, what) and still within its time to live; undefined if none. */
   find(eventId: string, what: string): V | PromiseLike<V> | undefined {
     const hit = this.events.get(eventId)?.get(what);
-    return hit && Date.now() - hit.at <= this.ttlMs ? hit.value : undefined;
+    return this.fresh(hit, Date.now()) ? hit.value : undefined;
   }
 
   get(eventId: string, what: string, compute: () => V | PromiseLike<V>): V | PromiseLike<V> {
     const now = Date.now();
     let ofEvent = this.events.get(eventId);
     const hit = ofEvent?.get(what);
-    if (hit && now - hit.at <= this.ttlMs) return hit.value;
+    if (this.fresh(hit, now)) return hit.value;
     const value = compute();
     const entry: MemoEntry<V> = { at: now, value };
     // An expired entry goes first (its event goes too when that was its last entry, and comes back as the newest).
@@ -635,6 +635,11 @@ export class EventMemo<V> {
     return this.count;
   }
 
+  /** Whether an entry is there and within its time to live. */
+  private fresh(entry: MemoEntry<V> | undefined, now: number): entry is MemoEntry<V> {
+    return entry !== undefined && now - entry.at <= this.ttlMs;
+  }
+
   private remove(eventId: string, ofEvent: Map<string, MemoEntry<V>>, what: string) {
     if (!ofEvent.delete(what)) return;
     this.count--;
@@ -645,7 +650,7 @@ export class EventMemo<V> {
   private evict(now: number) {
     for (const [eventId, ofEvent] of this.events) {
       for (const [what, entry] of ofEvent) {
-        if (this.count <= this.maxEntries && now - entry.at <= this.ttlMs) return;
+        if (this.count <= this.maxEntries && this.fresh(entry, now)) return;
         ofEvent.delete(what);
         this.count--;
       }

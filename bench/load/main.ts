@@ -362,8 +362,6 @@ interface FanoutSide {
   target: 'server' | 'relay';
   urls: string[];
   groups: Group[];
-  write: 'append' | 'usage';
-  turnIds?: string[];
   redisUrl?: string;
   relayPrefix?: string;
   payloadBytes?: number;
@@ -371,7 +369,7 @@ interface FanoutSide {
 
 /** Opens one side's sockets; its `send` writes the next event of a group and returns the event's key. */
 async function openFanoutSide(side: FanoutSide) {
-  const { target, urls, groups, write, turnIds, redisUrl, relayPrefix, payloadBytes } = side;
+  const { target, urls, groups, redisUrl, relayPrefix, payloadBytes } = side;
   const receipts = new Receipts();
   const total = groups.reduce((n, g) => n + g.subscribers, 0);
   const opened = performance.now();
@@ -379,14 +377,12 @@ async function openFanoutSide(side: FanoutSide) {
     target,
     urls,
     groups,
-    subscription: write === 'usage' ? TURN_EVENTS : SESSION_EVENTS,
-    field: write === 'usage' ? 'turnEvents' : 'sessionEvents',
+    subscription: SESSION_EVENTS,
     receipts,
   });
   log(`${total} ${target} sockets open in ${((performance.now() - opened) / 1000).toFixed(1)} s`);
   const publisher = target === 'relay' ? new Redis(redisUrl ?? 'redis://127.0.0.1:6379') : null;
   const nextSequence = groups.map((g) => g.after + 1);
-  const calls = groups.map(() => 0);
   const send = async (gi: number) => {
     const group = groups[gi];
     const sequence = nextSequence[gi]++;
@@ -398,18 +394,6 @@ async function openFanoutSide(side: FanoutSide) {
         text: 'x'.repeat(payloadBytes ?? 300),
       });
       await publisher.publish(`${relayPrefix}${group.channel ?? group.sessionId}`, message);
-    } else if (write === 'usage') {
-      await gql(urls[0], REPORT_USAGE, {
-        input: {
-          turnId: turnIds?.[gi],
-          agentId: 'bench-agent',
-          callId: `call-${gi}-${++calls[gi]}`,
-          model: 'bench-model',
-          inputTokens: 1200,
-          outputTokens: 300,
-          cost: 0.0042,
-        },
-      });
     } else {
       await gql(urls[0], APPEND, {
         input: { sessionId: group.sessionId, messages: [{ role: 'ASSISTANT', text: `event ${sequence} ${FILLER}` }] },

@@ -76,12 +76,11 @@ const fanout: ProcessScenario = {
         const channelGroups = groups.map((g, gi) => ({ ...g, channel: `${c.name}:${r}:${gi}` }));
         const [s, b] = await ctx.load<Figures[]>('fanout', {
           sides: [
-            { target: 'server', urls: servers.map((p) => p.url), groups, write: 'append' },
+            { target: 'server', urls: servers.map((p) => p.url), groups },
             {
               target: 'relay',
               urls: relays.map((p) => p.url),
               groups: channelGroups,
-              write: 'append',
               redisUrl: ctx.redisUrl,
               relayPrefix,
               payloadBytes: 400,
