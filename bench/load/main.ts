@@ -365,11 +365,16 @@ interface FanoutSide {
   redisUrl?: string;
   relayPrefix?: string;
   payloadBytes?: number;
+  /**
+   * The durable relay's writer: the raw baseline's POST /event, which writes `messageId`'s row and
+   * then publishes the event (instead of the load publishing it itself).
+   */
+  writer?: { url: string; messageId: string };
 }
 
 /** Opens one side's sockets; its `send` writes the next event of a group and returns the event's key. */
 async function openFanoutSide(side: FanoutSide) {
-  const { target, urls, groups, redisUrl, relayPrefix, payloadBytes } = side;
+  const { target, urls, groups, redisUrl, relayPrefix, payloadBytes, writer } = side;
   const receipts = new Receipts();
   const total = groups.reduce((n, g) => n + g.subscribers, 0);
   const opened = performance.now();
@@ -381,12 +386,21 @@ async function openFanoutSide(side: FanoutSide) {
     receipts,
   });
   log(`${total} ${target} sockets open in ${((performance.now() - opened) / 1000).toFixed(1)} s`);
-  const publisher = target === 'relay' ? new Redis(redisUrl ?? 'redis://127.0.0.1:6379') : null;
+  const publisher = target === 'relay' && !writer ? new Redis(redisUrl ?? 'redis://127.0.0.1:6379') : null;
   const nextSequence = groups.map((g) => g.after + 1);
   const send = async (gi: number) => {
     const group = groups[gi];
     const sequence = nextSequence[gi]++;
-    if (publisher) {
+    if (writer) {
+      const body = JSON.stringify({
+        id: writer.messageId,
+        text: `event ${sequence} ${FILLER}`,
+        channel: group.channel ?? group.sessionId,
+        sequence,
+      });
+      const { status, text } = await post(writer.url, body);
+      if (status !== 200) throw new Error(`durable relay writer answered ${status}: ${text.slice(0, 300)}`);
+    } else if (publisher) {
       const message = JSON.stringify({
         sequence,
         type: 'MESSAGE_ADDED',

@@ -10,21 +10,30 @@
  *
  * On PostgreSQL the subscribers are spread over two server instances sharing the database and Redis
  * (the writer on the first); on PGlite (one process owns the folder) over one instance with its
- * in-memory pub/sub. The server's and the relay's subscribers are open at once, and in each round
- * their events take turns (the relay's 25 ms after each of the server's, each side at 20 events/s),
- * so both are measured over the same seconds of this shared machine: measured one after the
- * other, the relay's p99 moved from 5 to 68 ms between runs while the server's stayed at 9 to 15.
- * Latency runs from the moment the writer sends each appendMessages (or PUBLISH)
+ * in-memory pub/sub. The server's, the relay's and the durable relay's subscribers are open at
+ * once, and in each round their events take turns (a third of the 50 ms interval apart, each side
+ * at 20 events/s), so all are measured over the same seconds of this shared machine: measured one
+ * after the other, the relay's p99 moved from 5 to 68 ms between runs while the server's stayed at
+ * 9 to 15. Latency runs from the moment the writer sends each appendMessages (or PUBLISH, or POST)
  * to each socket's receipt; median and p99 over every delivery, medians over the rounds; lost =
  * deliveries not seen within 60 s. Targets: server p99 ≤ 2 × relay p99, 0 lost, 0 duplicates.
- * Beside them, `http_floor`: a bare Yoga process answering `{ hello }` one request at a time at the
- * writer's pace, the part of each server delivery that any server taking its events as HTTP
- * requests pays before it can deliver them (the relay gets its events by PUBLISH).
+ *
+ * Beside them, two floors of what a server that takes its events as HTTP requests and persists
+ * them pays before it can deliver (the relay gets its events by PUBLISH and writes nothing):
+ * - `http_floor`: a bare Yoga process answering `{ hello }` one request at a time at the writer's
+ *   pace (run after the rounds, on its own);
+ * - `durable_relay`: the raw relay processes taking each event as a POST, committing one UPDATE of
+ *   a message row (PostgreSQL: the server's database; PGlite: a folder of its own) and publishing
+ *   it to their sockets over Redis: HTTP in, one durable write, the relay. No target: it tells how
+ *   much of the server's p99 any durable design pays on this machine.
  * Needs Redis (the relay); skipped without.
  */
 import type { ProcessScenario, Row } from '../lib.js';
 import { median, round } from '../lib.js';
+import { parseGlobalId } from '../../src/schema/ids.js';
 import { CREATE_SESSION } from './_shared.js';
+
+const APPEND_ONE = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { id } } }`;
 
 interface Figures {
   median: number;
@@ -48,9 +57,19 @@ const fanout: ProcessScenario = {
     const db = await ctx.database();
     const servers = [];
     for (let i = 0; i < instances; i++) servers.push(await ctx.server(db, { redis: ctx.backend === 'postgres' }));
+    // The durable relay's message row: in the server's database, or (PGlite) in a folder of its own,
+    // written there by a server that then stops.
+    const rawDb = ctx.backend === 'postgres' ? db : await ctx.database();
+    const seeder = rawDb === db ? servers[0] : await ctx.server(rawDb);
+    const { createSession } = await ctx.gql(seeder.url, CREATE_SESSION, { title: 'fanout durable relay' });
+    const { appendMessages } = await ctx.gql(seeder.url, APPEND_ONE, {
+      input: { sessionId: createSession.id, messages: [{ role: 'ASSISTANT', text: 'durable relay' }] },
+    });
+    const rawMessageId = parseGlobalId(appendMessages.messages[0].id, 'Message', 'messageId');
+    if (seeder !== servers[0]) await seeder.stop();
     const relays = [];
     const relayPrefix = `sgbench:relay:${process.pid}:`;
-    for (let i = 0; i < instances; i++) relays.push(await ctx.raw({ REDIS_URL: ctx.redisUrl, RELAY_PREFIX: relayPrefix }));
+    for (let i = 0; i < instances; i++) relays.push(await ctx.raw({ ...rawDb.env, REDIS_URL: ctx.redisUrl, RELAY_PREFIX: relayPrefix }));
     const cases = ctx.smoke
       ? [
           { name: 'one.100', sessions: 1, per: 100, events: 10, label: '100 subscribers of one session (smoke)' },
@@ -60,12 +79,16 @@ const fanout: ProcessScenario = {
           { name: 'one.1000', sessions: 1, per: 1_000, events: 40, label: '1,000 subscribers of one session' },
           { name: 'multi.100x10', sessions: 100, per: 10, events: 300, label: '100 sessions × 10 subscribers' },
         ];
+    // BENCH_FANOUT_CASE=multi.100x10 (or one.1000): that case alone, when looking into one.
+    const only = process.env.BENCH_FANOUT_CASE;
+    if (only) cases.splice(0, cases.length, ...cases.filter((c) => c.name === only));
     const where = instances === 2 ? 'two instances over Redis' : 'one instance, in-memory pub/sub';
     const rows: Row[] = [];
     const bare = await ctx.bareYoga();
     for (const c of cases) {
       const server: Figures[] = [];
       const relay: Figures[] = [];
+      const durable: Figures[] = [];
       // One unmeasured round before the first case: a fresh process pays JIT warm-up on its first events.
       for (let r = ctx.smoke || c !== cases[0] ? 1 : 0; r <= ctx.rounds; r++) {
         const groups = [];
@@ -74,7 +97,7 @@ const fanout: ProcessScenario = {
           groups.push({ sessionId: createSession.id, after: 0, subscribers: c.per });
         }
         const channelGroups = groups.map((g, gi) => ({ ...g, channel: `${c.name}:${r}:${gi}` }));
-        const [s, b] = await ctx.load<Figures[]>('fanout', {
+        const [s, b, d] = await ctx.load<Figures[]>('fanout', {
           sides: [
             { target: 'server', urls: servers.map((p) => p.url), groups },
             {
@@ -85,6 +108,12 @@ const fanout: ProcessScenario = {
               relayPrefix,
               payloadBytes: 400,
             },
+            {
+              target: 'relay',
+              urls: relays.map((p) => p.url),
+              groups: groups.map((g, gi) => ({ ...g, channel: `${c.name}:${r}:durable:${gi}` })),
+              writer: { url: `${relays[0].url}event`, messageId: rawMessageId },
+            },
           ],
           events: c.events,
           intervalMs: 50,
@@ -92,8 +121,9 @@ const fanout: ProcessScenario = {
         if (r === 0) continue;
         server.push(s);
         relay.push(b);
+        durable.push(d);
         ctx.log(
-          `${c.label} round ${r}/${ctx.rounds}: server p50 ${s.median.toFixed(1)} p99 ${s.p99.toFixed(1)} ms lost ${s.lost} dup ${s.duplicates}; relay p50 ${b.median.toFixed(1)} p99 ${b.p99.toFixed(1)} ms lost ${b.lost}`,
+          `${c.label} round ${r}/${ctx.rounds}: server p50 ${s.median.toFixed(1)} p99 ${s.p99.toFixed(1)} ms lost ${s.lost} dup ${s.duplicates}; relay p50 ${b.median.toFixed(1)} p99 ${b.p99.toFixed(1)} ms lost ${b.lost}; durable relay p50 ${d.median.toFixed(1)} p99 ${d.p99.toFixed(1)} ms lost ${d.lost}`,
         );
       }
       const floor: { median: number; p99: number }[] = [];
@@ -102,6 +132,7 @@ const fanout: ProcessScenario = {
       }
       const sp99 = median(server.map((f) => f.p99));
       const rp99 = median(relay.map((f) => f.p99));
+      const dp99 = median(durable.map((f) => f.p99));
       rows.push(
         {
           metric: `${c.name}.median`,
@@ -137,6 +168,31 @@ const fanout: ProcessScenario = {
           note: 'bare Yoga { hello }, one request at a time at the same pace',
         },
         { metric: `${c.name}.http_floor.p99`, value: round(median(floor.map((f) => f.p99)), 2), unit: 'ms' },
+        {
+          metric: `${c.name}.durable_relay.median`,
+          value: round(median(durable.map((f) => f.median)), 2),
+          unit: 'ms',
+          note: 'raw relay taking each event as a POST that commits one UPDATE, then publishes it; same sockets and pace',
+        },
+        { metric: `${c.name}.durable_relay.p99`, value: round(dp99, 2), unit: 'ms' },
+        {
+          metric: `${c.name}.durable_relay.lost`,
+          value: durable.reduce((n, f) => n + f.lost, 0),
+          unit: 'deliveries',
+          target: { op: '<=', value: 0 },
+        },
+        {
+          metric: `${c.name}.durable_relay.p99_vs_relay`,
+          value: round(dp99 / Math.max(rp99, 0.001), 2),
+          unit: 'ratio',
+          note: 'durable relay p99 / relay p99: what HTTP in and one commit cost, with no GraphQL',
+        },
+        {
+          metric: `${c.name}.p99_vs_durable_relay`,
+          value: round(sp99 / Math.max(dp99, 0.001), 2),
+          unit: 'ratio',
+          note: 'server p99 / durable relay p99',
+        },
         {
           metric: `${c.name}.p99_vs_relay`,
           value: round(sp99 / Math.max(rp99, 0.001), 2),

@@ -7,6 +7,9 @@
 //   `UPDATE "Message" SET text = text || $1 … RETURNING` on the database (DATABASE_URL through `pg`, or
 //   DATA_DIR with PGlite), then publishes the new row (Redis, or in process): "raw update + publish",
 //   the token-streaming baseline.
+// - POST /event `{ "id": rawMessageId, "text": "…", "channel": NAME, "sequence": N }`: one
+//   `UPDATE "Message" SET text = $1 … RETURNING` (a durable write of constant size), then publishes
+//   the row with its sequence: "HTTP in, one commit, publish", the durable relay of the fan-out.
 //
 // Prints "listening on URL" when ready; SIGTERM closes everything.
 import { createServer } from 'node:http';
@@ -34,22 +37,24 @@ const publish = async (channel, message) => {
   else deliver(channel, message);
 };
 
-let update = null;
+let first = null; // (sql, params) → the first row
 let closeDb = async () => {};
-const UPDATE = `UPDATE "Message" SET text = text || $1, "updatedAt" = now() WHERE id = $2
-  RETURNING id, "sessionId", position, role, text, generating, "updatedAt"`;
+const RETURNING = `RETURNING id, "sessionId", position, role, text, generating, "updatedAt"`;
+const APPEND_TEXT = `UPDATE "Message" SET text = text || $1, "updatedAt" = now() WHERE id = $2 ${RETURNING}`;
+const SET_TEXT = `UPDATE "Message" SET text = $1, "updatedAt" = now() WHERE id = $2 ${RETURNING}`;
 if (process.env.DATABASE_URL) {
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-  update = async (id, text) => (await pool.query(UPDATE, [text, id])).rows[0];
+  first = async (sql, params) => (await pool.query(sql, params)).rows[0];
   closeDb = () => pool.end();
 } else if (process.env.DATA_DIR) {
   const { PGlite } = await import('@electric-sql/pglite');
   const db = new PGlite(process.env.DATA_DIR);
   await db.waitReady;
-  update = async (id, text) => (await db.query(UPDATE, [text, id])).rows[0];
+  first = async (sql, params) => (await db.query(sql, params)).rows[0];
   closeDb = () => db.close();
 }
+const WRITES = { '/stream': [APPEND_TEXT, 'MESSAGE_UPDATED'], '/event': [SET_TEXT, 'MESSAGE_ADDED'] };
 
 const readBody = (req) =>
   new Promise((resolve, reject) => {
@@ -61,10 +66,11 @@ const readBody = (req) =>
 
 const server = createServer(async (req, res) => {
   try {
-    if (req.method === 'POST' && req.url === '/stream' && update) {
+    const write = req.method === 'POST' && first ? WRITES[req.url] : undefined;
+    if (write) {
       const { id, text, channel, sequence } = JSON.parse(await readBody(req));
-      const row = await update(id, text);
-      await publish(channel, JSON.stringify({ sequence, type: 'MESSAGE_UPDATED', appendText: text, message: row }));
+      const row = await first(write[0], [text, id]);
+      await publish(channel, JSON.stringify({ sequence, type: write[1], appendText: text, message: row }));
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     } else if (req.method === 'POST' && req.url === '/publish') {
       const { channel, message } = JSON.parse(await readBody(req));
