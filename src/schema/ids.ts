@@ -1,4 +1,5 @@
-import { decodeGlobalID, encodeGlobalID } from '../packages.js';
+import type { GraphQLSchema } from 'graphql';
+import { decodeGlobalID, encodeGlobalID, isObjectType } from '../packages.js';
 import { badInput, notFound } from '../errors.js';
 import { UUID_PATTERN } from '../db/ids.js';
 
@@ -23,3 +24,35 @@ export function parseGlobalId(raw: string, expected: NodeTypeName, argument: str
 export const toGlobalId = (typename: NodeTypeName, id: string) => encodeGlobalID(typename, id);
 
 const truncate = (s: string) => (s.length > 80 ? `${s.slice(0, 77)}...` : s);
+
+/** Each node type's raw ID, as its definition gives it (`prismaNode`'s `id.field`, `node`'s `id.resolve`). */
+export const NODE_RAW_IDS: Record<NodeTypeName, (parent: Record<string, unknown>) => unknown> = {
+  Session: (session) => session.id,
+  Message: (message) => message.id,
+  Turn: (turn) => turn.id,
+  Attachment: (attachment) => attachment.attachmentId,
+};
+
+/**
+ * Every node's `id` answered at once. The relay plugin resolves it with an async function (its
+ * `t.globalID` around the node's own id resolver, both `async`): a promise per ID, and a result
+ * holding one is finished by graphql-js (and graphql-jit) in later microtasks. A subscription event
+ * that selects its message's `id` was therefore never executed synchronously, and every subscriber
+ * of it waited behind whatever microtasks were queued first (on a writer's instance, the writer's
+ * whole response); a page of 20 messages was 20 promises. The string is the same
+ * (`encodeGlobalID` of the type name and the raw ID); a parent without a string raw ID keeps the
+ * plugin's resolver.
+ */
+export function syncNodeIds(schema: GraphQLSchema): GraphQLSchema {
+  for (const [typename, rawId] of Object.entries(NODE_RAW_IDS)) {
+    const type = schema.getType(typename);
+    const field = isObjectType(type) ? type.getFields().id : undefined;
+    const plugin = field?.resolve;
+    if (!field || !plugin) throw new Error(`The node type ${typename} has no id field to resolve.`);
+    field.resolve = (parent, args, context, info) => {
+      const id = rawId(parent as Record<string, unknown>);
+      return typeof id === 'string' ? encodeGlobalID(typename, id) : plugin(parent, args, context, info);
+    };
+  }
+  return schema;
+}

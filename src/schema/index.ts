@@ -1,4 +1,5 @@
 import { builder } from './builder.js';
+import { syncNodeIds } from './ids.js';
 import { validateArguments } from './validate-args.js';
 import './scalars.js';
 import './turn.js';
@@ -12,7 +13,8 @@ import './turn-events.js';
 import { lexicographicSortSchema } from '../packages.js';
 
 /**
- * The whole GraphQL schema, with types sorted so the printed SDL is stable, and every field's
- * arguments checked by the one input validator before its resolver runs.
+ * The whole GraphQL schema, with types sorted so the printed SDL is stable, every field's
+ * arguments checked by the one input validator before its resolver runs, and every node's `id`
+ * resolved synchronously.
  */
-export const schema = validateArguments(lexicographicSortSchema(builder.toSchema()));
+export const schema = syncNodeIds(validateArguments(lexicographicSortSchema(builder.toSchema())));
