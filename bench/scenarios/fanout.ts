@@ -47,7 +47,7 @@ const fanout: ProcessScenario = {
   name: 'fanout',
   mode: 'process',
   description:
-    'graphql-ws delivery to 1,000 subscribers of one session and 100 sessions × 10 (two instances on PostgreSQL + Redis) vs a raw Redis relay',
+    'graphql-ws delivery to 1,000 subscribers of one session and 100 sessions × 10 (two instances on PostgreSQL + Redis) vs a raw Redis relay, beside a durable relay (HTTP in, one commit, the relay)',
   async run(ctx) {
     if (!ctx.redisUrl) {
       ctx.log('Redis does not answer: the relay baseline needs it; skipped');
