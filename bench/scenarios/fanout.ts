@@ -134,33 +134,14 @@ const fanout: ProcessScenario = {
       const rp99 = median(relay.map((f) => f.p99));
       const dp99 = median(durable.map((f) => f.p99));
       rows.push(
-        {
-          metric: `${c.name}.median`,
-          value: round(median(server.map((f) => f.median)), 2),
-          unit: 'ms',
-          note: `${c.label}, ${where}, 20 events/s`,
-        },
-        { metric: `${c.name}.p99`, value: round(sp99, 2), unit: 'ms' },
-        { metric: `${c.name}.lost`, value: server.reduce((n, f) => n + f.lost, 0), unit: 'deliveries', target: { op: '<=', value: 0 } },
+        ...deliveryRows(c.name, server, `${c.label}, ${where}, 20 events/s`),
         {
           metric: `${c.name}.duplicates`,
           value: server.reduce((n, f) => n + f.duplicates, 0),
           unit: 'deliveries',
           target: { op: '<=', value: 0 },
         },
-        {
-          metric: `${c.name}.relay.median`,
-          value: round(median(relay.map((f) => f.median)), 2),
-          unit: 'ms',
-          note: 'raw Redis relay, same sockets and pace',
-        },
-        { metric: `${c.name}.relay.p99`, value: round(rp99, 2), unit: 'ms' },
-        {
-          metric: `${c.name}.relay.lost`,
-          value: relay.reduce((n, f) => n + f.lost, 0),
-          unit: 'deliveries',
-          target: { op: '<=', value: 0 },
-        },
+        ...deliveryRows(`${c.name}.relay`, relay, 'raw Redis relay, same sockets and pace'),
         {
           metric: `${c.name}.http_floor.median`,
           value: round(median(floor.map((f) => f.median)), 2),
@@ -168,19 +149,11 @@ const fanout: ProcessScenario = {
           note: 'bare Yoga { hello }, one request at a time at the same pace',
         },
         { metric: `${c.name}.http_floor.p99`, value: round(median(floor.map((f) => f.p99)), 2), unit: 'ms' },
-        {
-          metric: `${c.name}.durable_relay.median`,
-          value: round(median(durable.map((f) => f.median)), 2),
-          unit: 'ms',
-          note: 'raw relay taking each event as a POST that commits one UPDATE, then publishes it; same sockets and pace',
-        },
-        { metric: `${c.name}.durable_relay.p99`, value: round(dp99, 2), unit: 'ms' },
-        {
-          metric: `${c.name}.durable_relay.lost`,
-          value: durable.reduce((n, f) => n + f.lost, 0),
-          unit: 'deliveries',
-          target: { op: '<=', value: 0 },
-        },
+        ...deliveryRows(
+          `${c.name}.durable_relay`,
+          durable,
+          'raw relay taking each event as a POST that commits one UPDATE, then publishes it; same sockets and pace',
+        ),
         {
           metric: `${c.name}.durable_relay.p99_vs_relay`,
           value: round(dp99 / Math.max(rp99, 0.001), 2),
@@ -206,5 +179,14 @@ const fanout: ProcessScenario = {
     return rows;
   },
 };
+
+/** One side's rows over its rounds: the median of its medians and of its p99s, and every delivery lost. */
+function deliveryRows(prefix: string, rounds: Figures[], note: string): Row[] {
+  return [
+    { metric: `${prefix}.median`, value: round(median(rounds.map((f) => f.median)), 2), unit: 'ms', note },
+    { metric: `${prefix}.p99`, value: round(median(rounds.map((f) => f.p99)), 2), unit: 'ms' },
+    { metric: `${prefix}.lost`, value: rounds.reduce((n, f) => n + f.lost, 0), unit: 'deliveries', target: { op: '<=', value: 0 } },
+  ];
+}
 
 export default fanout;
