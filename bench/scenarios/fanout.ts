@@ -123,7 +123,7 @@ const fanout: ProcessScenario = {
         relay.push(b);
         durable.push(d);
         ctx.log(
-          `${c.label} round ${r}/${ctx.rounds}: server p50 ${s.median.toFixed(1)} p99 ${s.p99.toFixed(1)} ms lost ${s.lost} dup ${s.duplicates}; relay p50 ${b.median.toFixed(1)} p99 ${b.p99.toFixed(1)} ms lost ${b.lost}; durable relay p50 ${d.median.toFixed(1)} p99 ${d.p99.toFixed(1)} ms lost ${d.lost}`,
+          `${c.label} round ${r}/${ctx.rounds}: server ${roundLine(s)} dup ${s.duplicates}; relay ${roundLine(b)}; durable relay ${roundLine(d)}`,
         );
       }
       const floor: { median: number; p99: number }[] = [];
@@ -179,6 +179,9 @@ const fanout: ProcessScenario = {
     return rows;
   },
 };
+
+/** One side's round in the log: `p50 … p99 … ms lost …`. */
+const roundLine = (f: Figures) => `p50 ${f.median.toFixed(1)} p99 ${f.p99.toFixed(1)} ms lost ${f.lost}`;
 
 /** One side's rows over its rounds: the median of its medians and of its p99s, and every delivery lost. */
 function deliveryRows(prefix: string, rounds: Figures[], note: string): Row[] {

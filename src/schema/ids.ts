@@ -40,9 +40,8 @@ export const NODE_RAW_IDS: Record<NodeTypeName, (parent: Record<string, unknown>
  * that selects its message's `id` was therefore never executed synchronously: its shared result was
  * a promise for every subscriber, each written only after the microtasks queued before it (with the
  * in-memory bus, which delivers inside the writer's request, the writer's whole response); a page
- * of 20 messages was 20 promises. The string is the same
- * (`encodeGlobalID` of the type name and the raw ID); a parent without a string raw ID keeps the
- * plugin's resolver.
+ * of 20 messages was 20 promises. The string is the same (`encodeGlobalID` of the type name and
+ * the raw ID); a parent without a string raw ID keeps the plugin's resolver.
  */
 export function syncNodeIds(schema: GraphQLSchema): GraphQLSchema {
   for (const [typename, rawId] of Object.entries(NODE_RAW_IDS)) {
