@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import type { QueryJitOptions } from './query-jit.js';
+import type { QueryJitOptions } from './graphql/query-jit.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -108,7 +108,7 @@ export interface AppConfig {
    */
   maxStringChars: number | null;
   /**
-   * Compiling repeated queries (src/query-jit.ts): the execution of a document that compiles it
+   * Compiling repeated queries (src/graphql/query-jit.ts): the execution of a document that compiles it
    * (QUERY_JIT_AFTER_USES, 0: never), the largest document compiled, in fields (QUERY_JIT_MAX_FIELDS),
    * and how many compiled documents are kept (QUERY_JIT_MAX_DOCUMENTS).
    */
@@ -126,7 +126,7 @@ export interface AppConfig {
    */
   allocationSitePretenuring: boolean;
   /**
-   * Scavenges in the event loop's idle time (IDLE_GC, on by default): see src/idle-gc.ts.
+   * Scavenges in the event loop's idle time (IDLE_GC, on by default): see src/process/idle-gc.ts.
    * Started once by `main.ts`, since the heap is the process's.
    */
   idleGc: boolean;

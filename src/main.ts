@@ -1,8 +1,8 @@
 // Entry point: reads the environment, builds the app, listens, and shuts down cleanly on signals.
 import { buildApp } from './app.js';
 import { type AppConfig, ConfigError, loadConfig } from './config.js';
-import { applyHeapSettings } from './heap-settings.js';
-import { startIdleGc } from './idle-gc.js';
+import { applyHeapSettings } from './process/heap-settings.js';
+import { startIdleGc } from './process/idle-gc.js';
 
 let config: AppConfig;
 try {

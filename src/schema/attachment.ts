@@ -6,7 +6,7 @@ import {
   validateAttachmentRead,
   type AttachmentPage,
 } from '../domain/assembly/attachments.js';
-import { badInput, notFound } from '../errors.js';
+import { badInput, notFound } from '../graphql/errors.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 

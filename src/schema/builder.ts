@@ -1,6 +1,6 @@
 import { DEFAULT_PAGE, MAX_CONNECTION_PAGE } from '../domain/pagination.js';
-import { PothosError, PrismaPlugin, RelayPlugin, SchemaBuilder } from '../packages.js';
-import type { RequestContext } from '../request.js';
+import { PothosError, PrismaPlugin, RelayPlugin, SchemaBuilder } from '../packages/index.js';
+import type { RequestContext } from '../graphql/context.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type PrismaTypes from '../generated/pothos-types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';

@@ -1,7 +1,7 @@
-import type { RequestContext } from '../request.js';
-import { notFound } from '../errors.js';
+import type { RequestContext } from '../graphql/context.js';
+import { notFound } from '../graphql/errors.js';
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import type { SessionEventMessage } from '../pubsub.js';
+import type { SessionEventMessage } from '../pubsub/event-bus.js';
 import { readShared, SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
 import { messageFromSnapshot } from '../db/stores/messages.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
@@ -192,7 +192,7 @@ export async function workspaceSessionStream(ctx: RequestContext, rawSessionId: 
   const { workspaceId } = ctx;
   const found = await readShared(reads, `in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
   if (!found) throw notFound('Session', String(rawSessionId));
-  // Each event runs with a fresh request context (subscription-sharing.ts), so no per-event reset here.
+  // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
   return sessionEventStream(reads, ctx.runtime.bus, sessionId, afterSequence ?? null);
 }
 

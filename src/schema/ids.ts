@@ -1,6 +1,6 @@
 import type { GraphQLSchema } from 'graphql';
-import { decodeGlobalID, encodeGlobalID, isObjectType } from '../packages.js';
-import { badInput, notFound } from '../errors.js';
+import { decodeGlobalID, encodeGlobalID, isObjectType } from '../packages/index.js';
+import { badInput, notFound } from '../graphql/errors.js';
 import { UUID_PATTERN } from '../db/ids.js';
 
 export type NodeTypeName = 'Session' | 'Message' | 'Turn' | 'Attachment';

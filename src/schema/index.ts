@@ -10,7 +10,7 @@ import './assembly.js';
 import './events.js';
 import './transforms.js';
 import './turn-events.js';
-import { lexicographicSortSchema } from '../packages.js';
+import { lexicographicSortSchema } from '../packages/index.js';
 
 /**
  * The whole GraphQL schema, with types sorted so the printed SDL is stable, every field's

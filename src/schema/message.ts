@@ -1,5 +1,5 @@
 import { parseGlobalId } from './ids.js';
-import { resolveArrayConnection } from '../packages.js';
+import { resolveArrayConnection } from '../packages/index.js';
 import { builder } from './builder.js';
 import { Session } from './session.js';
 import { Attachment } from './attachment.js';

@@ -1,5 +1,5 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import type { RequestContext } from '../request.js';
+import type { RequestContext } from '../graphql/context.js';
 import type { ViewedMessage } from '../services/transforms.js';
 import { HIDE_REASON_MAX } from '../services/transforms.js';
 import type { Redaction } from '../domain/transforms.js';

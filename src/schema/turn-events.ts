@@ -1,5 +1,5 @@
 import { payloadOf, SessionEvent, workspaceSessionStream } from './events.js';
-import type { SessionEventMessage } from '../pubsub.js';
+import type { SessionEventMessage } from '../pubsub/event-bus.js';
 import { filterEvents } from '../services/event-log.js';
 import { builder } from './builder.js';
 import { Turn, TurnStatusEnum, Usage, type UsageShape } from './turn.js';

@@ -1,7 +1,7 @@
-import { createContextCache, DataLoader } from '../packages.js';
+import { createContextCache, DataLoader } from '../packages/index.js';
 import * as store from '../db/stores/turns.js';
 import { zeroUsage, type UsageCounts } from '../domain/turns.js';
-import type { RequestContext } from '../request.js';
+import type { RequestContext } from '../graphql/context.js';
 import type { AssembledContext as AssembledContextShape } from '../domain/assembly/index.js';
 import { AssembledContext } from './assembly.js';
 import { builder } from './builder.js';

@@ -3,9 +3,9 @@ import { checkJson, checkName, checkString, checkTitle } from '../domain/input.j
 import { LONG_TEXT, precount } from '../domain/token-precount.js';
 import { MAX_PAGE } from '../domain/pagination.js';
 import { LIMITS, type TextCaps } from '../domain/parts.js';
-import type { RequestContext } from '../request.js';
-import { badInput } from '../errors.js';
-import { getNamedType, isInputObjectType, isListType, isNonNullType, isObjectType, isScalarType } from '../packages.js';
+import type { RequestContext } from '../graphql/context.js';
+import { badInput } from '../graphql/errors.js';
+import { getNamedType, isInputObjectType, isListType, isNonNullType, isObjectType, isScalarType } from '../packages/index.js';
 
 /** Input fields and arguments that name something (ids, tool and file names): short and not blank. */
 const NAME_FIELDS = new Set(['agentId', 'agentIds', 'callId', 'name', 'mimeType', 'model', 'id', 'after', 'before']);

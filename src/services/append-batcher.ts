@@ -19,7 +19,7 @@
  */
 import { appendMessageBatch, appendMessageRows, type AppendJob, batchInput, batchKey, type BatchedSession } from '../db/stores/append.js';
 import { isRetryableSqlError, type Sql } from '../db/sql.js';
-import { isOutage } from '../faults.js';
+import { isOutage } from '../db/faults.js';
 import type { Session } from '../generated/prisma/client.js';
 
 /** The most calls in one batch. */

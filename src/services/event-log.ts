@@ -1,7 +1,7 @@
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { SqlClient } from '../db/sql.js';
-import type { BusListener, EventBus, SessionEventMessage } from '../pubsub.js';
-import { PULL, type Pullable, type StepConsumer } from '../pull.js';
+import type { BusListener, EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
+import { PULL, type Pullable, type StepConsumer } from '../live/pull.js';
 
 // The log's statements (the append, and the reads the streams below make) live in the events store.
 export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';

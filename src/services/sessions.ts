@@ -35,9 +35,9 @@ import {
 import { countTokens, partTokenTexts } from '../domain/tokens.js';
 import { precount } from '../domain/token-precount.js';
 import type { StoredPart } from '../domain/types.js';
-import { badInput, DomainError, notFound } from '../errors.js';
+import { badInput, DomainError, notFound } from '../graphql/errors.js';
 import { Prisma, type Message, type PrismaClient, type Session } from '../generated/prisma/client.js';
-import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
 import type { AssemblyCaches } from '../caches/index.js';
 import { publishAll, sessionDeletedEvent, writeThenPublish } from './event-log.js';
 import { AppendBatcher } from './append-batcher.js';

@@ -10,9 +10,9 @@ import { precount } from '../domain/token-precount.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import { foldTransforms, REDACTED_TEXT, redactParts, type HistoryTransforms, type TransformKind } from '../domain/transforms.js';
 import type { StoredPart } from '../domain/types.js';
-import { badInput, notFound } from '../errors.js';
+import { badInput, notFound } from '../graphql/errors.js';
 import type { Message, Session } from '../generated/prisma/client.js';
-import type { SessionEventMessage } from '../pubsub.js';
+import type { SessionEventMessage } from '../pubsub/event-bus.js';
 import type { LockedSession, SessionService } from './sessions.js';
 
 /** Longest `reason` of hideMessages, in characters. */

@@ -17,9 +17,9 @@ import {
   validateUsage,
   type UsageReportInput,
 } from '../domain/turns.js';
-import { DomainError, notFound } from '../errors.js';
+import { DomainError, notFound } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
-import type { EventBus, SessionEventMessage } from '../pubsub.js';
+import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
 import { appendEvents, publishAll, writeThenPublish } from './event-log.js';
 
 export type InitiatorKind = 'USER' | 'EXTENSION' | 'SYSTEM';

@@ -4,7 +4,7 @@ import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, type TestAp
 import { CreateSession } from '../helpers/documents.js';
 
 /**
- * The HTTP fast path (src/http-fast-path.ts) answers the common request without Yoga's HTTP layer.
+ * The HTTP fast path (src/http/fast-path.ts) answers the common request without Yoga's HTTP layer.
  * Every request here is sent twice, over a real connection (where the fast path may take it) and
  * through `yoga.fetch` (Yoga's own path, which never meets the fast path), and both answers must be
  * the same: status, content type and body. The counters say which path answered, so a case that

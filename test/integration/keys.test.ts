@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
-import { hashApiKey } from '../../src/auth.js';
+import { hashApiKey } from '../../src/auth/workspace-auth.js';
 import { DEFAULT_CACHE_CONFIG } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
-import { createApiKey, revokeApiKey } from '../../src/keys.js';
+import { createApiKey, revokeApiKey } from '../../src/auth/keys.js';
 import {
   backend,
   createTestApp,
@@ -35,10 +35,11 @@ afterAll(async () => {
 const WHO = '{ sessions(first: 1) { totalCount } }';
 
 /** Runs the keys CLI (from source through tsx) as a real process against `target`. */
-const keysCli = (target: Record<string, string>, ...args: string[]) => runCli(['--import', 'tsx', 'src/keys-cli.ts', ...args], target);
+const keysCli = (target: Record<string, string>, ...args: string[]) => runCli(['--import', 'tsx', 'src/auth/keys-cli.ts', ...args], target);
 
 /** Exactly what `npm run keys -- ARGS` runs: compile to dist/, then the compiled CLI. */
-const npmRunKeys = (target: Record<string, string>, ...args: string[]) => runCli(['scripts/start.mjs', 'keys-cli.js', ...args], target);
+const npmRunKeys = (target: Record<string, string>, ...args: string[]) =>
+  runCli(['scripts/start.mjs', 'auth/keys-cli.js', ...args], target);
 
 function runCli(argv: string[], target: Record<string, string>) {
   const child = spawn(process.execPath, argv, {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventBus, type SessionEventMessage } from '../../src/pubsub.js';
+import { createEventBus, type SessionEventMessage } from '../../src/pubsub/event-bus.js';
 import { appendEvents } from '../../src/db/stores/events.js';
 import { SNAPSHOT_MAX_CHARS } from '../../src/db/stores/messages.js';
 import { filterEvents, publishAll, SESSION_DELETED, type SessionEventStream, sessionEventStream } from '../../src/services/event-log.js';

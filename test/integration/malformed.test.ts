@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { withClientIds } from '../../src/client-errors.js';
+import { withClientIds } from '../../src/graphql/client-errors.js';
 import { backend, globalIdOf, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 
 /**

@@ -3,7 +3,7 @@ import { AppendMessages, CreateSession, SessionMessages } from '../helpers/docum
 import { backend, createTestApp, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
-// Repeated queries and mutations run compiled (src/query-jit.ts), as in production: a document's
+// Repeated queries and mutations run compiled (src/graphql/query-jit.ts), as in production: a document's
 // second execution compiles it, if it is one operation of at most 64 fields (here: two compiled
 // documents kept, BUDGET compilations in all). The rest of the suite compiles every document from
 // its first use, so the compiled path answers everything the suite asks.

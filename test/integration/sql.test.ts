@@ -2,7 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { trimPgliteParsers } from '../../src/db/database.js';
 import { createPgliteSql, isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
-import { isOutage } from '../../src/faults.js';
+import { isOutage } from '../../src/db/faults.js';
 import { appendEvents } from '../../src/db/stores/events.js';
 import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { CreateSession, ForkSession } from '../helpers/documents.js';

@@ -6,7 +6,7 @@ import {
   DEFAULT_PGLITE_SHARED_BUFFERS_MB,
   loadConfig,
 } from '../../src/config.js';
-import { applyHeapSettings } from '../../src/heap-settings.js';
+import { applyHeapSettings } from '../../src/process/heap-settings.js';
 
 describe('configuration from the environment', () => {
   it('defaults to the embedded database in ./.data, in-memory pub/sub, port 4000', () => {

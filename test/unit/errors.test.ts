@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/domain/errors.js';
-import { domainErrorOf, toGraphQLError } from '../../src/errors.js';
+import { domainErrorOf, toGraphQLError } from '../../src/graphql/errors.js';
 
 const files = (dir: string): string[] =>
   readdirSync(dir).flatMap((name) => {

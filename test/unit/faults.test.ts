@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isOutage } from '../../src/faults.js';
+import { isOutage } from '../../src/db/faults.js';
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 

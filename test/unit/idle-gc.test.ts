@@ -2,7 +2,7 @@ import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HeapSpaceInfo } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { exposeGc, scavengeDue, startIdleGc, youngGeneration } from '../../src/idle-gc.js';
+import { exposeGc, scavengeDue, startIdleGc, youngGeneration } from '../../src/process/idle-gc.js';
 
 /** Keeps the event loop busy for `ms`, in slices of `sliceMs` of synchronous work (timers still run between them). */
 async function busyFor(ms: number, sliceMs = 4) {

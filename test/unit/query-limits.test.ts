@@ -1,6 +1,6 @@
 import { buildSchema, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_QUERY_LIMITS, documentNesting, limitedParse, queryLimitsRule } from '../../src/query-limits.js';
+import { DEFAULT_QUERY_LIMITS, documentNesting, limitedParse, queryLimitsRule } from '../../src/graphql/query-limits.js';
 
 const schema = buildSchema(`
   type Query { node: Node }

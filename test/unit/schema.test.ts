@@ -3,7 +3,7 @@ import { type GraphQLInterfaceType, type GraphQLObjectType, type GraphQLResolveI
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_FILE } from '../../scripts/print-schema.js';
 import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/parts.js';
-import { decodeGlobalID } from '../../src/packages.js';
+import { decodeGlobalID } from '../../src/packages/index.js';
 import { NODE_RAW_IDS, type NodeTypeName, toGlobalId } from '../../src/schema/ids.js';
 import { schema } from '../../src/schema/index.js';
 

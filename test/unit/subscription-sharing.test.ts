@@ -5,8 +5,8 @@ import { useServer } from 'graphql-ws/use/ws';
 import { createSchema, createYoga, maskError } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { EventMemo, type StreamMask, useSubscriptionSharing, webSocketSink } from '../../src/subscription-sharing.js';
-import { useWebSocketServer } from '../../src/ws-server.js';
+import { EventMemo, type StreamMask, useSubscriptionSharing, webSocketSink } from '../../src/live/sharing.js';
+import { useWebSocketServer } from '../../src/live/ws-server.js';
 import { subscribeSse } from '../helpers/subscriptions.js';
 
 type Ctx = { scope: string };

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { textFrame, webSocketSink } from '../../src/subscription-sharing.js';
+import { textFrame, webSocketSink } from '../../src/live/sharing.js';
 
 /** A ws server and a client connected to it, with or without permessage-deflate. */
 async function connected(deflate: boolean) {

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { useWebSocketServer } from '../../src/ws-server.js';
+import { useWebSocketServer } from '../../src/live/ws-server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A short keep-alive interval for the test (the server's is 12 s); each tick is 1/120 of it. */

@@ -4,7 +4,7 @@
  * even across server instances.
  */
 import type { Message, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
-import type { SessionEventMessage } from '../../pubsub.js';
+import type { SessionEventMessage } from '../../pubsub/event-bus.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlClient, type SqlTarget } from '../sql.js';
 import { messageSnapshot } from './messages.js';

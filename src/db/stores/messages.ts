@@ -13,7 +13,7 @@ import type { Message, Prisma, PrismaClient } from '../../generated/prisma/clien
 import type { FinishedRowsCache } from '../../caches/finished-rows.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
-import { DataLoader } from '../../packages.js';
+import { DataLoader } from '../../packages/index.js';
 
 /** Every column of a message row. */
 export const MESSAGE_COLUMNS: ColumnSet<Message> = {

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { ApiKeyCache } from './caches/api-keys.js';
-import type { ApiKeyConfig } from './config.js';
-import { DomainError } from './errors.js';
-import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from './db/stores/api-keys.js';
-import { asServiceUnavailable } from './faults.js';
-import type { Sql } from './db/sql.js';
+import { ApiKeyCache } from '../caches/api-keys.js';
+import type { ApiKeyConfig } from '../config.js';
+import { DomainError } from '../graphql/errors.js';
+import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from '../db/stores/api-keys.js';
+import { asServiceUnavailable } from '../db/faults.js';
+import type { Sql } from '../db/sql.js';
 
 export const DEFAULT_WORKSPACE = 'default';
 

@@ -2,11 +2,11 @@ import type { Duplex } from 'node:stream';
 import type { DocumentNode, ExecutionArgs, ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { WebSocket } from 'ws';
-import { stringInterner } from './interner.js';
-import type { EventExecution } from './query-jit.js';
+import { stringInterner } from '../caches/interner.js';
+import type { EventExecution } from '../graphql/query-jit.js';
 import { PULL, type Pullable, pullStep, type StepConsumer } from './pull.js';
-import { type Completable, type SelfTracking, TRACK_SELF } from './shutdown.js';
-import { Kind, createSourceEventStream, execute, print, visit } from './packages.js';
+import { type Completable, type SelfTracking, TRACK_SELF } from './subscription-tracker.js';
+import { Kind, createSourceEventStream, execute, print, visit } from '../packages/index.js';
 
 /** Counts for tests and diagnostics. */
 export interface SharingStats {

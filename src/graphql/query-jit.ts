@@ -17,7 +17,7 @@
  *
  * A subscription's events are executed by `eventExecutor` the same way: a subscription document
  * compiles at its `afterUses`-th event execution (each event is executed once for all the
- * subscribers that share it, see subscription-sharing.ts), under the same bounds and budget. Each
+ * subscribers that share it, see src/live/sharing.ts), under the same bounds and budget. Each
  * event of a live session is then a compiled function call, on the path every live delivery waits
  * for: graphql-js spent 0.17 ms synchronously on each paced event (0.45 ms until its result, its
  * awaits included) on this 2-core machine.
@@ -34,7 +34,7 @@ import type { ASTNode, DocumentNode, ExecutionArgs, ExecutionResult, OperationDe
 import type { CompiledQuery } from 'graphql-jit';
 import type { Plugin } from 'graphql-yoga';
 import { operationFields } from './query-limits.js';
-import { GraphQLError, Kind, visit } from './packages.js';
+import { GraphQLError, Kind, visit } from '../packages/index.js';
 
 export interface QueryJitOptions {
   /** The execution of a document that compiles it (QUERY_JIT_AFTER_USES; 0 turns compiling off). */

@@ -1,4 +1,4 @@
-import { DomainError } from './errors.js';
+import { DomainError } from '../graphql/errors.js';
 
 // Socket-level failures (node, pg, ioredis).
 const NETWORK_CODES = new Set([

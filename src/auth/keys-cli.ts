@@ -1,8 +1,8 @@
 // `npm run keys -- create --workspace NAME [--name LABEL] | list [--json] | revoke ID`: manages the
 // API keys of the configured database (DATABASE_URL, or the PGlite folder in DATA_DIR).
 import { parseArgs } from 'node:util';
-import { type AppConfig, ConfigError, loadConfig } from './config.js';
-import { createDatabase, databaseOptionsOf } from './db/database.js';
+import { type AppConfig, ConfigError, loadConfig } from '../config.js';
+import { createDatabase, databaseOptionsOf } from '../db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 
 const USAGE = `usage:

@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Plugin } from 'graphql-yoga';
-import { hashApiKey } from './auth.js';
-import type { Database } from './db/database.js';
-import type { EventBus } from './pubsub.js';
+import { hashApiKey } from '../auth/workspace-auth.js';
+import type { Database } from '../db/database.js';
+import type { EventBus } from '../pubsub/event-bus.js';
 import type { RateLimiter } from './rate-limit.js';
-import { NoSchemaIntrospectionCustomRule } from './packages.js';
+import { NoSchemaIntrospectionCustomRule } from '../packages/index.js';
 
 type NodeServerContext = { req?: IncomingMessage; rateCounted?: boolean };
 

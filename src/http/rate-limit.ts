@@ -1,5 +1,5 @@
-import type { Logger } from './logger.js';
-import { loadRedis } from './pubsub.js';
+import type { Logger } from '../logger.js';
+import { loadRedis } from '../pubsub/event-bus.js';
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 

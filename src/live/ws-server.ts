@@ -12,7 +12,7 @@ import {
   handleProtocols,
   parseMessage,
   stringifyMessage,
-} from './packages.js';
+} from '../packages/index.js';
 
 /** What an operation's context keeps of a WebSocket connection: see `useWebSocketServer`. */
 export interface SocketExtra {

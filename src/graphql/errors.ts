@@ -3,10 +3,10 @@
  * validation rules call it). The domain's classes are re-exported so callers outside the domain
  * import errors from one module.
  */
-import { DomainError } from './domain/errors.js';
-import { GraphQLError } from './packages.js';
+import { DomainError } from '../domain/errors.js';
+import { GraphQLError } from '../packages/index.js';
 
-export { badInput, DomainError, notFound, type ErrorCode } from './domain/errors.js';
+export { badInput, DomainError, notFound, type ErrorCode } from '../domain/errors.js';
 
 /** A refusal as the client sees it: the message, `extensions.code` and the details, at `located`'s place. */
 export function toGraphQLError(error: DomainError, located?: GraphQLError): GraphQLError {

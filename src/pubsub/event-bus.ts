@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis as RedisClient } from 'ioredis';
-import { redact } from './config.js';
-import type { MessageSnapshot } from './db/stores/messages.js';
-import type { Logger } from './logger.js';
+import { redact } from '../config.js';
+import type { MessageSnapshot } from '../db/stores/messages.js';
+import type { Logger } from '../logger.js';
 
 /** A session event as it travels over pub/sub: plain JSON, dates as ISO strings. */
 export interface SessionEventMessage {

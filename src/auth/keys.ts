@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { hashApiKey } from './auth.js';
-import * as store from './db/stores/api-keys.js';
-import type { PrismaClient } from './generated/prisma/client.js';
+import { hashApiKey } from './workspace-auth.js';
+import * as store from '../db/stores/api-keys.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
 
 /** What `list` shows of a key: never the key, which only its creator ever sees. */
 export interface ApiKeyInfo {

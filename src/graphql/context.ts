@@ -1,24 +1,24 @@
-import { DataLoader, initContextCache } from './packages.js';
-import type { WorkspaceAuth } from './auth.js';
-import type { AppConfig } from './config.js';
-import type { Database } from './db/database.js';
-import type { SqlClient } from './db/sql.js';
-import type { PrismaClient, Session } from './generated/prisma/client.js';
-import type { Logger } from './logger.js';
-import type { EventBus } from './pubsub.js';
-import type { TextCaps } from './domain/parts.js';
-import { createMessageRangeLoader } from './db/stores/messages.js';
-import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from './db/stores/attachments.js';
-import type { AttachmentShape } from './schema/attachment.js';
-import { findForksAt, findSessions } from './db/stores/sessions.js';
-import type { AssemblyCaches, SessionRowsCache } from './caches/index.js';
-import type { AssemblyService } from './services/assembly.js';
-import type { EventMemo } from './subscription-sharing.js';
-import type { SessionService } from './services/sessions.js';
-import type { TransformService } from './services/transforms.js';
-import { readTransforms } from './db/stores/transforms.js';
-import { foldTransforms, type HistoryTransforms } from './domain/transforms.js';
-import type { TurnService } from './services/turns.js';
+import { DataLoader, initContextCache } from '../packages/index.js';
+import type { WorkspaceAuth } from '../auth/workspace-auth.js';
+import type { AppConfig } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { SqlClient } from '../db/sql.js';
+import type { PrismaClient, Session } from '../generated/prisma/client.js';
+import type { Logger } from '../logger.js';
+import type { EventBus } from '../pubsub/event-bus.js';
+import type { TextCaps } from '../domain/parts.js';
+import { createMessageRangeLoader } from '../db/stores/messages.js';
+import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from '../db/stores/attachments.js';
+import type { AttachmentShape } from '../schema/attachment.js';
+import { findForksAt, findSessions } from '../db/stores/sessions.js';
+import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
+import type { AssemblyService } from '../services/assembly.js';
+import type { EventMemo } from '../live/sharing.js';
+import type { SessionService } from '../services/sessions.js';
+import type { TransformService } from '../services/transforms.js';
+import { readTransforms } from '../db/stores/transforms.js';
+import { foldTransforms, type HistoryTransforms } from '../domain/transforms.js';
+import type { TurnService } from '../services/turns.js';
 
 /**
  * The long-lived parts of one app instance, shared by every request: configuration, logger,

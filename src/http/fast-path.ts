@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { DocumentNode, ExecutionResult } from 'graphql';
 import type { YogaServerInstance } from 'graphql-yoga';
-import { type GraphQLError, getOperationAST, processRegularResult, sendNodeResponse } from './packages.js';
-import { isPlainObject } from './domain/assembly/turn-context.js';
-import { rateIdentity, rateLimitedResponse } from './http-guards.js';
+import { type GraphQLError, getOperationAST, processRegularResult, sendNodeResponse } from '../packages/index.js';
+import { isPlainObject } from '../domain/assembly/turn-context.js';
+import { rateIdentity, rateLimitedResponse } from './guards.js';
 import type { RateLimiter } from './rate-limit.js';
 
 /**
