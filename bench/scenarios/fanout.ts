@@ -16,7 +16,8 @@
  * after the other, the relay's p99 moved from 5 to 68 ms between runs while the server's stayed at
  * 9 to 15. Latency runs from the moment the writer sends each appendMessages (or PUBLISH, or POST)
  * to each socket's receipt; median and p99 over every delivery, medians over the rounds; lost =
- * deliveries not seen within 60 s. Targets: server p99 ≤ 2 × relay p99, 0 lost, 0 duplicates.
+ * deliveries not seen within 60 s. Targets (issue 31): server p99 ≤ 1.2 × the durable relay's p99,
+ * 0 lost, 0 duplicates; the ratio to the raw relay is kept as information.
  *
  * Beside them, two floors of what a server that takes its events as HTTP requests and persists
  * them pays before it can deliver (the relay gets its events by PUBLISH and writes nothing):
@@ -24,8 +25,8 @@
  *   pace (run after the rounds, on its own);
  * - `durable_relay`: the raw relay processes taking each event as a POST, committing one UPDATE of
  *   a message row (PostgreSQL: the server's database; PGlite: a folder of its own) and publishing
- *   it to their sockets over Redis: HTTP in, one durable write, the relay. No target: it tells how
- *   much of the server's p99 any durable design pays on this machine.
+ *   it to their sockets over Redis: HTTP in, one durable write, the relay: the floor any server
+ *   that persists before it delivers stands on, and the baseline of the p99 target.
  * Needs Redis (the relay); skipped without.
  */
 import type { ProcessScenario, Row } from '../lib.js';
@@ -164,14 +165,14 @@ const fanout: ProcessScenario = {
           metric: `${c.name}.p99_vs_durable_relay`,
           value: round(sp99 / Math.max(dp99, 0.001), 2),
           unit: 'ratio',
+          target: { op: '<=', value: 1.2 },
           note: 'server p99 / durable relay p99',
         },
         {
           metric: `${c.name}.p99_vs_relay`,
           value: round(sp99 / Math.max(rp99, 0.001), 2),
           unit: 'ratio',
-          target: { op: '<=', value: 2 },
-          note: 'server p99 / relay p99',
+          note: 'server p99 / relay p99: what persisting before delivering costs, GraphQL included',
         },
       );
     }
