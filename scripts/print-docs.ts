@@ -1,5 +1,6 @@
 // Writes docs/api.md (`npm run docs`) from the schema's own descriptions and the worked examples in
-// docs/examples.ts; test/unit/docs.test.ts fails when the file differs from what this prints.
+// docs/examples.ts, and README.md's configuration table (print-config.ts); test/integration/api-docs.test.ts
+// and test/unit/config-table.test.ts fail when either differs from what is printed.
 import { writeFileSync } from 'node:fs';
 import {
   astFromValue,
@@ -22,6 +23,7 @@ import {
 } from 'graphql';
 import { type ApiExample, EXAMPLES, SEEDED_MESSAGES } from '../docs/examples.js';
 import { schema } from '../src/schema/index.js';
+import { writeConfigTable } from './print-config.js';
 
 export const DOCS_FILE = new URL('../docs/api.md', import.meta.url);
 
@@ -199,5 +201,6 @@ export function printDocs(target: GraphQLSchema = schema): string {
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
   writeFileSync(DOCS_FILE, printDocs());
-  console.log('wrote docs/api.md');
+  writeConfigTable();
+  console.log('wrote docs/api.md and the configuration table of README.md');
 }

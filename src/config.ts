@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import type { QueryJitOptions } from './graphql/query-jit.js';
+import { getHeapStatistics } from 'node:v8';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -9,31 +9,35 @@ export interface ApiKeyConfig {
   key: string;
 }
 
-/** Sizes of the in-process caches (src/caches/; each states its rule beside it). */
+/** Sizes of the in-process caches (src/caches/; each states its rule beside it), from CACHE_MEMORY_MB. */
 export interface CacheConfig {
-  /** Characters of parsed message parts kept (PARTS_CACHE_MAX_CHARS). */
+  /** Characters of parsed message parts kept. */
   partsMaxChars: number;
-  /** Light message rows kept over all sessions (ROWS_CACHE_MAX_ROWS). */
+  /** Light message rows kept over all sessions. */
   rowsMax: number;
-  /** Light message rows kept for one session (ROWS_CACHE_MAX_ROWS_PER_SESSION); whole rows for pages too. */
+  /** Light message rows kept for one session; whole rows for pages too. */
   rowsMaxPerSession: number;
-  /** Characters of whole finished message rows kept for `Session.messages` pages (PAGE_CACHE_MAX_CHARS). */
+  /** Characters of whole finished message rows kept for `Session.messages` pages. */
   pageMaxChars: number;
-  /** Session rows kept when this process is the database's only writer, PGlite (SESSION_CACHE_MAX_ROWS). */
+  /** Session rows kept when this process is the database's only writer (PGlite). */
   sessionRowsMax: number;
-  /** Sessions whose window hint is kept (WINDOW_HINTS_MAX). */
+  /** Sessions whose window hint is kept. */
   windowHintsMax: number;
-  /** API key lookups kept (API_KEY_CACHE_MAX). */
+  /** API key lookups kept. */
   apiKeyMax: number;
   /**
    * How long an API key lookup is trusted, in ms (API_KEY_CACHE_TTL_MS): the bound on how long a key
    * revoked with `npm run keys -- revoke` keeps working on an instance.
    */
   apiKeyTtlMs: number;
-  /** Distinct subscription selections given a short id for sharing executions, and query texts kept once for every WebSocket subscriber (SUBSCRIPTION_SHAPES_MAX). */
+  /** Distinct subscription selections given a short id for sharing executions, and query texts kept once for every WebSocket subscriber. */
   subscriptionShapesMax: number;
 }
 
+/** The cache budget that DEFAULT_CACHE_CONFIG's sizes fill, in MB; any other budget scales every size by budget / this. */
+export const CACHE_REFERENCE_MB = 128;
+
+/** The sizes at CACHE_REFERENCE_MB: the fixed shares in which a budget is split. */
 export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   partsMaxChars: 32_000_000,
   rowsMax: 250_000,
@@ -46,17 +50,44 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   subscriptionShapesMax: 1_000,
 };
 
-const CACHE_VARIABLES: Record<keyof CacheConfig, string> = {
-  partsMaxChars: 'PARTS_CACHE_MAX_CHARS',
-  rowsMax: 'ROWS_CACHE_MAX_ROWS',
-  rowsMaxPerSession: 'ROWS_CACHE_MAX_ROWS_PER_SESSION',
-  pageMaxChars: 'PAGE_CACHE_MAX_CHARS',
-  sessionRowsMax: 'SESSION_CACHE_MAX_ROWS',
-  windowHintsMax: 'WINDOW_HINTS_MAX',
-  apiKeyMax: 'API_KEY_CACHE_MAX',
-  apiKeyTtlMs: 'API_KEY_CACHE_TTL_MS',
-  subscriptionShapesMax: 'SUBSCRIPTION_SHAPES_MAX',
-};
+/** The cache sizes for a budget of `memoryMb`: each of DEFAULT_CACHE_CONFIG's scaled, at least 1. `apiKeyTtlMs` is not a size. */
+export function cacheSizes(memoryMb: number, apiKeyTtlMs = DEFAULT_CACHE_CONFIG.apiKeyTtlMs): CacheConfig {
+  const scaled = (size: number) => Math.max(1, Math.floor((size * memoryMb) / CACHE_REFERENCE_MB));
+  const sizes = { ...DEFAULT_CACHE_CONFIG, apiKeyTtlMs };
+  for (const key of Object.keys(sizes) as (keyof CacheConfig)[]) if (key !== 'apiKeyTtlMs') sizes[key] = scaled(sizes[key]);
+  return sizes;
+}
+
+/** CACHE_MEMORY_MB's default: a quarter of V8's heap limit, at most CACHE_REFERENCE_MB. */
+export function defaultCacheMemoryMb(heapLimitBytes = getHeapStatistics().heap_size_limit): number {
+  return Math.max(1, Math.min(CACHE_REFERENCE_MB, Math.floor(heapLimitBytes / 2 ** 20 / 4)));
+}
+
+/** Compiling repeated documents (src/graphql/query-jit.ts). */
+export interface QueryJitOptions {
+  /** The execution of a document that compiles it; 0 turns compiling off. */
+  afterUses: number;
+  /** Largest document compiled, in fields. */
+  maxFields: number;
+  /** Compiled documents kept. */
+  maxDocuments: number;
+  /** At most `compiles` compilations per `windowMs`, whatever the documents (default: query-jit.ts's COMPILE_BUDGET). */
+  budget?: { compiles: number; windowMs: number };
+}
+
+/** The server's query JIT: a document's 2nd execution compiles it if it has at most 64 fields; 200 compiled documents kept. */
+export const DEFAULT_QUERY_JIT: QueryJitOptions = { afterUses: 2, maxFields: 64, maxDocuments: 200 };
+
+/** PGlite's page cache (its Postgres's `shared_buffers`) in MB, set at every start whatever the data folder says. */
+export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 32;
+
+/** `/readyz`'s longest wait for one dependency, in ms. */
+export const READY_TIMEOUT_MS = 500;
+
+/** How often stale turns are looked for: a twentieth of TURN_TIMEOUT_MS, at most 30 s, so a turn is failed at most 5 % late. */
+export function turnSweepInterval(turnTimeoutMs: number): number {
+  return Math.max(1, Math.min(30_000, Math.round(turnTimeoutMs / 20)));
+}
 
 /** Everything the server is configured by. `buildApp` takes this; only `main.ts` reads the environment. */
 export interface AppConfig {
@@ -64,10 +95,7 @@ export interface AppConfig {
   host: string;
   /** PGlite data folder for the embedded default; `memory://` keeps everything in memory. */
   dataDir: string;
-  /**
-   * PGlite's page cache (its Postgres's `shared_buffers`), in MB (PGLITE_SHARED_BUFFERS_MB). The
-   * folder's own setting (initdb's 128 MB) is all zeroed at every start, in the process's memory.
-   */
+  /** PGlite's page cache in MB (DEFAULT_PGLITE_SHARED_BUFFERS_MB). */
   pgliteSharedBuffersMb: number;
   /** A postgres:// URL selects real PostgreSQL instead of PGlite. */
   databaseUrl: string | null;
@@ -82,7 +110,7 @@ export interface AppConfig {
   caches: CacheConfig;
   /** An ACTIVE turn with no usage report, message or heartbeat for this long is failed by the server. */
   turnTimeoutMs: number;
-  /** How often each instance looks for such stale turns. */
+  /** How often each instance looks for such stale turns (`turnSweepInterval`). */
   turnSweepIntervalMs: number;
   /**
    * Whether every request needs a valid API key. `null` (AUTH_REQUIRED unset outside production):
@@ -99,180 +127,188 @@ export interface AppConfig {
   shutdownGraceMs: number;
   /** Node `http.Server` limits against slow clients. */
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; idleMs: number };
-  /** Longest wait for one dependency in `/readyz`. */
+  /** Longest wait for one dependency in `/readyz` (READY_TIMEOUT_MS). */
   readyTimeoutMs: number;
   /**
-   * The longest string argument in UTF-16 units (MAX_STRING_CHARS); attachments, arguments and the
-   * body cap follow it (`textCaps`). `null`: the backend's default, 1 Mi on PostgreSQL and 256 Ki on
-   * the embedded PGlite, whose inserts run on the request thread (`DEFAULT_STRING_CHARS`).
+   * The longest string argument in UTF-16 units; attachments, arguments and the body cap follow it
+   * (`textCaps`). `null`: the backend's default (`DEFAULT_STRING_CHARS`).
    */
   maxStringChars: number | null;
-  /**
-   * Compiling repeated queries (src/graphql/query-jit.ts): the execution of a document that compiles it
-   * (QUERY_JIT_AFTER_USES, 0: never), the largest document compiled, in fields (QUERY_JIT_MAX_FIELDS),
-   * and how many compiled documents are kept (QUERY_JIT_MAX_DOCUMENTS).
-   */
+  /** Compiling repeated queries (DEFAULT_QUERY_JIT). */
   queryJit: QueryJitOptions;
-  /**
-   * How far V8 lets the old generation grow past what the last full GC kept before it collects
-   * again, in percent (HEAP_GROWING_PERCENT; 0: V8's own factor, which under a steady request load
-   * lets it grow to 2 to 4 times the live heap). Applied once at start by `main.ts`
-   * (`applyHeapSettings`), since it is a process-wide V8 setting.
-   */
-  heapGrowingPercent: number;
-  /**
-   * V8's allocation-site pretenuring (ALLOCATION_SITE_PRETENURING, off by default): see
-   * `applyHeapSettings` for why it is off.
-   */
-  allocationSitePretenuring: boolean;
-  /**
-   * Scavenges in the event loop's idle time (IDLE_GC, on by default): see src/process/idle-gc.ts.
-   * Started once by `main.ts`, since the heap is the process's.
-   */
-  idleGc: boolean;
+}
+
+/** A documented environment variable: what the README's table shows, and for integers how it is parsed. */
+export interface Setting {
+  meaning: string;
+  /** The default as the table shows it (integers: `integer`, unless given). */
+  shown?: string;
+  /** An integer variable: its default, and its bounds. */
+  integer?: number;
+  min?: number;
+  max?: number;
+  /** A duration read as whole milliseconds from 1 to a day. */
+  duration?: boolean;
 }
 
 /**
- * HEAP_GROWING_PERCENT's default. Under steady load the server's live heap stays flat (about 62 MB
- * after a forced GC all through a 300 s bench soak; heap snapshots at 60 s and 280 s differ by
- * 0.4 MB, JIT code), but requests promote a few MB/s of short-lived objects into the old
- * generation, and V8's own growing factor (its choice from GC and mutator speed, up to 4x) lets that
- * garbage reach 2 to 4 times the live heap before each full GC: RSS swung by 100 to 300 MB, and a
- * soak's end minus its start was whichever phase it was sampled in (+49 MB, then −67 MB, for the
- * same code). At 50 % the old generation stays within 1.5x the live heap: the bench soak held RSS
- * within 245 to 253 MB (120 s and 300 s runs; +1 MB end minus a fifth in). Alone it made full GCs
- * about twice as frequent (their CPU per read of the soak, GC trace: 35 to 100 µs, of 500 to 700
- * µs per read); with pretenuring off (ALLOCATION_SITE_PRETENURING), which cut the bytes promoted
- * per read from 7.5 to 1.6 KB, full GCs are as rare as with V8's defaults or rarer (6 instead of 10
- * to 20 in 30 s of the soak; 10 to 19 µs per read). 100 lets RSS move by up to the live heap; 0
- * restores V8's own factor.
+ * Every environment variable the server reads, in the README's order (`npm run docs` prints the
+ * table from this list; `loadConfig` reads nothing else, and a test checks it reads all of them).
  */
-export const DEFAULT_HEAP_GROWING_PERCENT = 50;
+export const SETTINGS = {
+  PORT: { integer: 4000, min: 0, max: 65535, meaning: 'TCP port (0 picks a free one)' },
+  HOST: { shown: '`0.0.0.0`', meaning: 'interface to listen on' },
+  DATA_DIR: { shown: '`./.data`', meaning: 'PGlite data folder when `DATABASE_URL` is unset (`memory://` keeps nothing)' },
+  DATABASE_URL: { meaning: '`postgres://…` selects real PostgreSQL (through `@prisma/adapter-pg`)' },
+  REDIS_URL: {
+    meaning: "`redis://…` selects Redis pub/sub (and shared rate limits), so instances see each other's writes",
+  },
+  REDIS_PREFIX: {
+    shown: '`session-graph:`',
+    meaning: 'prefix of the Redis channels and keys (several deployments can share one Redis)',
+  },
+  LOG_LEVEL: { shown: '`info`', meaning: '`debug`, `info`, `warn`, `error` or `silent`; logs are JSON lines' },
+  NODE_ENV: {
+    meaning:
+      "`production`: keys required, GraphiQL and introspection off, Pothos's development checks off (an unused Prisma query is an error otherwise)",
+  },
+  API_KEYS: {
+    meaning: 'comma-separated `workspace:key` pairs (keys ≥ 16 characters), stored hashed at start: a bootstrap, see below',
+  },
+  AUTH_REQUIRED: {
+    shown: '`true` in production, else unset',
+    meaning:
+      '`true`: every request needs a valid key; `false`: requests without a key use the default workspace; unset: keys are required as soon as one unrevoked key exists',
+  },
+  API_KEY_CACHE_TTL_MS: {
+    integer: 5_000,
+    min: 1,
+    meaning: 'how long an instance trusts a key lookup: a revoked key stops working everywhere within this time',
+  },
+  CORS_ORIGINS: {
+    meaning:
+      'comma-separated origins browsers may call from (`https://app.example.com`), or `*` (any origin, never with credentials); unset: same origin only',
+  },
+  RATE_LIMIT: { integer: 3_000, min: 0, meaning: 'requests per window per API key (per client IP without one); `0` turns limiting off' },
+  RATE_LIMIT_WINDOW_MS: { integer: 60_000, min: 1, meaning: 'rate-limit window' },
+  GRAPHIQL: { shown: '`false` in production, else `true`', meaning: 'GraphiQL on a browser GET, and introspection' },
+  MAX_STRING_CHARS: {
+    min: 1024,
+    shown: '`1048576` on PostgreSQL, `262144` on PGlite',
+    meaning:
+      'longest string argument in UTF-16 units (at least 1,024); attachment bytes, per-field arguments and the body cap follow it (see Input limits)',
+  },
+  TURN_TIMEOUT_MS: {
+    integer: 600_000,
+    duration: true,
+    shown: '`600000` (10 min)',
+    meaning:
+      'an ACTIVE turn with no usage report, message or heartbeat for this long is failed by the server; each instance looks for such turns every twentieth of it (at most every 30 s)',
+  },
+  SHUTDOWN_GRACE_MS: {
+    integer: 10_000,
+    min: 0,
+    meaning: 'on SIGTERM, how long in-flight requests may take before their connections are cut',
+  },
+  HEADERS_TIMEOUT_MS: { integer: 10_000, min: 1, meaning: 'a client must send its request headers within this time (else 408)' },
+  REQUEST_TIMEOUT_MS: { integer: 30_000, min: 1, meaning: '… and its whole request, body included' },
+  KEEP_ALIVE_TIMEOUT_MS: {
+    integer: 5_000,
+    min: 1,
+    meaning: "an idle keep-alive connection is closed after this time (behind a load balancer: longer than the balancer's own)",
+  },
+  IDLE_TIMEOUT_MS: {
+    integer: 60_000,
+    min: 0,
+    meaning: 'a socket with no traffic either way for this long (a client that stopped reading a response) is destroyed; `0`: never',
+  },
+  CACHE_MEMORY_MB: {
+    min: 1,
+    shown: "a quarter of V8's heap limit, at most `128`",
+    meaning:
+      'memory for the in-process caches (message parts, rows and pages, session rows on PGlite, window hints, API keys, subscription selections), split among them in fixed shares',
+  },
+} as const satisfies Record<string, Setting>;
 
-/**
- * PGLITE_SHARED_BUFFERS_MB's default. Postgres zeroes its whole page cache at start: at initdb's
- * 128 MB that is ~80–100 MB more RSS and ~60 ms more start than at 32 MB. The embedded database
- * holds one application's sessions; its data files stay in the OS page cache beside it.
- */
-export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 32;
+export type SettingName = keyof typeof SETTINGS;
+
+/** Variables earlier versions read, now constants or derived; `main.ts` warns when one is set. */
+export const RETIRED_VARIABLES = [
+  'PGLITE_SHARED_BUFFERS_MB',
+  'QUERY_JIT_AFTER_USES',
+  'QUERY_JIT_MAX_FIELDS',
+  'QUERY_JIT_MAX_DOCUMENTS',
+  'HEAP_GROWING_PERCENT',
+  'ALLOCATION_SITE_PRETENURING',
+  'IDLE_GC',
+  'PARTS_CACHE_MAX_CHARS',
+  'ROWS_CACHE_MAX_ROWS',
+  'ROWS_CACHE_MAX_ROWS_PER_SESSION',
+  'PAGE_CACHE_MAX_CHARS',
+  'SESSION_CACHE_MAX_ROWS',
+  'WINDOW_HINTS_MAX',
+  'API_KEY_CACHE_MAX',
+  'SUBSCRIPTION_SHAPES_MAX',
+  'TURN_SWEEP_INTERVAL_MS',
+  'READY_TIMEOUT_MS',
+];
 
 export class ConfigError extends Error {}
 
 const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
-/**
- * Parses and validates the environment once. Throws a ConfigError naming the variable at fault.
- *
- * | variable | default | meaning |
- * | PORT | 4000 | TCP port |
- * | HOST | 0.0.0.0 | interface to bind |
- * | DATA_DIR | ./.data | PGlite folder when DATABASE_URL is unset |
- * | PGLITE_SHARED_BUFFERS_MB | 32 | PGlite's page cache (Postgres `shared_buffers`), 4 to 1024 MB |
- * | DATABASE_URL | — | postgres:// URL: real PostgreSQL |
- * | REDIS_URL | — | redis:// URL: Redis pub/sub |
- * | REDIS_PREFIX | session-graph: | Redis channel prefix |
- * | LOG_LEVEL | info | debug, info, warn, error, silent |
- * | API_KEYS | — | comma-separated workspace:key pairs |
- * | TURN_TIMEOUT_MS | 600000 | an ACTIVE turn idle this long (no usage, message, heartbeat) is failed |
- * | TURN_SWEEP_INTERVAL_MS | 30000 | how often each instance looks for stale turns |
- * | NODE_ENV | — | production turns off Pothos's development checks |
- * | AUTH_REQUIRED | true in production, else auto | auto: keys required once one exists |
- * | CORS_ORIGINS | — | comma-separated allowed origins, or * (no credentials) |
- * | RATE_LIMIT | 3000 | requests per window per key (per IP without one); 0 = off |
- * | RATE_LIMIT_WINDOW_MS | 60000 | rate-limit window |
- * | GRAPHIQL | false in production, else true | GraphiQL and introspection |
- * | SHUTDOWN_GRACE_MS | 10000 | in-flight requests get this long on SIGTERM |
- * | HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS | 10000, 30000, 5000 | slow-client limits |
- * | IDLE_TIMEOUT_MS | 60000 | an HTTP socket with no traffic either way this long is destroyed (0: never) |
- * | READY_TIMEOUT_MS | 500 | per-dependency wait in /readyz |
- * | MAX_STRING_CHARS | 1048576 on PostgreSQL, 262144 on PGlite | longest string argument; attachment bytes, arguments and body cap follow |
- * | NODE_ENV | — | production: keys required, GraphiQL off, Pothos's development checks off |
- * | QUERY_JIT_AFTER_USES, QUERY_JIT_MAX_FIELDS, QUERY_JIT_MAX_DOCUMENTS | 2, 64, 200 | a query or mutation document's 2nd execution (a subscription's 2nd event) compiles it (0: never), if it has at most 64 fields; 200 compiled documents kept |
- * | HEAP_GROWING_PERCENT | 50 | old generation may grow this much past the live heap before V8 collects it (0: V8's own, 100 to 300 %) |
- * | ALLOCATION_SITE_PRETENURING | false | V8 allocating objects of long-surviving allocation sites in the old generation |
- * | IDLE_GC | true | scavenge (young-generation GC) when the event loop is idle, not in the middle of the next request |
- * | PARTS_CACHE_MAX_CHARS, ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, PAGE_CACHE_MAX_CHARS, SESSION_CACHE_MAX_ROWS, WINDOW_HINTS_MAX, API_KEY_CACHE_MAX, API_KEY_CACHE_TTL_MS | see DEFAULT_CACHE_CONFIG | cache sizes |
- */
+/** Parses and validates the variables of SETTINGS once. Throws a ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const production = env.NODE_ENV?.trim() === 'production';
-  const port = parsePort(env.PORT);
-  const host = env.HOST?.trim() || '0.0.0.0';
+  const read = (name: SettingName) => env[name]?.trim() || undefined;
+  const production = read('NODE_ENV') === 'production';
+  const dataDirRaw = read('DATA_DIR') ?? './.data';
+  const databaseUrl = readUrl(read('DATABASE_URL'), 'DATABASE_URL', /^postgres(ql)?:\/\/.+/, 'a postgres:// or postgresql://');
+  const redisUrl = readUrl(read('REDIS_URL'), 'REDIS_URL', /^rediss?:\/\/.+/, 'a redis:// or rediss://');
 
-  const dataDirRaw = env.DATA_DIR?.trim() || './.data';
-  const dataDir = dataDirRaw.startsWith('memory://') ? dataDirRaw : resolve(dataDirRaw);
-
-  const databaseUrl = env.DATABASE_URL?.trim() || null;
-  if (databaseUrl && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
-    throw new ConfigError(`DATABASE_URL must be a postgres:// or postgresql:// URL (got "${redact(databaseUrl)}").`);
-  }
-  if (databaseUrl) checkUrl('DATABASE_URL', databaseUrl);
-
-  const redisUrl = env.REDIS_URL?.trim() || null;
-  if (redisUrl && !/^rediss?:\/\/.+/.test(redisUrl)) {
-    throw new ConfigError(`REDIS_URL must be a redis:// or rediss:// URL (got "${redact(redisUrl)}").`);
-  }
-  if (redisUrl) checkUrl('REDIS_URL', redisUrl);
-
-  const logLevel = (env.LOG_LEVEL?.trim().toLowerCase() || 'info') as LogLevel;
+  const logLevel = (read('LOG_LEVEL')?.toLowerCase() ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${env.LOG_LEVEL}").`);
   }
 
+  const turnTimeoutMs = parseInteger(env, 'TURN_TIMEOUT_MS');
+  const cacheMemoryMb = read('CACHE_MEMORY_MB') ? parseInteger(env, 'CACHE_MEMORY_MB') : defaultCacheMemoryMb();
   return {
-    port,
-    host,
-    dataDir,
-    pgliteSharedBuffersMb: parseInteger(env, 'PGLITE_SHARED_BUFFERS_MB', DEFAULT_PGLITE_SHARED_BUFFERS_MB, 4, 1024),
+    port: parseInteger(env, 'PORT'),
+    host: read('HOST') ?? '0.0.0.0',
+    dataDir: dataDirRaw.startsWith('memory://') ? dataDirRaw : resolve(dataDirRaw),
+    pgliteSharedBuffersMb: DEFAULT_PGLITE_SHARED_BUFFERS_MB,
     databaseUrl,
     redisUrl,
     redisPrefix: env.REDIS_PREFIX ?? 'session-graph:',
     logLevel,
-    apiKeys: parseApiKeys(env.API_KEYS),
-    turnTimeoutMs: parseDuration('TURN_TIMEOUT_MS', env.TURN_TIMEOUT_MS, 10 * 60_000),
-    turnSweepIntervalMs: parseDuration('TURN_SWEEP_INTERVAL_MS', env.TURN_SWEEP_INTERVAL_MS, 30_000),
+    apiKeys: parseApiKeys(read('API_KEYS')),
+    turnTimeoutMs,
+    turnSweepIntervalMs: turnSweepInterval(turnTimeoutMs),
     production,
-    caches: parseCaches(env),
+    caches: cacheSizes(cacheMemoryMb, parseInteger(env, 'API_KEY_CACHE_TTL_MS')),
     authRequired: parseBoolean(env, 'AUTH_REQUIRED') ?? (production ? true : null),
-    corsOrigins: parseOrigins(env.CORS_ORIGINS),
-    rateLimit: {
-      requests: parseInteger(env, 'RATE_LIMIT', 3_000, 0),
-      windowMs: parseInteger(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1),
-    },
+    corsOrigins: parseOrigins(read('CORS_ORIGINS')),
+    rateLimit: { requests: parseInteger(env, 'RATE_LIMIT'), windowMs: parseInteger(env, 'RATE_LIMIT_WINDOW_MS') },
     graphiql: parseBoolean(env, 'GRAPHIQL') ?? !production,
-    shutdownGraceMs: parseInteger(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    shutdownGraceMs: parseInteger(env, 'SHUTDOWN_GRACE_MS'),
     timeouts: {
-      headersMs: parseInteger(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
-      requestMs: parseInteger(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
-      keepAliveMs: parseInteger(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 1),
-      idleMs: parseInteger(env, 'IDLE_TIMEOUT_MS', 60_000, 0),
+      headersMs: parseInteger(env, 'HEADERS_TIMEOUT_MS'),
+      requestMs: parseInteger(env, 'REQUEST_TIMEOUT_MS'),
+      keepAliveMs: parseInteger(env, 'KEEP_ALIVE_TIMEOUT_MS'),
+      idleMs: parseInteger(env, 'IDLE_TIMEOUT_MS'),
     },
-    readyTimeoutMs: parseInteger(env, 'READY_TIMEOUT_MS', 500, 1),
-    maxStringChars: env.MAX_STRING_CHARS?.trim() ? parseInteger(env, 'MAX_STRING_CHARS', 0, 1024) : null,
-    queryJit: {
-      afterUses: parseInteger(env, 'QUERY_JIT_AFTER_USES', 2, 0),
-      maxFields: parseInteger(env, 'QUERY_JIT_MAX_FIELDS', 64, 1),
-      maxDocuments: parseInteger(env, 'QUERY_JIT_MAX_DOCUMENTS', 200, 0),
-    },
-    heapGrowingPercent: parseInteger(env, 'HEAP_GROWING_PERCENT', DEFAULT_HEAP_GROWING_PERCENT, 0),
-    allocationSitePretenuring: parseBoolean(env, 'ALLOCATION_SITE_PRETENURING') ?? false,
-    idleGc: parseBoolean(env, 'IDLE_GC') ?? true,
+    readyTimeoutMs: READY_TIMEOUT_MS,
+    maxStringChars: read('MAX_STRING_CHARS') ? parseInteger(env, 'MAX_STRING_CHARS') : null,
+    queryJit: { ...DEFAULT_QUERY_JIT },
   };
 }
 
-function parseCaches(env: NodeJS.ProcessEnv): CacheConfig {
-  const caches = { ...DEFAULT_CACHE_CONFIG };
-  for (const key of Object.keys(CACHE_VARIABLES) as (keyof CacheConfig)[]) {
-    const name = CACHE_VARIABLES[key];
-    const raw = env[name]?.trim();
-    if (!raw) continue;
-    const value = Number(raw.replaceAll('_', ''));
-    if (!Number.isSafeInteger(value) || value < 1) throw new ConfigError(`${name} must be a positive integer (got "${raw}").`);
-    caches[key] = value;
-  }
-  return caches;
+/** Names of RETIRED_VARIABLES set in `env`. */
+export function retiredVariablesSet(env: NodeJS.ProcessEnv = process.env): string[] {
+  return RETIRED_VARIABLES.filter((name) => env[name]?.trim());
 }
 
-function parseBoolean(env: NodeJS.ProcessEnv, name: string): boolean | null {
+function parseBoolean(env: NodeJS.ProcessEnv, name: SettingName): boolean | null {
   const raw = env[name]?.trim().toLowerCase();
   if (!raw) return null;
   if (['true', '1', 'yes', 'on'].includes(raw)) return true;
@@ -280,10 +316,20 @@ function parseBoolean(env: NodeJS.ProcessEnv, name: string): boolean | null {
   throw new ConfigError(`${name} must be true or false (got "${env[name]}").`);
 }
 
-function parseInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+/** An integer setting within its SETTINGS bounds (a duration: 1 ms to a day, setInterval's limit being about 24.8 days); unset: its default. */
+function parseInteger(env: NodeJS.ProcessEnv, name: SettingName): number {
+  const setting: Setting = SETTINGS[name];
   const raw = env[name]?.trim();
-  if (!raw) return fallback;
+  if (!raw) return setting.integer ?? 0;
   const value = Number(raw);
+  if (setting.duration) {
+    if (!Number.isInteger(value) || value < 1 || value > 86_400_000) {
+      throw new ConfigError(`${name} must be a whole number of milliseconds from 1 to 86400000 (got "${raw}").`);
+    }
+    return value;
+  }
+  const min = setting.min ?? 0;
+  const max = setting.max ?? Number.MAX_SAFE_INTEGER;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
     throw new ConfigError(`${name} must be an integer ${range} (got "${env[name]}").`);
@@ -291,8 +337,19 @@ function parseInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, mi
   return value;
 }
 
+function readUrl(url: string | undefined, name: SettingName, scheme: RegExp, kind: string): string | null {
+  if (!url) return null;
+  if (!scheme.test(url)) throw new ConfigError(`${name} must be ${kind} URL (got "${redact(url)}").`);
+  try {
+    new URL(url);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL.`);
+  }
+  return url;
+}
+
 function parseOrigins(raw: string | undefined): string[] {
-  if (!raw?.trim()) return [];
+  if (!raw) return [];
   return raw.split(',').map((entry) => {
     const origin = entry.trim();
     if (origin === '*') return origin;
@@ -309,35 +366,8 @@ function parseOrigins(raw: string | undefined): string[] {
   });
 }
 
-function parsePort(raw: string | undefined): number {
-  if (raw === undefined || raw.trim() === '') return 4000;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigError(`PORT must be an integer from 0 to 65535 (got "${raw}").`);
-  }
-  return port;
-}
-
-/** A positive whole number of milliseconds, at most a day (setInterval's limit is about 24.8 days). */
-function parseDuration(name: string, raw: string | undefined, fallback: number): number {
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const ms = Number(raw);
-  if (!Number.isInteger(ms) || ms < 1 || ms > 86_400_000) {
-    throw new ConfigError(`${name} must be a whole number of milliseconds from 1 to 86400000 (got "${raw}").`);
-  }
-  return ms;
-}
-
-function checkUrl(name: string, url: string) {
-  try {
-    new URL(url);
-  } catch {
-    throw new ConfigError(`${name} is not a valid URL.`);
-  }
-}
-
 function parseApiKeys(raw: string | undefined): ApiKeyConfig[] {
-  if (!raw || raw.trim() === '') return [];
+  if (!raw) return [];
   return raw.split(',').map((entry) => {
     const at = entry.indexOf(':');
     const workspace = entry.slice(0, at).trim();

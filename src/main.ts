@@ -1,8 +1,8 @@
 // Entry point: reads the environment, builds the app, listens, and shuts down cleanly on signals.
+// Exit codes: 0 after a clean shutdown, 1 when shutdown fails or a second signal cuts it short,
+// 2 on a configuration error (its message names the variable).
 import { buildApp } from './app.js';
-import { type AppConfig, ConfigError, loadConfig } from './config.js';
-import { applyHeapSettings } from './process/heap-settings.js';
-import { startIdleGc } from './process/idle-gc.js';
+import { type AppConfig, ConfigError, loadConfig, retiredVariablesSet } from './config.js';
 
 let config: AppConfig;
 try {
@@ -15,9 +15,9 @@ try {
   throw error;
 }
 
-// Process-wide, so here and not in buildApp (which touches no process globals).
-applyHeapSettings(config);
-const idleGc = config.idleGc ? startIdleGc() : null;
+for (const name of retiredVariablesSet()) {
+  console.warn(`session-graph: ${name} is no longer read (a constant, or derived from the documented settings); ignoring it`);
+}
 const app = await buildApp(config);
 const { db, bus, auth, logger } = app.runtime;
 const authMode =
@@ -43,7 +43,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     logger.info('shutting down', { signal, graceMs: config.shutdownGraceMs });
     try {
-      idleGc?.stop();
       await app.close();
       process.exit(0);
     } catch (error) {

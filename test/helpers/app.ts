@@ -4,7 +4,7 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
 import { buildApp, type App } from '../../src/app.js';
-import { loadConfig, type AppConfig } from '../../src/config.js';
+import { type AppConfig, DEFAULT_QUERY_JIT, loadConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/parts.js';
 
@@ -46,7 +46,8 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   return {
     // The server's defaults outside production, without rate limiting (tests send bursts on purpose),
     // and with every query document compiled from its first use, so the suite runs the compiled path.
-    ...loadConfig({ RATE_LIMIT: '0', QUERY_JIT_AFTER_USES: '1' }),
+    ...loadConfig({ RATE_LIMIT: '0' }),
+    queryJit: { ...DEFAULT_QUERY_JIT, afterUses: 1 },
     port: 0,
     host: '127.0.0.1',
     dataDir: 'memory://',

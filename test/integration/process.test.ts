@@ -85,8 +85,9 @@ describe('the server process (npm start)', () => {
     expect(await stop(second)).toBe(0);
   }, 300_000);
 
-  it('on SIGTERM completes an open SSE subscription and exits 0', async () => {
-    const running = await start({ DATA_DIR: 'memory://' });
+  it('on SIGTERM completes an open SSE subscription and exits 0; a retired variable is warned of, not read', async () => {
+    const running = await start({ DATA_DIR: 'memory://', IDLE_GC: 'true' });
+    expect(running.output()).toContain('IDLE_GC is no longer read');
     const created = await post(
       running.url,
       'mutation { createSession(input: {title: "sse", messages: [{role: USER, text: "x"}]}) { id } }',

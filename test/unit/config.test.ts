@@ -1,12 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import {
+  CACHE_REFERENCE_MB,
   ConfigError,
+  cacheSizes,
   DEFAULT_CACHE_CONFIG,
-  DEFAULT_HEAP_GROWING_PERCENT,
   DEFAULT_PGLITE_SHARED_BUFFERS_MB,
+  DEFAULT_QUERY_JIT,
+  defaultCacheMemoryMb,
   loadConfig,
+  RETIRED_VARIABLES,
+  retiredVariablesSet,
+  SETTINGS,
 } from '../../src/config.js';
-import { applyHeapSettings } from '../../src/process/heap-settings.js';
 
 describe('configuration from the environment', () => {
   it('defaults to the embedded database in ./.data, in-memory pub/sub, port 4000', () => {
@@ -69,7 +74,6 @@ describe('configuration from the environment', () => {
         REQUEST_TIMEOUT_MS: '4000',
         KEEP_ALIVE_TIMEOUT_MS: '3000',
         IDLE_TIMEOUT_MS: '0',
-        READY_TIMEOUT_MS: '200',
       }),
     ).toMatchObject({
       authRequired: true,
@@ -78,7 +82,6 @@ describe('configuration from the environment', () => {
       graphiql: false,
       shutdownGraceMs: 2_500,
       timeouts: { headersMs: 2_000, requestMs: 4_000, keepAliveMs: 3_000, idleMs: 0 },
-      readyTimeoutMs: 200,
     });
   });
 
@@ -90,8 +93,8 @@ describe('configuration from the environment', () => {
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['API_KEYS', { API_KEYS: 'no-colon-here' }],
     ['API_KEYS', { API_KEYS: 'team:short' }],
-    ['PARTS_CACHE_MAX_CHARS', { PARTS_CACHE_MAX_CHARS: 'lots' }],
-    ['ROWS_CACHE_MAX_ROWS', { ROWS_CACHE_MAX_ROWS: '0' }],
+    ['CACHE_MEMORY_MB', { CACHE_MEMORY_MB: 'lots' }],
+    ['CACHE_MEMORY_MB', { CACHE_MEMORY_MB: '0' }],
     ['API_KEY_CACHE_TTL_MS', { API_KEY_CACHE_TTL_MS: '1.5' }],
     ['AUTH_REQUIRED', { AUTH_REQUIRED: 'maybe' }],
     ['CORS_ORIGINS', { CORS_ORIGINS: 'app.example.com' }],
@@ -100,16 +103,13 @@ describe('configuration from the environment', () => {
     ['RATE_LIMIT_WINDOW_MS', { RATE_LIMIT_WINDOW_MS: '0' }],
     ['SHUTDOWN_GRACE_MS', { SHUTDOWN_GRACE_MS: 'soon' }],
     ['HEADERS_TIMEOUT_MS', { HEADERS_TIMEOUT_MS: '1.5' }],
-    ['HEAP_GROWING_PERCENT', { HEAP_GROWING_PERCENT: '-1' }],
-    ['HEAP_GROWING_PERCENT', { HEAP_GROWING_PERCENT: 'half' }],
-    ['ALLOCATION_SITE_PRETENURING', { ALLOCATION_SITE_PRETENURING: 'sometimes' }],
   ])('refuses a bad %s with a message naming it', (name, env) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
   });
 
-  it('sizes the caches from the environment, with the built-in sizes as defaults', () => {
-    expect(loadConfig({}).caches).toEqual(DEFAULT_CACHE_CONFIG);
+  it('sizes the caches from one memory budget, DEFAULT_CACHE_CONFIG at 128 MB, by default a quarter of the heap limit up to 128 MB', () => {
+    expect(CACHE_REFERENCE_MB).toBe(128);
     expect(DEFAULT_CACHE_CONFIG).toEqual({
       partsMaxChars: 32_000_000,
       rowsMax: 250_000,
@@ -121,64 +121,58 @@ describe('configuration from the environment', () => {
       apiKeyTtlMs: 5_000,
       subscriptionShapesMax: 1_000,
     });
-    const caches = loadConfig({
-      PARTS_CACHE_MAX_CHARS: '1_000_000',
-      ROWS_CACHE_MAX_ROWS: '5000',
-      ROWS_CACHE_MAX_ROWS_PER_SESSION: '100',
-      PAGE_CACHE_MAX_CHARS: '20000',
-      SESSION_CACHE_MAX_ROWS: '3',
-      WINDOW_HINTS_MAX: '7',
-      API_KEY_CACHE_MAX: '8',
-      API_KEY_CACHE_TTL_MS: '1000',
-      SUBSCRIPTION_SHAPES_MAX: '9',
-    }).caches;
-    expect(caches).toEqual({
-      partsMaxChars: 1_000_000,
-      rowsMax: 5000,
-      rowsMaxPerSession: 100,
-      pageMaxChars: 20_000,
-      sessionRowsMax: 3,
-      windowHintsMax: 7,
-      apiKeyMax: 8,
+    expect(defaultCacheMemoryMb(4 * 2 ** 30)).toBe(128);
+    expect(defaultCacheMemoryMb(256 * 2 ** 20)).toBe(64);
+    expect(defaultCacheMemoryMb(2 ** 20)).toBe(1);
+    expect(loadConfig({ CACHE_MEMORY_MB: '128' }).caches).toEqual(DEFAULT_CACHE_CONFIG);
+    expect(loadConfig({}).caches).toEqual(cacheSizes(defaultCacheMemoryMb()));
+    expect(loadConfig({ CACHE_MEMORY_MB: '256', API_KEY_CACHE_TTL_MS: '1000' }).caches).toEqual({
+      partsMaxChars: 64_000_000,
+      rowsMax: 500_000,
+      rowsMaxPerSession: 32_768,
+      pageMaxChars: 16_000_000,
+      sessionRowsMax: 20_000,
+      windowHintsMax: 20_000,
+      apiKeyMax: 20_000,
       apiKeyTtlMs: 1000,
-      subscriptionShapesMax: 9,
+      subscriptionShapesMax: 2_000,
     });
+    const tiny = cacheSizes(0.001);
+    expect(Math.min(...Object.values(tiny))).toBe(1);
+    expect(tiny.apiKeyTtlMs).toBe(5_000);
   });
 
-  it('bounds how far the old generation grows past the live heap: 50 % unless HEAP_GROWING_PERCENT says otherwise, 0 leaving it to V8', () => {
-    expect(DEFAULT_HEAP_GROWING_PERCENT).toBe(50);
-    expect(loadConfig({}).heapGrowingPercent).toBe(50);
-    expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
-    expect(loadConfig({ HEAP_GROWING_PERCENT: '100' }).heapGrowingPercent).toBe(100);
-    expect(loadConfig({}).allocationSitePretenuring).toBe(false);
-    expect(loadConfig({ ALLOCATION_SITE_PRETENURING: 'true' }).allocationSitePretenuring).toBe(true);
-    const set: string[] = [];
-    expect(applyHeapSettings(loadConfig({}), (flag) => set.push(flag))).toEqual([
-      '--heap-growing-percent=50',
-      '--no-allocation-site-pretenuring',
-    ]);
-    expect(
-      applyHeapSettings(loadConfig({ HEAP_GROWING_PERCENT: '0', ALLOCATION_SITE_PRETENURING: 'on' }), (flag) => set.push(flag)),
-    ).toEqual([]);
-    expect(set).toEqual(['--heap-growing-percent=50', '--no-allocation-site-pretenuring']);
-  });
-
-  it('scavenges in idle time unless IDLE_GC is off', () => {
-    expect(loadConfig({}).idleGc).toBe(true);
-    expect(loadConfig({ IDLE_GC: 'false' }).idleGc).toBe(false);
-    expect(loadConfig({ IDLE_GC: 'on' }).idleGc).toBe(true);
-    expect(() => loadConfig({ IDLE_GC: 'sometimes' })).toThrow(ConfigError);
-  });
-
-  it("sizes PGlite's page cache from PGLITE_SHARED_BUFFERS_MB, 32 MB by default, within 4 to 1024 MB", () => {
-    expect(loadConfig({}).pgliteSharedBuffersMb).toBe(DEFAULT_PGLITE_SHARED_BUFFERS_MB);
+  it("keeps the query JIT, the readiness wait and PGlite's page cache constant, and warns of the variables that set them before", () => {
+    expect(DEFAULT_QUERY_JIT).toEqual({ afterUses: 2, maxFields: 64, maxDocuments: 200 });
+    const retired = Object.fromEntries(RETIRED_VARIABLES.map((name) => [name, '1']));
+    const config = loadConfig(retired);
+    expect(config.queryJit).toEqual(DEFAULT_QUERY_JIT);
+    expect(config.readyTimeoutMs).toBe(500);
+    expect(config.pgliteSharedBuffersMb).toBe(DEFAULT_PGLITE_SHARED_BUFFERS_MB);
     expect(DEFAULT_PGLITE_SHARED_BUFFERS_MB).toBe(32);
-    expect(loadConfig({ PGLITE_SHARED_BUFFERS_MB: ' 128 ' }).pgliteSharedBuffersMb).toBe(128);
-    for (const bad of ['3', '1025', '16MB', '1.5']) {
-      expect(() => loadConfig({ PGLITE_SHARED_BUFFERS_MB: bad })).toThrow(
-        new ConfigError(`PGLITE_SHARED_BUFFERS_MB must be an integer from 4 to 1024 (got "${bad}").`),
-      );
-    }
+    expect(retiredVariablesSet(retired)).toEqual(RETIRED_VARIABLES);
+    expect(retiredVariablesSet({ PORT: '1' })).toEqual([]);
+    for (const name of RETIRED_VARIABLES) expect(SETTINGS).not.toHaveProperty(name);
+  });
+
+  it('reads exactly the variables of SETTINGS', () => {
+    const readNames = new Set<string>();
+    const env = new Proxy({} as NodeJS.ProcessEnv, {
+      get: (_target, name) => {
+        if (typeof name === 'string') readNames.add(name);
+        return undefined;
+      },
+    });
+    loadConfig(env);
+    loadConfig(
+      new Proxy({ CACHE_MEMORY_MB: '64', MAX_STRING_CHARS: '2048' } as NodeJS.ProcessEnv, {
+        get: (target, name) => {
+          if (typeof name === 'string') readNames.add(name);
+          return target[name as string];
+        },
+      }),
+    );
+    expect([...readNames].sort()).toEqual(Object.keys(SETTINGS).sort());
   });
 
   it('reads NODE_ENV=production as production', () => {
@@ -190,15 +184,13 @@ describe('configuration from the environment', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://user:secret@host/db' })).toThrow(/user:\*\*\*@/);
   });
 
-  it('reads the stale-turn timeout and sweep interval, 10 min and 30 s by default', () => {
+  it('reads the stale-turn timeout, 10 min by default, and sweeps every twentieth of it, at most every 30 s', () => {
     expect(loadConfig({})).toMatchObject({ turnTimeoutMs: 600_000, turnSweepIntervalMs: 30_000 });
-    expect(loadConfig({ TURN_TIMEOUT_MS: '1500', TURN_SWEEP_INTERVAL_MS: '250' })).toMatchObject({
-      turnTimeoutMs: 1500,
-      turnSweepIntervalMs: 250,
-    });
+    expect(loadConfig({ TURN_TIMEOUT_MS: '1500' })).toMatchObject({ turnTimeoutMs: 1500, turnSweepIntervalMs: 75 });
+    expect(loadConfig({ TURN_TIMEOUT_MS: '3600000' })).toMatchObject({ turnSweepIntervalMs: 30_000 });
+    expect(loadConfig({ TURN_TIMEOUT_MS: '1' })).toMatchObject({ turnSweepIntervalMs: 1 });
     for (const bad of ['0', '-5', '1.5', 'ten', '86400001']) {
       expect(() => loadConfig({ TURN_TIMEOUT_MS: bad })).toThrow(/TURN_TIMEOUT_MS must be a whole number/);
-      expect(() => loadConfig({ TURN_SWEEP_INTERVAL_MS: bad })).toThrow(/TURN_SWEEP_INTERVAL_MS must be a whole number/);
     }
   });
 });

@@ -1,0 +1,21 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { configTable, README_FILE, withConfigTable } from '../../scripts/print-config.js';
+import { SETTINGS } from '../../src/config.js';
+
+describe("README.md's configuration table", () => {
+  it('is what `npm run docs` prints from SETTINGS in src/config.ts', () => {
+    const readme = readFileSync(README_FILE, 'utf8');
+    expect(readme).toBe(withConfigTable(readme));
+  });
+
+  it('has one row per setting, about 20 of them', () => {
+    const rows = configTable().split('\n').slice(2);
+    expect(rows.map((row) => /^\| `(\w+)` \|/.exec(row)?.[1])).toEqual(Object.keys(SETTINGS));
+    expect(rows.length).toBeLessThanOrEqual(24);
+  });
+
+  it('refuses a README without its markers', () => {
+    expect(() => withConfigTable('# no table here\n')).toThrow(/config-table/);
+  });
+});
