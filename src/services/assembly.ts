@@ -32,7 +32,7 @@ import { latestCompaction, type CompactionRow } from '../db/stores/compactions.j
 import { readIdsAndPositions, readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
 import { readAssemblyState, type AssemblyState } from '../db/stores/sessions.js';
 import { recordContext } from '../db/stores/turns.js';
-import { notFound } from '../graphql/errors.js';
+import { notFound } from '../domain/errors.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { AssemblyCaches, type WindowHint } from '../caches/index.js';
 import { DEFAULT_CACHE_CONFIG } from '../config.js';
