@@ -10,8 +10,9 @@
  * locked counters), and `complete` (which publishes the call's events) runs for each in that order.
  *
  * A call alone on a database that is one connection (PGlite) goes as the single-call statement
- * (`appendMessageRows`), which is cheaper than the batched one: the batched statement's grouping, lock skipping and second read of the sessions are there for many calls and for locks
- * held elsewhere, and one connection holds no lock elsewhere. On PostgreSQL a call alone still goes
+ * (`appendMessageRows`), which is cheaper than the batched one: the batched statement's grouping,
+ * lock skipping and second read of the sessions are there for many calls and for locks held
+ * elsewhere, and one connection holds no lock elsewhere. On PostgreSQL a call alone still goes
  * batched: the single-call statement would wait for a lock another transaction holds, and every
  * call queued behind it with it.
  */

@@ -10,6 +10,15 @@ import { checkTitle } from './session-input.js';
 import type { SessionWrites } from './session-writes.js';
 import { readTimeline } from './timeline.js';
 
+/** Where to fork: the session, exactly one of its message index, message id and timeline index, and an optional title. */
+export interface ForkInput {
+  sessionId: string;
+  messageIndex?: number | null;
+  messageId?: string | null;
+  timelineIndex?: number | null;
+  title?: string | null;
+}
+
 /**
  * Forks `sessionId` at `messageIndex`: the fork sees the parent's messages [0, messageIndex) by
  * reference (no row is copied, so the cost does not grow with the parent's length), carries its
@@ -18,13 +27,7 @@ import { readTimeline } from './timeline.js';
 export async function forkSession(
   writes: SessionWrites,
   workspaceId: string,
-  input: {
-    sessionId: string;
-    messageIndex?: number | null;
-    messageId?: string | null;
-    timelineIndex?: number | null;
-    title?: string | null;
-  },
+  input: ForkInput,
   clientId?: string,
 ): Promise<{ session: Session; excludedMessage: Message }> {
   const byTimeline = input.timelineIndex !== undefined && input.timelineIndex !== null;

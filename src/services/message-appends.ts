@@ -28,6 +28,12 @@ import { publishAll } from './event-log.js';
 import { draftBatch } from './session-input.js';
 import type { SessionWrites } from './session-writes.js';
 
+/** The session row an append left, and the messages it wrote. */
+export interface AppendedMessages {
+  session: Session;
+  messages: Message[];
+}
+
 /** Messages a tool result's call is looked for among first, before the whole history. */
 const RECENT_WINDOW = 64;
 
@@ -54,7 +60,7 @@ export class MessageAppends {
     inputs: MessageInputData[],
     options: { turnId: string | null; agentId: string | null; turnLabel?: string },
     clientId?: string,
-  ): Promise<{ session: Session; messages: Message[] }> {
+  ): Promise<AppendedMessages> {
     const drafts = draftBatch(inputs, false, this.caps);
     if (options.agentId !== null && !options.agentId.trim()) throw badInput('agentId must not be empty.');
     if (options.turnId === null && unansweredToolResults(drafts).size === 0 && !drafts.some(hasUpload)) {
@@ -101,7 +107,7 @@ export class MessageAppends {
     drafts: DraftMessage[],
     options: { turnId: string | null; agentId: string | null },
     events: SessionEventMessage[],
-  ): Promise<{ session: Session; messages: Message[] }> {
+  ): Promise<AppendedMessages> {
     await checkToolResults(
       tx,
       session,

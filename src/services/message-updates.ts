@@ -11,13 +11,20 @@ import type { Message } from '../generated/prisma/client.js';
 import { checkToolResults, precountFinished, storeAttachments, withSnapshot } from './message-appends.js';
 import type { SessionWrites } from './session-writes.js';
 
+/** What `updateMessage` changes: text appended, or the parts replaced, and whether it is still generating. */
+export interface MessageUpdate {
+  appendText?: string | null;
+  parts?: PartInput[] | null;
+  generating?: boolean | null;
+}
+
 /** Changes a message that is still generating; a finished message never changes. */
 export async function updateMessage(
   writes: SessionWrites,
   caps: TextCaps,
   workspaceId: string,
   messageId: string,
-  input: { appendText?: string | null; parts?: PartInput[] | null; generating?: boolean | null },
+  input: MessageUpdate,
   clientId?: string,
 ): Promise<Message> {
   const hasAppend = input.appendText !== undefined && input.appendText !== null;

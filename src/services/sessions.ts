@@ -7,7 +7,7 @@ import * as sessionStore from '../db/stores/sessions.js';
 import { turnStatusIn } from '../db/stores/turns.js';
 import { badInput, DomainError, notFound } from '../domain/errors.js';
 import { clipSegments, visibleSegments } from '../domain/lineage.js';
-import type { MessageInputData, PartInput, TextCaps } from '../domain/parts.js';
+import type { MessageInputData, TextCaps } from '../domain/parts.js';
 import type { Timeline } from '../domain/timeline.js';
 import { countTokens } from '../domain/tokens.js';
 import { requiredKey, turnNotActive } from '../domain/turns.js';
@@ -15,9 +15,9 @@ import type { Message, Prisma, PrismaClient, Session } from '../generated/prisma
 import type { EventBus } from '../pubsub/event-bus.js';
 import type { AssemblyCaches } from '../caches/index.js';
 import { sessionDeletedEvent } from './event-log.js';
-import { forkSession } from './forks.js';
-import { MessageAppends } from './message-appends.js';
-import { updateMessage } from './message-updates.js';
+import { type ForkInput, forkSession } from './forks.js';
+import { type AppendedMessages, MessageAppends } from './message-appends.js';
+import { type MessageUpdate, updateMessage } from './message-updates.js';
 import { checkTitle, draftBatch, jsonObject } from './session-input.js';
 import { SessionWrites } from './session-writes.js';
 import { readTimeline } from './timeline.js';
@@ -173,38 +173,18 @@ export class SessionService extends SessionWrites {
     return ids;
   }
 
-  appendMessages(
-    workspaceId: string,
-    sessionId: string,
-    inputs: MessageInputData[],
-    options: { turnId: string | null; agentId: string | null; turnLabel?: string },
-    clientId?: string,
-  ): Promise<{ session: Session; messages: Message[] }> {
-    return this.appends.append(workspaceId, sessionId, inputs, options, clientId);
+  /** Appends messages to a session (see message-appends.ts). */
+  appendMessages(...call: Parameters<MessageAppends['append']>): Promise<AppendedMessages> {
+    return this.appends.append(...call);
   }
 
   /** Changes a message that is still generating; a finished message never changes (see message-updates.ts). */
-  updateMessage(
-    workspaceId: string,
-    messageId: string,
-    input: { appendText?: string | null; parts?: PartInput[] | null; generating?: boolean | null },
-    clientId?: string,
-  ): Promise<Message> {
+  updateMessage(workspaceId: string, messageId: string, input: MessageUpdate, clientId?: string): Promise<Message> {
     return updateMessage(this, this.caps, workspaceId, messageId, input, clientId);
   }
 
   /** Forks a session at a USER message (see forks.ts). */
-  forkSession(
-    workspaceId: string,
-    input: {
-      sessionId: string;
-      messageIndex?: number | null;
-      messageId?: string | null;
-      timelineIndex?: number | null;
-      title?: string | null;
-    },
-    clientId?: string,
-  ): Promise<{ session: Session; excludedMessage: Message }> {
+  forkSession(workspaceId: string, input: ForkInput, clientId?: string): Promise<{ session: Session; excludedMessage: Message }> {
     return forkSession(this, workspaceId, input, clientId);
   }
 
