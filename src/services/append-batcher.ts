@@ -1,19 +1,18 @@
 /**
  * Group commit for the plain appends (`SessionService.appendMessages` without a turn, tool results
  * or uploads): calls that arrive while a batch is being written wait for it, then go together as
- * one statement (db/stores/append.ts `appendMessageBatch`), to one session or many. Under load that
- * is one round trip, one plan execution and one commit for tens of calls, instead of one each; a
- * call alone is written at the next turn of the event loop, as before.
+ * one statement (db/stores/append.ts `appendMessageBatch`), to one session or many: one round trip,
+ * one plan execution and one commit for the calls of a batch; a call alone is written at the next
+ * `setImmediate`.
  *
  * Each call is settled in the order it was queued: its messages have the positions and sequence
  * numbers that order gives within their session (dense, as the statement numbers them from the
  * locked counters), and `complete` (which publishes the call's events) runs for each in that order.
  *
  * A call alone on a database that is one connection (PGlite) goes as the single-call statement
- * (`appendMessageRows`), about a sixth cheaper than the batched one (paced at 50 ms on PGlite: 1.45-1.64
- * ms at the median against 1.78-1.96, p90 2.1-3.4 against 2.8-4.0): the batched statement's
- * grouping, lock skipping and second read of the sessions are there for many calls and for locks
- * held elsewhere, and one connection holds no lock elsewhere. On PostgreSQL a call alone still goes
+ * (`appendMessageRows`), which is cheaper than the batched one: the batched statement's grouping,
+ * lock skipping and second read of the sessions are there for many calls and for locks held
+ * elsewhere, and one connection holds no lock elsewhere. On PostgreSQL a call alone still goes
  * batched: the single-call statement would wait for a lock another transaction holds, and every
  * call queued behind it with it.
  */

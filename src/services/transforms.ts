@@ -10,10 +10,11 @@ import { precount } from '../domain/token-precount.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import { foldTransforms, REDACTED_TEXT, redactParts, type HistoryTransforms, type TransformKind } from '../domain/transforms.js';
 import type { StoredPart } from '../domain/types.js';
-import { badInput, notFound } from '../graphql/errors.js';
+import { badInput, notFound } from '../domain/errors.js';
 import type { Message, Session } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub/event-bus.js';
-import type { LockedSession, SessionService } from './sessions.js';
+import type { LockedSession } from '../db/stores/sessions.js';
+import type { SessionWrites } from './session-writes.js';
 
 /** Longest `reason` of hideMessages, in characters. */
 export const HIDE_REASON_MAX = 1_000;
@@ -34,7 +35,7 @@ type ClientIds = ReadonlyMap<string, string>;
  * transaction; the event is published after the commit. A refusal writes nothing.
  */
 export class TransformService {
-  constructor(private readonly sessions: SessionService) {}
+  constructor(private readonly sessions: SessionWrites) {}
 
   async hideMessages(
     workspaceId: string,

@@ -17,7 +17,7 @@ import {
   validateUsage,
   type UsageReportInput,
 } from '../domain/turns.js';
-import { DomainError, notFound } from '../graphql/errors.js';
+import { DomainError, notFound } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
 import { appendEvents, publishAll, writeThenPublish } from './event-log.js';

@@ -1,0 +1,220 @@
+import type { AssemblyCaches, WindowHint } from '../caches/index.js';
+import { FirstRowsCache } from '../caches/first-rows.js';
+import type { Sql } from '../db/sql.js';
+import { findAttachmentSummaries, findAttachments } from '../db/stores/attachments.js';
+import { readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
+import { readAssemblyState, type AssemblyState } from '../db/stores/sessions.js';
+import { trimWindowEdge, WindowPlan, type WindowPaging } from '../domain/assembly/window.js';
+import { notFound } from '../domain/errors.js';
+import { markImmutable } from '../domain/immutable.js';
+import { clipSegments, type LineageSession, type Segment } from '../domain/lineage.js';
+import type { HistoryTransforms } from '../domain/transforms.js';
+import type { DomainMessage, ResolvedAttachment, StoredPart, TokenEncoding } from '../domain/types.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+
+/** A known session's newest messages [from, messageCount), newest first, read with the session. */
+export interface NewestPage {
+  from: number;
+  rows: LightRow[];
+}
+export interface LoadedWindow {
+  /** The window's messages, oldest first, with their parts. */
+  messages: DomainMessage[];
+  /** The average lower-bound cost of the messages counted (null when none were). */
+  costPerRow: number | null;
+}
+
+/**
+ * The reads of context assembly: the session with what its turns say, the window of messages the
+ * window rule (domain/assembly/window.ts) keeps, paged newest first from the rows cache where it
+ * has them, else from the database; their parts, the leading system message and the attachments
+ * they reference. It reads, and fills the caches it reads through; it never writes to the database.
+ */
+export class AssemblyReads {
+  private readonly firstRows = new FirstRowsCache();
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly sql: Sql,
+    private readonly paging: WindowPaging,
+    private readonly caches: AssemblyCaches,
+  ) {}
+
+  /** The session and what its turns say; for a known session, also its compaction and what the rows cache lacks of its newest messages. */
+  readSession(
+    workspaceId: string,
+    sessionId: string,
+    turnId: string | null,
+    known: { hint: WindowHint; newest: number } | null,
+  ): Promise<AssemblyState | null> {
+    const from = known ? Math.max(known.hint.forkIndex ?? 0, this.caches.rows.range(sessionId)?.hi ?? 0) : 0;
+    return readAssemblyState(this.sql, workspaceId, sessionId, turnId, known ? { session: known.hint, from, newest: known.newest } : null);
+  }
+
+  /**
+   * The messages worth assembling, oldest first, as the window rule (domain/assembly/window.ts)
+   * decides them: from the rows cache where it has them, else read a page at a time (the first
+   * while the compaction is read, or already read with the session). Without stored counts,
+   * everything after the compaction is loaded (`loadAll`).
+   */
+  async loadWindow(
+    session: LineageSession,
+    segments: Segment[],
+    uptoRead: Promise<number>,
+    budget: number,
+    encoding: Exclude<TokenEncoding, 'CHARS_DIV_4'>,
+    newest: NewestPage | null,
+    transforms: HistoryTransforms,
+  ): Promise<LoadedWindow> {
+    const count = session.messageCount;
+    const plan = new WindowPlan(budget, encoding, this.paging);
+    const newestFirst: LightRow[] = [];
+    // Rows read from the database, by session, for the rows cache.
+    const fetched = new Map<string, LightRow[]>();
+    const keep = (sessionId: string, rows: LightRow[]) => {
+      const list = fetched.get(sessionId);
+      if (list) list.push(...rows);
+      else fetched.set(sessionId, rows);
+    };
+    let upto: number | null = null;
+    for (const segment of [...clipSegments(segments, 0, count)].reverse()) {
+      for (let hi = segment.end; !plan.done && hi > Math.max(segment.start, upto ?? 0); ) {
+        const floor = Math.max(segment.start, upto ?? 0);
+        const cached = this.caches.rows.range(segment.sessionId);
+        let rows: LightRow[];
+        if (newest && segment.sessionId === session.id && hi === count && newest.from < count) {
+          // Read with the session: [from, count).
+          rows = newest.rows;
+          newest = null;
+          keep(segment.sessionId, rows);
+        } else if (cached && cached.lo < hi && hi <= cached.hi) {
+          rows = this.caches.rows.newestFirst(segment.sessionId, Math.max(cached.lo, floor), hi);
+        } else {
+          // What is kept below `hi` is not read again.
+          const lo = Math.max(floor, hi - plan.nextPageSize(), cached && cached.hi < hi ? cached.hi : 0);
+          rows = await readLightPage(this.sql, segment.sessionId, lo, hi);
+          keep(segment.sessionId, rows);
+        }
+        // The first page was read before the compaction's end was known.
+        upto ??= await uptoRead;
+        if (rows.length === 0) break;
+        for (const row of rows) {
+          if (plan.done || row.position < upto) break;
+          newestFirst.push(row);
+          // A message counted before counts were stored bounds nothing: load everything.
+          if (!plan.take(windowView(row, transforms))) return this.loadAll(session, segments, uptoRead);
+        }
+        hi = rows[rows.length - 1].position;
+      }
+      if (plan.done || (upto !== null && segment.start <= upto)) break;
+    }
+    for (const [sessionId, rows] of fetched) this.caches.rows.add(sessionId, rows);
+    const rows = trimWindowEdge(newestFirst.reverse(), upto ?? 0);
+    return { messages: await this.withParts(rows), costPerRow: plan.costPerRow };
+  }
+
+  /**
+   * The message at position 0 when it is a finished SYSTEM message, with its parts. A finished
+   * row never changes, so it is read once per session owning position 0 (caches/first-rows.ts).
+   */
+  async leadingSystemMessage(segments: Segment[]): Promise<DomainMessage | null> {
+    const [first] = clipSegments(segments, 0, 1);
+    if (!first) return null;
+    let row: LightRow | null | undefined = this.firstRows.get(first.sessionId);
+    if (row === undefined) {
+      const rows = await readLightPage(this.sql, first.sessionId, 0, 1);
+      row = rows[0] ?? null;
+      if (row) this.firstRows.keep(first.sessionId, row);
+    }
+    if (row?.role !== 'SYSTEM' || row.generating) return null;
+    return (await this.withParts([row]))[0];
+  }
+
+  /** Every message after the compaction: without a budget (or a countable one), nothing bounds the window. */
+  async loadAll(session: LineageSession, segments: Segment[], uptoRead: Promise<number>): Promise<LoadedWindow> {
+    const scope = clipSegments(segments, await uptoRead, session.messageCount);
+    const rows = await readLightSegments(this.prisma, scope);
+    return { messages: await this.withParts(rows), costPerRow: null };
+  }
+
+  /** The rows as messages with their parts: finished messages' from the cache, the others (generating ones too) in one query. */
+  async withParts(rows: LightRow[]): Promise<DomainMessage[]> {
+    const parts: (StoredPart[] | undefined)[] = new Array(rows.length);
+    let missing: string[] | null = null;
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      parts[i] = row.generating ? undefined : this.caches.parts.get(row.id);
+      if (parts[i] === undefined) (missing ??= []).push(row.id);
+    }
+    if (missing) {
+      const found = await readParts(this.sql, missing);
+      const byId = new Map<string, StoredPart[]>();
+      for (const row of found) {
+        byId.set(row.id, row.parts);
+        // A finished message never changes: its parts are frozen, and what is derived from them kept.
+        if (!row.generating) this.caches.parts.set(row.id, markImmutable(row.parts), row.sessionId);
+      }
+      for (let i = 0; i < rows.length; i++) {
+        if (parts[i] !== undefined) continue;
+        parts[i] = byId.get(rows[i].id);
+        // Only a delete running alongside removes a message between the two reads.
+        if (parts[i] === undefined) throw notFound('Message', rows[i].id);
+      }
+    }
+    return rows.map((row, i) => ({
+      id: row.id,
+      index: row.position,
+      role: row.role,
+      parts: parts[i]!,
+      generating: row.generating,
+      tokens: row.tokensO200k === null || row.tokensCl100k === null ? null : { O200K_BASE: row.tokensO200k, CL100K_BASE: row.tokensCl100k },
+    }));
+  }
+
+  /** The attachments the messages reference; by reference, without their content (a reference block needs only its length). */
+  async loadAttachments(workspaceId: string, messages: DomainMessage[], byReference: boolean): Promise<Map<string, ResolvedAttachment>> {
+    const ids = new Set<string>();
+    for (const message of messages) for (const part of message.parts) if (part.type === 'attachment') ids.add(part.attachmentId);
+    if (ids.size === 0) return new Map();
+    if (byReference) {
+      const rows = await findAttachmentSummaries(this.sql, workspaceId, [...ids]);
+      return new Map(
+        rows.map((row) => [
+          row.id,
+          row.chars === null
+            ? {
+                id: row.id,
+                name: row.name,
+                mimeType: row.mimeType,
+                size: row.size,
+                content: null,
+                problem: 'the stored attachment has no text content',
+              }
+            : { id: row.id, name: row.name, mimeType: row.mimeType, size: row.size, content: null, chars: row.chars },
+        ]),
+      );
+    }
+    const rows = await findAttachments(this.prisma, workspaceId, [...ids]);
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          id: row.id,
+          name: row.name,
+          mimeType: row.mimeType,
+          size: row.size,
+          content: row.content,
+          ...(row.content === null ? { problem: 'the stored attachment has no text content' } : {}),
+        },
+      ]),
+    );
+  }
+}
+
+/** What the window rule sees of a row: a hidden message costs nothing (as a generating one), a redacted one its replacement. */
+function windowView(row: LightRow, transforms: HistoryTransforms): LightRow {
+  if (transforms.hidden.has(row.id)) return { ...row, generating: true };
+  const redaction = transforms.redacted.get(row.id);
+  if (redaction) return { ...row, tokensO200k: redaction.tokens.O200K_BASE, tokensCl100k: redaction.tokens.CL100K_BASE };
+  return row;
+}
