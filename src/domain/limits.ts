@@ -11,7 +11,7 @@ export const DEFAULT_STRING_CHARS = { postgres: 1024 * 1024, pglite: 256 * 1024 
 
 /**
  * The caps that follow the longest string, so they depend on the backend (`textCaps`); they reach
- * the checks through the app runtime (`AppRuntime.caps`), never through a global.
+ * the checks through the request context (`RequestContext.caps`), never through a global.
  */
 export interface TextCaps {
   /** Any string argument other than ids and JSON (text, tool results, summaries, system prompts), in UTF-16 units. */
