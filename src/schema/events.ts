@@ -47,6 +47,15 @@ const messageField = (t: EventFieldBuilder, description: string) =>
     resolve: (e, _, ctx) => (e.messageId ? (carriedMessage(e) ?? ctx.reads.eventMessage(e)) : null),
   });
 
+/** A session an event's payload names by `key` (`what` keys it in the event memo); null once deleted. */
+const sessionField = (t: EventFieldBuilder, what: string, key: string, description: string) =>
+  t.field({
+    type: Session,
+    nullable: true,
+    description,
+    resolve: (e, _, ctx) => ctx.reads.eventSession(e, what, payloadOf(e)[key] as string, ctx.workspaceId, ctx.loaders),
+  });
+
 eventType('MessageAdded', 'MESSAGE_ADDED', 'A message was appended.', (t) => ({
   message: messageField(t, 'The message as it is now (null once deleted).'),
   index: t.int({ description: 'Its index.', resolve: (e) => payloadOf(e).index as number }),
@@ -66,12 +75,7 @@ eventType('MessageUpdated', 'MESSAGE_UPDATED', 'A generating message changed or 
 }));
 
 eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.', (t) => ({
-  fork: t.field({
-    type: Session,
-    nullable: true,
-    description: 'The new fork (null once deleted).',
-    resolve: (e, _, ctx) => ctx.reads.eventSession(e, 'fork', payloadOf(e).forkId as string, ctx.workspaceId, ctx.loaders),
-  }),
+  fork: sessionField(t, 'fork', 'forkId', 'The new fork (null once deleted).'),
   messageIndex: t.int({ description: 'Where it was cut.', resolve: (e) => payloadOf(e).messageIndex as number }),
   excludedMessage: messageField(t, 'The USER message left out of the fork.'),
 }));
@@ -105,12 +109,7 @@ eventType(
       description: 'The ID of the new sub-agent session.',
       resolve: (e) => toGlobalId('Session', payloadOf(e).subSessionId as string),
     }),
-    subSession: t.field({
-      type: Session,
-      nullable: true,
-      description: 'The new sub-agent session (null once deleted).',
-      resolve: (e, _, ctx) => ctx.reads.eventSession(e, 'sub', payloadOf(e).subSessionId as string, ctx.workspaceId, ctx.loaders),
-    }),
+    subSession: sessionField(t, 'sub', 'subSessionId', 'The new sub-agent session (null once deleted).'),
     agentId: t.string({ description: 'The agent that runs it.', resolve: (e) => payloadOf(e).agentId as string }),
     turn: t.field({
       type: Turn,
@@ -130,12 +129,7 @@ eventType(
       description: 'The ID of the sub-agent session the event happened in (it stays readable after the sub-session is deleted).',
       resolve: (e) => toGlobalId('Session', payloadOf(e).subSessionId as string),
     }),
-    subSession: t.field({
-      type: Session,
-      nullable: true,
-      description: 'The sub-agent session the event happened in (null once deleted).',
-      resolve: (e, _, ctx) => ctx.reads.eventSession(e, 'sub', payloadOf(e).subSessionId as string, ctx.workspaceId, ctx.loaders),
-    }),
+    subSession: sessionField(t, 'sub', 'subSessionId', 'The sub-agent session the event happened in (null once deleted).'),
     turn: t.field({
       type: Turn,
       nullable: true,
