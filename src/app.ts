@@ -6,7 +6,7 @@ import type { YogaServerInstance } from 'graphql-yoga';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
 import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
-import { contextForEvent, createRequestContext, type AppRuntime, type RequestContext } from './graphql/context.js';
+import { contextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
 import { DomainError, domainErrorOf, toGraphQLError } from './graphql/errors.js';
 import { Prisma } from './generated/prisma/client.js';
@@ -119,6 +119,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
 
 function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   const { config, caps, logger, db, bus, auth } = runtime;
+  const createContext = requestContexts(runtime);
   const endpoint = '/graphql';
   const subscriptions = new SubscriptionTracker();
   let stopping = false;
@@ -213,7 +214,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
       connectionParams?: Record<string, unknown>;
       extra?: SocketExtra;
     }) =>
-      createRequestContext(runtime, {
+      createContext({
         authorization: authorizationFrom(request, connectionParams, extra?.authorization),
       }),
   });

@@ -1,5 +1,5 @@
 import { badInput } from './errors.js';
-import { LIMITS } from './parts.js';
+import { LIMITS } from './limits.js';
 
 /**
  * The rules every string and JSON argument obeys, whatever field it reaches: PostgreSQL refuses

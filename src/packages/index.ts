@@ -25,7 +25,7 @@ export const {
   createContextCache,
   initContextCache,
 } = require('@pothos/core') as typeof import('@pothos/core');
-export const { default: PrismaPlugin } = require('@pothos/plugin-prisma') as typeof import('@pothos/plugin-prisma');
+export const { default: PrismaPlugin, getRefFromModel } = require('@pothos/plugin-prisma') as typeof import('@pothos/plugin-prisma');
 export const {
   default: RelayPlugin,
   decodeGlobalID,

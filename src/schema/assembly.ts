@@ -186,7 +186,7 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     decisions: t.field({
       type: [ContextDecision],
       description: 'One entry per source message, in index order: kept, elided, summarized or dropped, and why.',
-      resolve: (c, _, ctx) => ctx.runtime.assembly.decisionsOf(c),
+      resolve: (c, _, ctx) => ctx.assembly.decisionsOf(c),
     }),
     attachmentProblems: t.field({
       type: [AttachmentProblem],
@@ -253,7 +253,7 @@ builder.mutationField('assembleContext', (t) =>
       'Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens keeping the newest messages (never separating a tool call from its result), resolve attachments (inlined or by reference, attachmentMode), put turnContext before the last user message. Never changes the session; with turnId, records the result on the turn.',
     args: { input: t.arg({ type: AssembleContextInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.assembly.assemble(
+      ctx.assembly.assemble(
         ctx.workspaceId,
         {
           ...input,

@@ -9,14 +9,7 @@ import {
 import { badInput, notFound } from '../graphql/errors.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
-
-/** What the type needs of an attachment: a message's attachment part, or a loaded row (see `loaders.attachmentById`). */
-export interface AttachmentShape {
-  attachmentId: string;
-  name: string;
-  mimeType: string;
-  size: number;
-}
+import type { AttachmentShape } from '../services/loaders.js';
 
 const AttachmentContent = builder.objectRef<AttachmentPage>('AttachmentContent').implement({
   description:

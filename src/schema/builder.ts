@@ -63,3 +63,6 @@ export const builder = new SchemaBuilder<{
 builder.queryType({ description: 'Reads: sessions, their messages and forks, turns.' });
 builder.mutationType({ description: 'Writes. Each mutation takes one input object; a refused one writes nothing.' });
 builder.subscriptionType({ description: 'Live events of a session, with replay after a known sequence number.' });
+
+/** The builder's schema types, as Pothos completed them (what a ref declared ahead of its type names). */
+export type BuilderTypes = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer Types> ? Types : never;

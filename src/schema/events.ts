@@ -1,18 +1,12 @@
-import type { RequestContext } from '../graphql/context.js';
+import type { EventsContext } from '../graphql/context.js';
 import { notFound } from '../graphql/errors.js';
-import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub/event-bus.js';
-import { readShared, SESSION_DELETED, sessionEventStream } from '../services/event-log.js';
-import { messageFromSnapshot } from '../db/stores/messages.js';
-import { sessionInWorkspace } from '../db/stores/sessions.js';
+import { SESSION_DELETED } from '../services/event-log.js';
+import { carriedMessage } from '../services/reads.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
-import { Message } from './message.js';
-import { Session } from './session.js';
+import { Message, Session } from './refs.js';
 import { Turn } from './turn.js';
-
-/** A value, or its promise (what a resolver may return; `eventEntities` hands out a settled value as it is). */
-type MaybePromise<T> = T | Promise<T>;
 
 export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEvent').implement({
   description: "An entry of a session's event log.",
@@ -23,10 +17,7 @@ export const SessionEvent = builder.interfaceRef<SessionEventMessage>('SessionEv
       type: Session,
       nullable: true,
       description: 'The session (null once deleted).',
-      resolve: (e, _, ctx) =>
-        ctx.runtime.eventEntities.get(e.id, `session:${ctx.workspaceId}`, () =>
-          ctx.loaders.sessionById.load(e.sessionId),
-        ) as MaybePromise<SessionRow | null>,
+      resolve: (e, _, ctx) => ctx.reads.eventSession(e, 'session', e.sessionId, ctx.workspaceId, ctx.loaders),
     }),
   }),
 });
@@ -53,18 +44,16 @@ const messageField = (t: EventFieldBuilder, description: string) =>
     type: Message,
     nullable: true,
     description,
-    resolve: (e, _, ctx) => {
-      const messageId = e.messageId;
-      if (!messageId) return null;
-      // A live event carries its (small) message: no instance reads it, and the event's execution
-      // stays synchronous (its subscribers after the first are written to at once). Nor is it kept:
-      // made again per selection, it is not held for the memo's time to live (a streamed message's
-      // whole text, per event). Replayed ones read it once per instance.
-      if (e.message) return messageFromSnapshot(e.message);
-      return ctx.runtime.eventEntities.get(e.id, 'message', () =>
-        ctx.prisma.message.findUnique({ where: { id: messageId } }),
-      ) as MaybePromise<MessageRow | null>;
-    },
+    resolve: (e, _, ctx) => (e.messageId ? (carriedMessage(e) ?? ctx.reads.eventMessage(e)) : null),
+  });
+
+/** A session an event's payload names by `key` (`what` keys it in the event memo); null once deleted. */
+const sessionField = (t: EventFieldBuilder, what: string, key: string, description: string) =>
+  t.field({
+    type: Session,
+    nullable: true,
+    description,
+    resolve: (e, _, ctx) => ctx.reads.eventSession(e, what, payloadOf(e)[key] as string, ctx.workspaceId, ctx.loaders),
   });
 
 eventType('MessageAdded', 'MESSAGE_ADDED', 'A message was appended.', (t) => ({
@@ -86,15 +75,7 @@ eventType('MessageUpdated', 'MESSAGE_UPDATED', 'A generating message changed or 
 }));
 
 eventType('SessionForked', 'SESSION_FORKED', 'A fork of this session was made.', (t) => ({
-  fork: t.field({
-    type: Session,
-    nullable: true,
-    description: 'The new fork (null once deleted).',
-    resolve: (e, _, ctx) =>
-      ctx.runtime.eventEntities.get(e.id, `fork:${ctx.workspaceId}`, () =>
-        ctx.loaders.sessionById.load(payloadOf(e).forkId as string),
-      ) as MaybePromise<SessionRow | null>,
-  }),
+  fork: sessionField(t, 'fork', 'forkId', 'The new fork (null once deleted).'),
   messageIndex: t.int({ description: 'Where it was cut.', resolve: (e) => payloadOf(e).messageIndex as number }),
   excludedMessage: messageField(t, 'The USER message left out of the fork.'),
 }));
@@ -128,22 +109,13 @@ eventType(
       description: 'The ID of the new sub-agent session.',
       resolve: (e) => toGlobalId('Session', payloadOf(e).subSessionId as string),
     }),
-    subSession: t.field({
-      type: Session,
-      nullable: true,
-      description: 'The new sub-agent session (null once deleted).',
-      resolve: (e, _, ctx) =>
-        ctx.runtime.eventEntities.get(e.id, `sub:${ctx.workspaceId}`, () =>
-          ctx.loaders.sessionById.load(payloadOf(e).subSessionId as string),
-        ) as MaybePromise<SessionRow | null>,
-    }),
+    subSession: sessionField(t, 'sub', 'subSessionId', 'The new sub-agent session (null once deleted).'),
     agentId: t.string({ description: 'The agent that runs it.', resolve: (e) => payloadOf(e).agentId as string }),
     turn: t.field({
       type: Turn,
       nullable: true,
       description: 'The turn of this session it runs in.',
-      resolve: (e, _, ctx) =>
-        e.turnId ? ctx.prisma.turn.findFirst({ where: { id: e.turnId, session: { workspaceId: ctx.workspaceId } } }) : null,
+      resolve: (e, _, ctx) => (e.turnId ? ctx.reads.turnInWorkspace(e.turnId, ctx.workspaceId) : null),
     }),
   }),
 );
@@ -157,21 +129,12 @@ eventType(
       description: 'The ID of the sub-agent session the event happened in (it stays readable after the sub-session is deleted).',
       resolve: (e) => toGlobalId('Session', payloadOf(e).subSessionId as string),
     }),
-    subSession: t.field({
-      type: Session,
-      nullable: true,
-      description: 'The sub-agent session the event happened in (null once deleted).',
-      resolve: (e, _, ctx) =>
-        ctx.runtime.eventEntities.get(e.id, `sub:${ctx.workspaceId}`, () =>
-          ctx.loaders.sessionById.load(payloadOf(e).subSessionId as string),
-        ) as MaybePromise<SessionRow | null>,
-    }),
+    subSession: sessionField(t, 'sub', 'subSessionId', 'The sub-agent session the event happened in (null once deleted).'),
     turn: t.field({
       type: Turn,
       nullable: true,
       description: 'The turn of this session the sub-agent session (or the sub-session above it) runs in.',
-      resolve: (e, _, ctx) =>
-        e.turnId ? ctx.prisma.turn.findFirst({ where: { id: e.turnId, session: { workspaceId: ctx.workspaceId } } }) : null,
+      resolve: (e, _, ctx) => (e.turnId ? ctx.reads.turnInWorkspace(e.turnId, ctx.workspaceId) : null),
     }),
     event: t.field({
       type: SessionEvent,
@@ -185,15 +148,12 @@ eventType(
  * Checks that the session is in the caller's workspace (NOT_FOUND otherwise, whether it exists
  * elsewhere or not at all) and returns its event stream, which ends after SessionDeleted.
  */
-export async function workspaceSessionStream(ctx: RequestContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
+export async function workspaceSessionStream(ctx: EventsContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
-  // Reads only: on PGlite they leave the kept session rows alone (caches/session-rows.ts).
-  const { reads } = ctx.runtime.db.sql;
-  const { workspaceId } = ctx;
-  const found = await readShared(reads, `in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
-  if (!found) throw notFound('Session', String(rawSessionId));
   // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
-  return sessionEventStream(reads, ctx.runtime.bus, sessionId, afterSequence ?? null);
+  const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null);
+  if (!stream) throw notFound('Session', String(rawSessionId));
+  return stream;
 }
 
 builder.subscriptionField('sessionEvents', (t) =>

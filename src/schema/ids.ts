@@ -34,14 +34,12 @@ export const NODE_RAW_IDS: Record<NodeTypeName, (parent: Record<string, unknown>
 };
 
 /**
- * Every node's `id` answered at once. The relay plugin resolves it with an async function (its
- * `t.globalID` around the node's own id resolver, both `async`): a promise per ID, and a result
- * holding one is finished by graphql-js (and graphql-jit) in later microtasks. A subscription event
- * that selects its message's `id` was therefore never executed synchronously: its shared result was
- * a promise for every subscriber, each written only after the microtasks queued before it (with the
- * in-memory bus, which delivers inside the writer's request, the writer's whole response); a page
- * of 20 messages was 20 promises. The string is the same (`encodeGlobalID` of the type name and
- * the raw ID); a parent without a string raw ID keeps the plugin's resolver.
+ * Every node's `id` answered synchronously. The relay plugin resolves it with an async function
+ * (its `t.globalID` around the node's own id resolver): a promise per ID, which graphql-js (and
+ * graphql-jit) finish in later microtasks. Answered here, a subscription event that selects its
+ * message's `id` executes synchronously (each subscriber after the first is written to at once),
+ * and a page of messages holds no promise. The string is the same (`encodeGlobalID` of the type
+ * name and the raw ID); a parent without a string raw ID keeps the plugin's resolver.
  */
 export function syncNodeIds(schema: GraphQLSchema): GraphQLSchema {
   for (const [typename, rawId] of Object.entries(NODE_RAW_IDS)) {

@@ -6,6 +6,8 @@ import './turn.js';
 import './attachment.js';
 import './message.js';
 import './session.js';
+import './session-mutations.js';
+import './fork.js';
 import './assembly.js';
 import './events.js';
 import './transforms.js';

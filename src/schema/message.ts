@@ -1,8 +1,7 @@
 import { parseGlobalId } from './ids.js';
-import { resolveArrayConnection } from '../packages/index.js';
 import { builder } from './builder.js';
-import { Session } from './session.js';
 import { Attachment } from './attachment.js';
+import { Message } from './refs.js';
 import { DEFAULT_STRING_CHARS, LIMITS } from '../domain/parts.js';
 import { countStoredTokens, toolArgumentsText } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
@@ -72,7 +71,7 @@ export const MessagePart = builder.unionType('MessagePart', {
   },
 });
 
-export const Message = builder.prismaNode('Message', {
+builder.prismaNode('Message', {
   description:
     'One message of a session. A fork shares the messages before its cut with its parent: the same Message, with the same index, appears in both.',
   id: { field: 'id' },
@@ -104,30 +103,6 @@ export const Message = builder.prismaNode('Message', {
     updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it last changed.' }),
   }),
 });
-
-builder.prismaObjectField(Message, 'forks', (t) =>
-  t.connection(
-    {
-      type: Session,
-      description: 'Sessions forked at this message: it was left out of them ("branches from here"). Oldest first.',
-      resolve: async (message, args, ctx) => {
-        const forks = await ctx.loaders.forksByMessage.load(message.id);
-        return { ...resolveArrayConnection({ args }, forks), totalCount: forks.length };
-      },
-    },
-    {
-      name: 'MessageForksConnection',
-      description: 'A page of forks.',
-      fields: (c) => ({
-        totalCount: c.int({
-          description: 'Number of forks cut at this message.',
-          resolve: (connection) => (connection as unknown as { totalCount: number }).totalCount,
-        }),
-      }),
-    },
-    { name: 'MessageForksConnectionEdge', description: 'A fork and its cursor.' },
-  ),
-);
 
 /**
  * The string cap as quoted in input descriptions: it depends on the backend (`DEFAULT_STRING_CHARS`),
@@ -218,7 +193,7 @@ builder.mutationField('updateMessage', (t) =>
     description: 'Changes a message that is still generating. A finished message is refused with MESSAGE_IMMUTABLE.',
     args: { input: t.arg({ type: UpdateMessageInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.sessions.updateMessage(
+      ctx.sessions.updateMessage(
         ctx.workspaceId,
         parseGlobalId(String(input.messageId), 'Message', 'messageId'),
         input,

@@ -1,9 +1,8 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE } from '../domain/pagination.js';
-import { LIMITS, type MessageInputData } from '../domain/parts.js';
 import { builder } from './builder.js';
-import { parseGlobalId, toGlobalId } from './ids.js';
-import { Message, MessageInput } from './message.js';
+import { parseGlobalId } from './ids.js';
+import { Message, Session } from './refs.js';
 
 export const SessionKindEnum = builder.enumType('SessionKind', {
   description: 'How a session came to be.',
@@ -17,7 +16,7 @@ export const SessionKindEnum = builder.enumType('SessionKind', {
   } as const,
 });
 
-export const Session = builder.prismaNode('Session', {
+builder.prismaNode('Session', {
   description:
     "A conversation. A fork is a session too: it sees its parent's messages before the cut (shared, not copied) followed by its own.",
   id: { field: 'id' },
@@ -167,7 +166,7 @@ builder.prismaObjectField(Session, 'timeline', (t) =>
       type: TimelineItem,
       description: `Every message of this session and of the sub-agent sessions nested in its turns (recursively), flattened: each sub-session's messages come right after the parent messages that existed when it was made (sub-sessions made at the same point in creation order), each with its session. The session's own messages list stays without them. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}).`,
       resolve: async (session, args, ctx) => {
-        const timeline = await ctx.runtime.sessions.timeline(session.id);
+        const timeline = await ctx.sessions.timeline(session.id);
         const page = indexPage(args, timeline.length);
         const ranges = timeline.slice(page.lo, page.hi);
         const chunks = await Promise.all(
@@ -257,221 +256,3 @@ function sessionsWhere(
       : {}),
   };
 }
-
-const CreateSessionInput = builder.inputType('CreateSessionInput', {
-  description: 'A new root session, or with parentTurnId a sub-agent session.',
-  fields: (t) => ({
-    title: t.string({ required: false, description: 'Title (default "Untitled session").' }),
-    settings: t.field({ type: 'JSON', required: false, description: 'Model and connector settings, a JSON object (default {}).' }),
-    metadata: t.field({ type: 'JSON', required: false, description: 'Client metadata, a JSON object (default {}).' }),
-    messages: t.field({ type: [MessageInput], required: false, description: 'Messages to start with.' }),
-    parentTurnId: t.id({
-      required: false,
-      description:
-        "Make a sub-agent session nested in this turn (an ACTIVE turn of a session of your workspace; TURN_NOT_ACTIVE otherwise). Its usage rolls up into the turn, its events appear on the turn's session stream, its messages in that session's timeline.",
-    }),
-    agentId: t.string({
-      required: false,
-      description: 'The agent that runs the sub-agent session: required with parentTurnId, refused without.',
-    }),
-  }),
-});
-
-builder.mutationField('createSession', (t) =>
-  t.field({
-    type: Session,
-    description:
-      'Creates a root session, optionally with its first messages; with parentTurnId and agentId, a sub-agent session nested in that turn (kind SUB_AGENT).',
-    args: { input: t.arg({ type: CreateSessionInput, required: true }) },
-    resolve: (_, { input }, ctx) =>
-      ctx.runtime.sessions.createSession(
-        ctx.workspaceId,
-        {
-          ...input,
-          messages: input.messages as MessageInputData[] | null,
-          parentTurnId: input.parentTurnId ? parseGlobalId(String(input.parentTurnId), 'Turn', 'parentTurnId') : null,
-        },
-        input.parentTurnId ? String(input.parentTurnId) : undefined,
-      ),
-  }),
-);
-
-const AppendMessagesInput = builder.inputType('AppendMessagesInput', {
-  description: 'Messages to append to the end of a session.',
-  fields: (t) => ({
-    sessionId: t.id({ required: true, description: 'The session.' }),
-    messages: t.field({ type: [MessageInput], required: true, description: `The messages, in order (1 to ${LIMITS.messagesPerCall}).` }),
-    turnId: t.id({ required: false, description: 'The turn they belong to (a turn of this session).' }),
-    agentId: t.string({ required: false, description: 'The agent writing them, for messages that do not name one.' }),
-  }),
-});
-
-type AppendMessagesPayloadShape = { session: SessionRow; messages: MessageRow[] };
-const AppendMessagesPayload = builder.objectRef<AppendMessagesPayloadShape>('AppendMessagesPayload').implement({
-  description: 'The session after the append and the messages added.',
-  fields: (t) => ({
-    session: t.field({ type: Session, description: 'The session.', resolve: (p) => p.session }),
-    messages: t.field({ type: [Message], description: 'The appended messages, in order.', resolve: (p) => p.messages }),
-  }),
-});
-
-builder.mutationField('appendMessages', (t) =>
-  t.field({
-    type: AppendMessagesPayload,
-    description: 'Appends messages at the end of a session, atomically: all of them or none.',
-    args: { input: t.arg({ type: AppendMessagesInput, required: true }) },
-    resolve: async (_, { input }, ctx) => {
-      const sessionId = parseGlobalId(String(input.sessionId), 'Session', 'sessionId');
-      const turnId = input.turnId ? parseGlobalId(String(input.turnId), 'Turn', 'turnId') : null;
-      return ctx.runtime.sessions.appendMessages(
-        ctx.workspaceId,
-        sessionId,
-        input.messages as MessageInputData[],
-        { turnId, agentId: input.agentId ?? null, turnLabel: input.turnId ? String(input.turnId) : undefined },
-        String(input.sessionId),
-      );
-    },
-  }),
-);
-
-const UpdateSessionInput = builder.inputType('UpdateSessionInput', {
-  description: 'Changes to a session; fields left out stay as they are. settings and metadata are replaced whole.',
-  fields: (t) => ({
-    sessionId: t.id({ required: true, description: 'The session.' }),
-    title: t.string({ required: false, description: 'New title.' }),
-    settings: t.field({ type: 'JSON', required: false, description: 'New settings (a JSON object).' }),
-    metadata: t.field({ type: 'JSON', required: false, description: 'New metadata (a JSON object).' }),
-  }),
-});
-
-builder.mutationField('updateSession', (t) =>
-  t.field({
-    type: Session,
-    description: "Changes a session's title, settings or metadata. Its forks keep theirs.",
-    args: { input: t.arg({ type: UpdateSessionInput, required: true }) },
-    resolve: (_, { input }, ctx) =>
-      ctx.runtime.sessions.updateSession(
-        ctx.workspaceId,
-        parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
-        input,
-        String(input.sessionId),
-      ),
-  }),
-);
-
-const DeleteSessionInput = builder.inputType('DeleteSessionInput', {
-  description: 'A session to delete.',
-  fields: (t) => ({
-    sessionId: t.id({ required: true, description: 'The session.' }),
-    cascade: t.boolean({
-      required: false,
-      description:
-        'Also delete every fork below it. Without it (default false), a session with forks is refused (SESSION_HAS_FORKS). Sub-agent sessions nested in its turns (and their forks) are always deleted with it.',
-    }),
-  }),
-});
-
-type DeleteSessionPayloadShape = { deletedSessionIds: string[] };
-const DeleteSessionPayload = builder.objectRef<DeleteSessionPayloadShape>('DeleteSessionPayload').implement({
-  description: 'What was deleted.',
-  fields: (t) => ({
-    deletedSessionIds: t.idList({ description: 'IDs of every deleted session, deepest forks first.', resolve: (p) => p.deletedSessionIds }),
-  }),
-});
-
-builder.mutationField('deleteSession', (t) =>
-  t.field({
-    type: DeleteSessionPayload,
-    description:
-      'Deletes a session with its messages, turns, events and the sub-agent sessions nested in its turns; with cascade, its forks too.',
-    args: { input: t.arg({ type: DeleteSessionInput, required: true }) },
-    resolve: async (_, { input }, ctx) => {
-      const ids = await ctx.runtime.sessions.deleteSession(
-        ctx.workspaceId,
-        parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
-        input.cascade ?? false,
-        String(input.sessionId),
-      );
-      return { deletedSessionIds: ids.map((id) => toGlobalId('Session', id)) };
-    },
-  }),
-);
-
-const ForkSessionInput = builder.inputType('ForkSessionInput', {
-  description: 'Where to fork. Give exactly one of messageIndex, messageId and timelineIndex; the message there must be a USER message.',
-  fields: (t) => ({
-    sessionId: t.id({ required: true, description: 'The session to fork.' }),
-    messageIndex: t.int({
-      required: false,
-      description: 'The fork holds messages [0, messageIndex) and leaves this one out (returned as excludedMessage).',
-    }),
-    messageId: t.id({ required: false, description: 'The same, by message ID.' }),
-    timelineIndex: t.int({
-      required: false,
-      description:
-        "The same, by position in the session's timeline: a position of one of its own messages forks as its messageIndex would; a position inside a sub-agent session is refused (FORK_POINT_IN_SUB_SESSION: fork that sub-session instead).",
-    }),
-    title: t.string({
-      required: false,
-      description: 'Title of the fork. Default "<base> (fork N)" with N unique in the session\'s tree.',
-    }),
-  }),
-});
-
-type ForkSessionPayloadShape = { session: SessionRow; excludedMessage: MessageRow };
-const ForkSessionPayload = builder.objectRef<ForkSessionPayloadShape>('ForkSessionPayload').implement({
-  description: 'The new fork and the message left out at the cut.',
-  fields: (t) => ({
-    session: t.field({ type: Session, description: 'The fork.', resolve: (p) => p.session }),
-    excludedMessage: t.field({
-      type: Message,
-      description: 'The USER message at the cut, not part of the fork: put it in the input box to edit and resend.',
-      resolve: (p) => p.excludedMessage,
-    }),
-  }),
-});
-
-builder.mutationField('forkSession', (t) =>
-  t.field({
-    type: ForkSessionPayload,
-    description:
-      "Forks a session before one of its USER messages. Nothing is copied: the fork shares the parent's earlier messages, and from then on each side changes independently.",
-    args: { input: t.arg({ type: ForkSessionInput, required: true }) },
-    resolve: (_, { input }, ctx) =>
-      ctx.runtime.sessions.forkSession(
-        ctx.workspaceId,
-        {
-          sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
-          messageIndex: input.messageIndex,
-          messageId: input.messageId ? parseGlobalId(String(input.messageId), 'Message', 'messageId') : null,
-          timelineIndex: input.timelineIndex,
-          title: input.title,
-        },
-        String(input.sessionId),
-      ),
-  }),
-);
-
-const CompactSessionInput = builder.inputType('CompactSessionInput', {
-  description: 'A summary that replaces the first messages of a session in assembled contexts.',
-  fields: (t) => ({
-    sessionId: t.id({ required: true, description: 'The session.' }),
-    uptoIndex: t.int({ required: true, description: 'Messages [0, uptoIndex) are replaced (1 to messageCount).' }),
-    summary: t.string({ required: true, description: 'The summary text.' }),
-  }),
-});
-
-builder.mutationField('compactSession', (t) =>
-  t.field({
-    type: Session,
-    description:
-      'Records a compaction: from now on assembleContext replaces messages [0, uptoIndex) by the summary. Messages are kept. Forks made later inherit it when it ends at or before their cut; forks made earlier never see it.',
-    args: { input: t.arg({ type: CompactSessionInput, required: true }) },
-    resolve: (_, { input }, ctx) =>
-      ctx.runtime.sessions.compactSession(
-        ctx.workspaceId,
-        { sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'), uptoIndex: input.uptoIndex, summary: input.summary },
-        String(input.sessionId),
-      ),
-  }),
-);

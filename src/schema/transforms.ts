@@ -1,5 +1,6 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import type { RequestContext } from '../graphql/context.js';
+import type { EventsContext, RequestContext } from '../graphql/context.js';
+import type { SessionEventMessage } from '../pubsub/event-bus.js';
 import type { ViewedMessage } from '../services/transforms.js';
 import { HIDE_REASON_MAX } from '../services/transforms.js';
 import type { Redaction } from '../domain/transforms.js';
@@ -7,8 +8,7 @@ import { REDACTED_TEXT } from '../domain/transforms.js';
 import { builder } from './builder.js';
 import { eventType, payloadOf } from './events.js';
 import { parseGlobalId } from './ids.js';
-import { Message } from './message.js';
-import { Session } from './session.js';
+import { Message, Session } from './refs.js';
 
 /** The session whose view a message's transform flags describe: the listing session, else its own. */
 const viewOf = (m: MessageRow) => (m as Partial<ViewedMessage>).viewSessionId ?? m.sessionId;
@@ -174,7 +174,7 @@ builder.mutationFields((t) => ({
     resolve: (_, { input }, ctx) => {
       const sessionId = parseGlobalId(String(input.sessionId), 'Session', 'sessionId');
       const { ids, clientIds } = parseMessageIds(input.messageIds, 'messageIds');
-      return ctx.runtime.transforms.hideMessages(
+      return ctx.transforms.hideMessages(
         ctx.workspaceId,
         { sessionId, messageIds: ids, reason: input.reason },
         { session: String(input.sessionId), messages: clientIds },
@@ -189,7 +189,7 @@ builder.mutationFields((t) => ({
     resolve: (_, { input }, ctx) => {
       const sessionId = parseGlobalId(String(input.sessionId), 'Session', 'sessionId');
       const { ids, clientIds } = parseMessageIds(input.messageIds, 'messageIds');
-      return ctx.runtime.transforms.unhideMessages(
+      return ctx.transforms.unhideMessages(
         ctx.workspaceId,
         { sessionId, messageIds: ids },
         { session: String(input.sessionId), messages: clientIds },
@@ -203,7 +203,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: RedactMessageInput, required: true }) },
     resolve: (_, { input }, ctx) => {
       const { ids, clientIds } = parseRedactionTarget(input);
-      return ctx.runtime.transforms.redactMessage(ctx.workspaceId, { ...ids, replacement: input.replacement }, clientIds);
+      return ctx.transforms.redactMessage(ctx.workspaceId, { ...ids, replacement: input.replacement }, clientIds);
     },
   }),
   unredactMessage: t.field({
@@ -213,7 +213,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: UnredactMessageInput, required: true }) },
     resolve: (_, { input }, ctx) => {
       const { ids, clientIds } = parseRedactionTarget(input);
-      return ctx.runtime.transforms.unredactMessage(ctx.workspaceId, ids, clientIds);
+      return ctx.transforms.unredactMessage(ctx.workspaceId, ids, clientIds);
     },
   }),
   stripToolOutputs: t.field({
@@ -222,22 +222,13 @@ builder.mutationFields((t) => ({
       'From now on assembleContext sends every tool result of messages [0, uptoIndex) as a stub ("[tool result elided: N characters]"), as keepToolCallRounds elision does but fixed, failed results included (decision ELIDED). An index at or below one in force changes nothing. Forks inherit it up to their cut.',
     args: { input: t.arg({ type: StripToolOutputsInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.transforms.stripToolOutputs(
+      ctx.transforms.stripToolOutputs(
         ctx.workspaceId,
         { sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'), uptoIndex: input.uptoIndex },
         String(input.sessionId),
       ),
   }),
 }));
-
-/** The messages an event names, as seen in the event's session, in index order. */
-const eventMessages = (ids: string[], sessionId: string, ctx: RequestContext) =>
-  ctx.prisma.message
-    .findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } })
-    .then((rows) => rows.map((row) => ({ ...row, viewSessionId: sessionId })));
-
-const eventMessage = async (id: string | null, sessionId: string, ctx: RequestContext) =>
-  id ? ((await eventMessages([id], sessionId, ctx))[0] ?? null) : null;
 
 eventType(
   'MessagesHidden',
@@ -247,7 +238,7 @@ eventType(
     messages: t.field({
       type: [Message],
       description: 'The messages hidden, in index order, as seen in this session.',
-      resolve: (e, _, ctx) => eventMessages(payloadOf(e).messageIds as string[], e.sessionId, ctx),
+      resolve: (e, _, ctx) => ctx.reads.messagesInView(payloadOf(e).messageIds as string[], e.sessionId),
     }),
     reason: t.string({ description: 'The reason given.', resolve: (e) => payloadOf(e).reason as string }),
   }),
@@ -257,29 +248,28 @@ eventType('MessagesUnhidden', 'MESSAGES_UNHIDDEN', 'unhideMessages showed hidden
   messages: t.field({
     type: [Message],
     description: 'The messages shown again, in index order, as seen in this session.',
-    resolve: (e, _, ctx) => eventMessages(payloadOf(e).messageIds as string[], e.sessionId, ctx),
+    resolve: (e, _, ctx) => ctx.reads.messagesInView(payloadOf(e).messageIds as string[], e.sessionId),
   }),
 }));
 
-eventType('MessageRedacted', 'MESSAGE_REDACTED', 'redactMessage redacted a message in this session.', (t) => ({
-  message: t.field({
-    type: Message,
-    nullable: true,
-    description: 'The message, as seen in this session (null once deleted).',
-    resolve: (e, _, ctx) => eventMessage(e.messageId, e.sessionId, ctx),
-  }),
-  index: t.int({ description: 'Its index.', resolve: (e) => payloadOf(e).index as number }),
-}));
+/** The message an event names, as seen in the event's session (null once deleted). */
+const viewedMessage = async (e: SessionEventMessage, ctx: EventsContext) =>
+  e.messageId ? ((await ctx.reads.messagesInView([e.messageId], e.sessionId))[0] ?? null) : null;
 
-eventType('MessageUnredacted', 'MESSAGE_UNREDACTED', 'unredactMessage lifted a redaction in this session.', (t) => ({
-  message: t.field({
-    type: Message,
-    nullable: true,
-    description: 'The message, as seen in this session (null once deleted).',
-    resolve: (e, _, ctx) => eventMessage(e.messageId, e.sessionId, ctx),
-  }),
-  index: t.int({ description: 'Its index.', resolve: (e) => payloadOf(e).index as number }),
-}));
+/** A redaction event: the message, as seen in the session, and its index. */
+const redactionEvent = (name: string, type: string, description: string) =>
+  eventType(name, type, description, (t) => ({
+    message: t.field({
+      type: Message,
+      nullable: true,
+      description: 'The message, as seen in this session (null once deleted).',
+      resolve: (e, _, ctx) => viewedMessage(e, ctx),
+    }),
+    index: t.int({ description: 'Its index.', resolve: (e) => payloadOf(e).index as number }),
+  }));
+
+redactionEvent('MessageRedacted', 'MESSAGE_REDACTED', 'redactMessage redacted a message in this session.');
+redactionEvent('MessageUnredacted', 'MESSAGE_UNREDACTED', 'unredactMessage lifted a redaction in this session.');
 
 eventType('ToolOutputsStripped', 'TOOL_OUTPUTS_STRIPPED', 'stripToolOutputs: tool results before an index are now sent as stubs.', (t) => ({
   uptoIndex: t.int({ description: 'Tool results of messages [0, uptoIndex) are stubs.', resolve: (e) => payloadOf(e).uptoIndex as number }),

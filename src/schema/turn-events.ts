@@ -13,8 +13,7 @@ const TurnEvent = builder.interfaceRef<SessionEventMessage>('TurnEvent').impleme
       type: Turn,
       nullable: true,
       description: 'The turn as it is now (null once its session is deleted).',
-      resolve: (e, _, ctx) =>
-        e.turnId ? ctx.prisma.turn.findFirst({ where: { id: e.turnId, session: { workspaceId: ctx.workspaceId } } }) : null,
+      resolve: (e, _, ctx) => (e.turnId ? ctx.reads.turnInWorkspace(e.turnId, ctx.workspaceId) : null),
     }),
   }),
 });

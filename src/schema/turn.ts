@@ -1,7 +1,4 @@
-import { createContextCache, DataLoader } from '../packages/index.js';
-import * as store from '../db/stores/turns.js';
-import { zeroUsage, type UsageCounts } from '../domain/turns.js';
-import type { RequestContext } from '../graphql/context.js';
+import type { ModelUsageShape } from '../services/usage-loaders.js';
 import type { AssembledContext as AssembledContextShape } from '../domain/assembly/index.js';
 import { AssembledContext } from './assembly.js';
 import { builder } from './builder.js';
@@ -97,7 +94,7 @@ export const Turn = builder.prismaNode('Turn', {
       type: Usage,
       description:
         "Usage of the turn with everything its sub-agent sessions spent (their turns, and their sub-sessions' turns, recursively). Summed at read time, so it is exact whatever reports race.",
-      resolve: (turn, _, ctx) => usageLoaders(ctx).turn.load(turn.id),
+      resolve: (turn, _, ctx) => ctx.loaders.usage.turn.load(turn.id),
     }),
     ownUsage: t.field({
       type: Usage,
@@ -127,7 +124,7 @@ export const Turn = builder.prismaNode('Turn', {
     usageByModel: t.field({
       type: [ModelUsage],
       description: 'Usage per model named in the reports (reports without a model under model null), models in name order.',
-      resolve: (turn, _, ctx) => usageLoaders(ctx).turnByModel.load(turn.id),
+      resolve: (turn, _, ctx) => ctx.loaders.usage.turnByModel.load(turn.id),
     }),
     messages: t.relatedConnection(
       'messages',
@@ -143,8 +140,6 @@ export const Turn = builder.prismaNode('Turn', {
   }),
 });
 
-type ModelUsageShape = { model: string | null; usage: UsageCounts };
-
 export const ModelUsage = builder.objectRef<ModelUsageShape>('ModelUsage').implement({
   description: 'Usage reported for one model.',
   fields: (t) => ({
@@ -153,75 +148,29 @@ export const ModelUsage = builder.objectRef<ModelUsageShape>('ModelUsage').imple
   }),
 });
 
-const toCounts = (row: UsageCounts): UsageCounts => ({
-  inputTokens: BigInt(row.inputTokens),
-  outputTokens: BigInt(row.outputTokens),
-  cacheReadTokens: BigInt(row.cacheReadTokens),
-  cacheWriteTokens: BigInt(row.cacheWriteTokens),
-  cost: Number(row.cost),
-});
-
-/** Per-request loaders of usage sums: one statement for every turn or session of a page. */
-const usageLoaders = createContextCache((ctx: RequestContext) => {
-  const sql = ctx.runtime.db.sql;
-  const grouped = <K extends string>(key: K, rows: (store.ModelUsage & Record<K, string>)[], ids: readonly string[]) => {
-    const by = new Map<string, ModelUsageShape[]>();
-    for (const row of rows) {
-      const list = by.get(row[key]) ?? [];
-      list.push({ model: row.model, usage: toCounts(row) });
-      by.set(row[key], list);
-    }
-    return ids.map((id) => by.get(id) ?? []);
-  };
-  return {
-    turnByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) =>
-      grouped('turnId', await store.usageByModelForTurns(sql, ids), ids),
-    ),
-    sessionByModel: new DataLoader<string, ModelUsageShape[]>(async (ids) =>
-      grouped('sessionId', await store.usageByModelForSessions(sql, ids), ids),
-    ),
-    turn: new DataLoader<string, UsageCounts>(async (ids) => {
-      const by = new Map((await store.rolledUpUsageForTurns(sql, ids)).map((r) => [r.turnId, toCounts(r)]));
-      return ids.map((id) => by.get(id) ?? zeroUsage());
-    }),
-    session: new DataLoader<string, UsageCounts>(async (ids) => {
-      const by = new Map((await store.rolledUpUsageForSessions(sql, ids)).map((r) => [r.sessionId, toCounts(r)]));
-      return ids.map((id) => by.get(id) ?? zeroUsage());
-    }),
-    sessionOwn: new DataLoader<string, UsageCounts>(async (ids) => {
-      const by = new Map((await store.usageForSessions(sql, ids)).map((r) => [r.sessionId, toCounts(r)]));
-      return ids.map((id) => by.get(id) ?? zeroUsage());
-    }),
-    tree: new DataLoader<string, UsageCounts>(async (ids) => {
-      const by = new Map((await store.rolledUpUsageForTrees(sql, ids)).map((r) => [r.rootId, toCounts(r)]));
-      return ids.map((id) => by.get(id) ?? zeroUsage());
-    }),
-  };
-});
-
 builder.prismaObjectFields('Session', (t) => ({
   usage: t.field({
     type: Usage,
     description:
       "Usage summed over this session's turns, each with its sub-agent sessions (Turn.usage): the sum of its turns' usage. A fork does not include its parent's.",
-    resolve: (s, _, ctx) => usageLoaders(ctx).session.load(s.id),
+    resolve: (s, _, ctx) => ctx.loaders.usage.session.load(s.id),
   }),
   ownUsage: t.field({
     type: Usage,
     description: "Usage summed over this session's own turns (Turn.ownUsage), without its sub-agent sessions.",
-    resolve: (s, _, ctx) => usageLoaders(ctx).sessionOwn.load(s.id),
+    resolve: (s, _, ctx) => ctx.loaders.usage.sessionOwn.load(s.id),
   }),
   treeUsage: t.field({
     type: Usage,
     description:
       "Usage summed over every turn of this session's fork tree (its root and every fork below it), with the sub-agent sessions nested in them.",
     select: { rootId: true },
-    resolve: (s, _, ctx) => usageLoaders(ctx).tree.load(s.rootId),
+    resolve: (s, _, ctx) => ctx.loaders.usage.tree.load(s.rootId),
   }),
   usageByModel: t.field({
     type: [ModelUsage],
     description: "Usage of this session's own turns per model (reports without a model under model null), models in name order.",
-    resolve: (s, _, ctx) => usageLoaders(ctx).sessionByModel.load(s.id),
+    resolve: (s, _, ctx) => ctx.loaders.usage.sessionByModel.load(s.id),
   }),
 }));
 
@@ -300,7 +249,7 @@ builder.mutationFields((t) => ({
       'Starts turn 1, 2, 3 … of a session with its agents. One turn is active per session at a time (TURN_ALREADY_ACTIVE); a repeated turnId returns the turn it started.',
     args: { input: t.arg({ type: StartTurnInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.turns.startTurn(
+      ctx.turns.startTurn(
         ctx.workspaceId,
         {
           sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
@@ -317,7 +266,7 @@ builder.mutationFields((t) => ({
       "Adds one model call's usage to its agent and its turn, atomically. A repeated callId is a no-op; usage reported after the turn ended still counts.",
     args: { input: t.arg({ type: ReportUsageInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.turns.reportUsage(ctx.workspaceId, { ...input, turnId: turnIdOf(input.turnId) }, String(input.turnId)),
+      ctx.turns.reportUsage(ctx.workspaceId, { ...input, turnId: turnIdOf(input.turnId) }, String(input.turnId)),
   }),
   completeAgent: t.field({
     type: Turn,
@@ -325,20 +274,20 @@ builder.mutationFields((t) => ({
       "Completes one agent's work. When every agent has completed, the turn becomes COMPLETED, or FAILED if any failed, exactly once. An ended turn is refused (TURN_NOT_ACTIVE).",
     args: { input: t.arg({ type: CompleteAgentInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.turns.completeAgent(ctx.workspaceId, { ...input, turnId: turnIdOf(input.turnId) }, String(input.turnId)),
+      ctx.turns.completeAgent(ctx.workspaceId, { ...input, turnId: turnIdOf(input.turnId) }, String(input.turnId)),
   }),
   cancelTurn: t.field({
     type: Turn,
     description: 'Cancels an active turn (an ended one is refused: TURN_NOT_ACTIVE). Usage reported later still counts.',
     args: { input: t.arg({ type: CancelTurnInput, required: true }) },
     resolve: (_, { input }, ctx) =>
-      ctx.runtime.turns.cancelTurn(ctx.workspaceId, { turnId: turnIdOf(input.turnId), reason: input.reason }, String(input.turnId)),
+      ctx.turns.cancelTurn(ctx.workspaceId, { turnId: turnIdOf(input.turnId), reason: input.reason }, String(input.turnId)),
   }),
   heartbeatTurn: t.field({
     type: Turn,
     description:
       'Tells the server an active turn is still being worked on, so it is not failed as stale (TURN_TIMEOUT_MS). Usage reports and messages of the turn count as activity too.',
     args: { input: t.arg({ type: HeartbeatTurnInput, required: true }) },
-    resolve: (_, { input }, ctx) => ctx.runtime.turns.heartbeatTurn(ctx.workspaceId, turnIdOf(input.turnId), String(input.turnId)),
+    resolve: (_, { input }, ctx) => ctx.turns.heartbeatTurn(ctx.workspaceId, turnIdOf(input.turnId), String(input.turnId)),
   }),
 }));

@@ -68,9 +68,9 @@ function checkArguments(args: readonly GraphQLArgument[], values: Record<string,
  * place: each field's `resolve` (and a subscription's `subscribe`) is wrapped once so its
  * arguments, as coerced by graphql-js, are checked before the field's own code runs. A refused
  * argument answers BAD_USER_INPUT naming its path (`input.messages[0].text`) and the cap. The
- * caps that depend on the backend come from the request's runtime (`AppRuntime.caps`). Long strings are
- * token-counted in a worker before the resolver runs (`domain/token-precount.ts`), so that the
- * resolver's own count finds them counted instead of stalling every other request.
+ * caps that depend on the backend come from the request context (`RequestContext.caps`). Long
+ * strings are token-counted in a worker before the resolver runs (`domain/token-precount.ts`), so
+ * that the resolver's own count finds them counted instead of stalling every other request.
  */
 export function validateArguments(schema: GraphQLSchema): GraphQLSchema {
   for (const type of Object.values(schema.getTypeMap())) {
@@ -81,7 +81,7 @@ export function validateArguments(schema: GraphQLSchema): GraphQLSchema {
       const wrap = (inner: GraphQLFieldResolver<unknown, unknown> | undefined): GraphQLFieldResolver<unknown, unknown> | undefined => {
         if (!inner) return inner;
         return (source, values, context, info) => {
-          const long = checkArguments(args, values, (context as RequestContext).runtime.caps);
+          const long = checkArguments(args, values, (context as RequestContext).caps);
           if (long.length === 0) return inner(source, values, context, info);
           return precount(long).then(() => inner(source, values, context, info));
         };

@@ -32,7 +32,7 @@ describe('schema.graphql', () => {
 
 describe('node ids', () => {
   const NOW = '2026-11-26T12:00:00.000Z';
-  const context = { runtime: { caps: textCaps(DEFAULT_STRING_CHARS.postgres) } };
+  const context = { caps: textCaps(DEFAULT_STRING_CHARS.postgres) };
   const idOf = (typename: string, parent: Record<string, unknown>) => {
     const type = schema.getType(typename) as GraphQLObjectType;
     const field = type.getFields().id;

@@ -1,0 +1,56 @@
+/** The bounds on what one request may carry: per backend (`TextCaps`) and on every backend (`LIMITS`). */
+
+/**
+ * The longest string argument by backend, in UTF-16 units (MAX_STRING_CHARS overrides it).
+ * Storing a string costs the request thread time in proportion to its size that cannot be moved
+ * off it (body parse, Prisma's parameter walk, the driver's bind message); each backend's cap keeps
+ * that within the 50 ms rule. The embedded backend runs the whole statement in process (bind, JSON
+ * parse, TOAST compression), so its cap is the smaller.
+ */
+export const DEFAULT_STRING_CHARS = { postgres: 1024 * 1024, pglite: 256 * 1024 } as const;
+
+/**
+ * The caps that follow the longest string, so they depend on the backend (`textCaps`); they reach
+ * the checks through the request context (`RequestContext.caps`), never through a global.
+ */
+export interface TextCaps {
+  /** Any string argument other than ids and JSON (text, tool results, summaries, system prompts), in UTF-16 units. */
+  stringLength: number;
+  /** An attachment's content, in UTF-8 bytes (the same number as `stringLength`, the same cost reasoning). */
+  attachmentBytes: number;
+  /**
+   * All strings and JSON of one field's arguments together, in UTF-16 units: bounds what one
+   * request can make the server count and store (1,000 messages of 1,000 parts each would
+   * otherwise pass every per-string cap): one full-size string and the small arguments beside it.
+   */
+  argumentsLength: number;
+  /**
+   * A request body, in bytes: room for a full-size string written as UTF-8 JSON (up to 3 bytes a
+   * character), at least 1 MiB. Refused from its Content-Length before it is read, so an oversized
+   * body costs the request thread nothing.
+   */
+  requestBytes: number;
+}
+
+/** The caps for a longest string of `stringLength` UTF-16 units. */
+export function textCaps(stringLength: number): TextCaps {
+  return {
+    stringLength,
+    attachmentBytes: stringLength,
+    argumentsLength: stringLength + 64 * 1024,
+    requestBytes: Math.max(4 * stringLength, 1024 * 1024),
+  };
+}
+
+/** The caps that are the same on every backend. */
+export const LIMITS = {
+  messagesPerCall: 1000,
+  partsPerMessage: 1000,
+  /** Client-chosen identifiers: agent ids, tool call ids, tool names, global IDs. */
+  idLength: 256,
+  titleChars: 10_000,
+  /** Nesting of a JSON argument (settings, metadata, tool arguments, turn context). */
+  jsonDepth: 64,
+  /** A JSON argument's size as serialized, in UTF-16 units (all arguments together stay within `TextCaps.argumentsLength`). */
+  jsonLength: 1024 * 1024,
+};

@@ -1,0 +1,128 @@
+import { DataLoader } from '../packages/index.js';
+import type { Sql } from '../db/sql.js';
+import type { Message, PrismaClient, Session } from '../generated/prisma/client.js';
+import { createMessageRangeLoader } from '../db/stores/messages.js';
+import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from '../db/stores/attachments.js';
+import { findForksAt, findSessions } from '../db/stores/sessions.js';
+import { readTransforms } from '../db/stores/transforms.js';
+import type { FinishedRowsCache, SessionRowsCache } from '../caches/index.js';
+import { foldTransforms, type HistoryTransforms } from '../domain/transforms.js';
+import { createUsageLoaders, type UsageLoaders } from './usage-loaders.js';
+
+/** What the Attachment type needs of an attachment: a message's attachment part, or a loaded row. */
+export interface AttachmentShape {
+  attachmentId: string;
+  name: string;
+  mimeType: string;
+  size: number;
+}
+
+/** What the loaders read from: one object for the app's life, shared by every request's loaders. */
+export interface LoaderSources {
+  prisma: PrismaClient;
+  sql: Sql;
+  /** Session rows while this process is the database's only writer (PGlite); see its rule. */
+  sessionRows: SessionRowsCache;
+  /** Finished message rows that `Session.messages` pages are served from. */
+  pages: FinishedRowsCache<Message>;
+}
+
+/**
+ * One request's (or one subscription event's) loaders, each made on first read: a subscription
+ * keeps its context for its whole life, and most requests and events need one loader or none.
+ * Getters on the prototype, so an unused set costs one small object.
+ */
+export class RequestLoaders {
+  /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */
+  attachmentCharsAsked = 0;
+  private sessions: DataLoader<string, Session | null> | undefined = undefined;
+  private attachments: DataLoader<string, AttachmentShape | null> | undefined = undefined;
+  private pages: DataLoader<AttachmentPageRead, AttachmentPageRow | null, string> | undefined = undefined;
+  private ranges: ReturnType<typeof createMessageRangeLoader> | undefined = undefined;
+  private forks: DataLoader<string, Session[]> | undefined = undefined;
+  private transforms: DataLoader<string, HistoryTransforms | null> | undefined = undefined;
+  private usages: UsageLoaders | undefined = undefined;
+
+  constructor(
+    private readonly sources: LoaderSources,
+    private readonly workspaceId: string,
+  ) {}
+
+  /** A fresh set for the same workspace: nothing loaded, nothing asked. */
+  fresh(): RequestLoaders {
+    return new RequestLoaders(this.sources, this.workspaceId);
+  }
+
+  /** Sessions of the workspace by id (kept rows first, on PGlite); shared by the loaders below that read sessions too. */
+  get sessionById(): DataLoader<string, Session | null> {
+    return (this.sessions ??= new DataLoader<string, Session | null>(async (ids) => {
+      const { sessionRows, sql } = this.sources;
+      const kept = ids.map((id) => sessionRows.get(id, this.workspaceId));
+      const missing = ids.filter((_, i) => !kept[i]);
+      if (!missing.length) return kept as Session[];
+      const mark = sessionRows.mark();
+      const rows = await findSessions(sql.reads, this.workspaceId, missing);
+      sessionRows.keep(mark, rows);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.map((id, i) => kept[i] ?? byId.get(id) ?? null);
+    }));
+  }
+
+  /** Attachments of the workspace by id (no content), in the shape the Attachment type takes. */
+  get attachmentById(): DataLoader<string, AttachmentShape | null> {
+    return (this.attachments ??= new DataLoader<string, AttachmentShape | null>(async (ids) => {
+      const byId = new Map((await findAttachmentSummaries(this.sources.sql, this.workspaceId, ids)).map((r) => [r.id, r]));
+      return ids.map((id) => {
+        const row = byId.get(id);
+        return row ? { attachmentId: row.id, name: row.name, mimeType: row.mimeType, size: row.size } : null;
+      });
+    }));
+  }
+
+  /** Pages of attachments' text asked for by the request, read in one statement. */
+  get attachmentPages(): DataLoader<AttachmentPageRead, AttachmentPageRow | null, string> {
+    return (this.pages ??= new DataLoader<AttachmentPageRead, AttachmentPageRow | null, string>(
+      async (reads) => {
+        const rows = await readAttachmentPages(this.sources.sql, this.workspaceId, reads);
+        const byOrd = new Map(rows.map((r) => [r.ord, r]));
+        return reads.map((_, i) => byOrd.get(i + 1) ?? null);
+      },
+      { cacheKeyFn: (r) => `${r.id}/${r.offset}/${r.length}` },
+    ));
+  }
+
+  get messageRange(): ReturnType<typeof createMessageRangeLoader> {
+    return (this.ranges ??= createMessageRangeLoader(this.sources.sql.reads, this.sources.pages));
+  }
+
+  /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */
+  get forksByMessage(): DataLoader<string, Session[]> {
+    return (this.forks ??= new DataLoader<string, Session[]>(async (messageIds) => {
+      const rows = await findForksAt(this.sources.prisma, this.workspaceId, messageIds);
+      const byMessage = new Map<string, Session[]>();
+      for (const row of rows) {
+        const forks = byMessage.get(row.forkPointMessageId!);
+        if (forks) forks.push(row);
+        else byMessage.set(row.forkPointMessageId!, [row]);
+      }
+      return messageIds.map((id) => byMessage.get(id) ?? []);
+    }));
+  }
+
+  /** The history transforms in force in each session's view (no statement for a session that has none). */
+  get transformsBySession(): DataLoader<string, HistoryTransforms | null> {
+    return (this.transforms ??= new DataLoader<string, HistoryTransforms | null>((ids) =>
+      Promise.all(
+        ids.map(async (id) => {
+          const session = await this.sessionById.load(id);
+          return session ? foldTransforms(await readTransforms(this.sources.sql, session)) : null;
+        }),
+      ),
+    ));
+  }
+
+  /** Usage sums of turns, sessions and fork trees. */
+  get usage(): UsageLoaders {
+    return (this.usages ??= createUsageLoaders(this.sources.sql));
+  }
+}

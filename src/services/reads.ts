@@ -1,0 +1,81 @@
+import type { Sql } from '../db/sql.js';
+import { messageFromSnapshot } from '../db/stores/messages.js';
+import { sessionInWorkspace } from '../db/stores/sessions.js';
+import type { Message, PrismaClient, Session, Turn } from '../generated/prisma/client.js';
+import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
+import { readShared, sessionEventStream, type SessionEventStream } from './event-log.js';
+import type { RequestLoaders } from './loaders.js';
+import type { ViewedMessage } from './transforms.js';
+
+/** A value, or its promise (what a resolver may return; the memo hands out a settled value as it is). */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** What events point at, read once per instance per event by every subscriber (`EventMemo`). */
+export interface EventEntityMemo {
+  get(eventId: string, what: string, compute: () => unknown): unknown;
+}
+
+/**
+ * The message a live event carries, if it carries one: read from the event, so its execution
+ * needs no context and stays synchronous. Made again per selection, not held by any memo.
+ */
+export function carriedMessage(event: SessionEventMessage): Message | undefined {
+  return event.message ? messageFromSnapshot(event.message) : undefined;
+}
+
+/** The reads resolvers make that no loader batches: event streams and what events point at. */
+export class ReadService {
+  constructor(
+    private readonly sql: Sql,
+    private readonly prisma: PrismaClient,
+    private readonly bus: EventBus,
+    private readonly eventEntities: EventEntityMemo,
+  ) {}
+
+  /**
+   * The session's event stream (it ends after SessionDeleted), or null when the session is not in
+   * the workspace, whether it exists elsewhere or not at all. Reads only: on PGlite they leave the
+   * kept session rows alone (caches/session-rows.ts).
+   */
+  async sessionStream(workspaceId: string, sessionId: string, afterSequence: number | null): Promise<SessionEventStream | null> {
+    const { reads } = this.sql;
+    const found = await readShared(reads, `in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
+    return found ? sessionEventStream(reads, this.bus, sessionId, afterSequence) : null;
+  }
+
+  /**
+   * A session an event points at (`what` names the pointer: its own session, a fork, a
+   * sub-session), as the workspace sees it; null once deleted.
+   */
+  eventSession(
+    event: SessionEventMessage,
+    what: string,
+    sessionId: string,
+    workspaceId: string,
+    loaders: RequestLoaders,
+  ): MaybePromise<Session | null> {
+    return this.eventEntities.get(event.id, `${what}:${workspaceId}`, () =>
+      loaders.sessionById.load(sessionId),
+    ) as MaybePromise<Session | null>;
+  }
+
+  /** The message a replayed event names (null when it names none, or once deleted), read once per instance. */
+  eventMessage(event: SessionEventMessage): MaybePromise<Message | null> {
+    const messageId = event.messageId;
+    if (!messageId) return null;
+    return this.eventEntities.get(event.id, 'message', () =>
+      this.prisma.message.findUnique({ where: { id: messageId } }),
+    ) as MaybePromise<Message | null>;
+  }
+
+  /** Messages by id as seen in `viewSessionId`, in index order. */
+  async messagesInView(ids: string[], viewSessionId: string): Promise<ViewedMessage[]> {
+    const rows = await this.prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
+    return rows.map((row) => ({ ...row, viewSessionId }));
+  }
+
+  /** A turn by id when its session is in the workspace; null otherwise. */
+  turnInWorkspace(turnId: string, workspaceId: string): Promise<Turn | null> {
+    return this.prisma.turn.findFirst({ where: { id: turnId, session: { workspaceId } } });
+  }
+}
