@@ -13,7 +13,7 @@ import type { AttachmentShape } from '../schema/attachment.js';
 import { findForksAt, findSessions } from '../db/stores/sessions.js';
 import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
 import type { AssemblyService } from '../services/assembly.js';
-import type { EventMemo } from '../live/sharing.js';
+import type { EventMemo } from '../caches/event-memo.js';
 import type { SessionService } from '../services/sessions.js';
 import type { TransformService } from '../services/transforms.js';
 import { readTransforms } from '../db/stores/transforms.js';
