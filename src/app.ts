@@ -255,6 +255,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: caps.requestBytes });
   const wsServer = useWebSocketServer(
     {
+      hideInternalErrors: config.production,
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       // Outside envelop (see subscribeToSocket): masked by streamMask, tracked for shutdown here.
       subscribe: async (args, ctx, id) => {

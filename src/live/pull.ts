@@ -1,10 +1,10 @@
 /**
  * A stream's next step handed to an object's methods instead of a promise. Every subscribed socket
  * waits on its stream for as long as it stays, and a pending `next()` is a promise, its `resolve`
- * and `reject` closures, their context and the awaiting frame (about 400 B per layer and
- * subscriber): the layers of a WebSocket subscription (the session's event stream, the pump that
- * executes and writes its events, the socket's operation) wait on each other this way, each
- * handing the step to the next one's prototype methods.
+ * and `reject` closures, their context and the awaiting frame per layer and subscriber: the layers
+ * of a WebSocket subscription (the session's event stream, the pump that executes and writes its
+ * events, the socket's operation) wait on each other this way, each handing the step to the next
+ * one's prototype methods.
  */
 export interface StepConsumer<T> {
   /** The next value, or the end (`done`). */
