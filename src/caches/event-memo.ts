@@ -17,6 +17,13 @@ import { LRUCache } from 'lru-cache';
  */
 export class EventMemo<V> {
   private readonly entries: LRUCache<string, MemoEntry<V>>;
+  /**
+   * The last (event id, what) asked and its key: every subscriber of an event asks with the same
+   * two strings in a row, and the key made once is hashed once.
+   */
+  private lastEventId = '';
+  private lastWhat = '';
+  private lastKey = keyOf('', '');
 
   constructor(maxEntries = 5_000, ttlMs = 5_000) {
     this.entries = new LRUCache<string, MemoEntry<V>>({ max: maxEntries, ttl: ttlMs });
@@ -24,11 +31,11 @@ export class EventMemo<V> {
 
   /** The value (or its pending promise) kept for (event, what) and still within its time to live; undefined if none. */
   find(eventId: string, what: string): V | PromiseLike<V> | undefined {
-    return this.entries.peek(keyOf(eventId, what))?.value;
+    return this.entries.peek(this.keyOf(eventId, what))?.value;
   }
 
   get(eventId: string, what: string, compute: () => V | PromiseLike<V>): V | PromiseLike<V> {
-    const key = keyOf(eventId, what);
+    const key = this.keyOf(eventId, what);
     const hit = this.entries.peek(key);
     if (hit) return hit.value;
     const value = compute();
@@ -46,6 +53,15 @@ export class EventMemo<V> {
       );
     }
     return value;
+  }
+
+  private keyOf(eventId: string, what: string): string {
+    if (eventId !== this.lastEventId || what !== this.lastWhat) {
+      this.lastEventId = eventId;
+      this.lastWhat = what;
+      this.lastKey = keyOf(eventId, what);
+    }
+    return this.lastKey;
   }
 
   /** Entries within their time to live. */
