@@ -27,7 +27,10 @@ import { type SocketExtra, useWebSocketServer } from './live/ws-server.js';
 import { stringInterner } from './caches/interner.js';
 import { schema } from './schema/index.js';
 import { AssemblyService, DEFAULT_WINDOW_PAGING } from './services/assembly.js';
-import { EventMemo, type SharingStats, type StreamMask, useSubscriptionSharing, webSocketSink } from './live/sharing.js';
+import { EventMemo } from './caches/event-memo.js';
+import type { StreamMask } from './live/pump-stream.js';
+import { type SharingStats, useSubscriptionSharing } from './live/sharing.js';
+import { webSocketSink } from './live/ws-sink.js';
 import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
@@ -253,6 +256,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: caps.requestBytes });
   const wsServer = useWebSocketServer(
     {
+      hideInternalErrors: config.production,
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       // Outside envelop (see subscribeToSocket): masked by streamMask, tracked for shutdown here.
       subscribe: async (args, ctx, id) => {

@@ -5,7 +5,10 @@ import { useServer } from 'graphql-ws/use/ws';
 import { createSchema, createYoga, maskError } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { EventMemo, type StreamMask, useSubscriptionSharing, webSocketSink } from '../../src/live/sharing.js';
+import { EventMemo } from '../../src/caches/event-memo.js';
+import type { StreamMask } from '../../src/live/pump-stream.js';
+import { useSubscriptionSharing } from '../../src/live/sharing.js';
+import { webSocketSink } from '../../src/live/ws-sink.js';
 import { useWebSocketServer } from '../../src/live/ws-server.js';
 import { subscribeSse } from '../helpers/subscriptions.js';
 
@@ -293,6 +296,7 @@ async function tickWsServer(direct: boolean) {
   if (direct) {
     useWebSocketServer(
       {
+        hideInternalErrors: false,
         execute,
         subscribe: (args, ctx, id) => sharing.subscribeToSocket(args, webSocketSink(ctx.extra.socket, id), mask),
         onConnect: () => true,

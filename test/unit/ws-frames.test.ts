@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { textFrame, webSocketSink } from '../../src/live/sharing.js';
+import { nextMessage, webSocketSink } from '../../src/live/ws-sink.js';
 
 /** A ws server and a client connected to it, with or without permessage-deflate. */
 async function connected(deflate: boolean) {
@@ -31,37 +31,53 @@ const PAYLOADS = [
   `${'é'.repeat(40_000)}!`,
 ];
 
-describe('whole text frames written to a subscriber socket (textFrame, webSocketSink)', () => {
-  it.each([
-    { deflate: false, direct: true },
-    { deflate: true, direct: false },
-  ])('reach the client as the same messages, in order with ws.send between them (compression: $deflate)', async ({ deflate, direct }) => {
-    const { server, client, close } = await connected(deflate);
-    try {
-      expect(server.extensions).toBe(deflate ? 'permessage-deflate' : '');
-      const expected = PAYLOADS.flatMap((payload, i) => [payload, `between ${i}`]);
-      const received: string[] = [];
-      const all = new Promise<void>((resolve) =>
-        client.on('message', (data, isBinary) => {
-          received.push(`${isBinary ? 'binary:' : ''}${data.toString()}`);
-          if (received.length === expected.length) resolve();
-        }),
-      );
-      const raw = (server as unknown as { _socket: { write: (...args: unknown[]) => boolean } })._socket;
-      const writes = vi.spyOn(raw, 'write');
-      const sink = webSocketSink(server, '1');
-      const frames = PAYLOADS.map(textFrame);
-      frames.forEach((frame, i) => {
-        void sink.write(frame);
-        server.send(`between ${i}`);
-      });
-      await all;
-      expect(received).toEqual(expected);
-      // Without compression each frame went out whole, in one write; with it, through ws.send.
-      const whole = writes.mock.calls.filter(([chunk]) => frames.includes(chunk as Buffer)).length;
-      expect(whole).toBe(direct ? frames.length : 0);
-    } finally {
-      await close();
-    }
+describe('messages written to a subscriber socket (webSocketSink)', () => {
+  it.each([{ deflate: false }, { deflate: true }])(
+    'reach the client as the same text messages, in order with ws.send between them (compression: $deflate)',
+    async ({ deflate }) => {
+      const { server, client, close } = await connected(deflate);
+      try {
+        expect(server.extensions).toBe(deflate ? 'permessage-deflate' : '');
+        const expected = PAYLOADS.flatMap((payload, i) => [payload, `between ${i}`]);
+        const received: string[] = [];
+        const all = new Promise<void>((resolve) =>
+          client.on('message', (data, isBinary) => {
+            received.push(`${isBinary ? 'binary:' : ''}${data.toString()}`);
+            if (received.length === expected.length) resolve();
+          }),
+        );
+        const sink = webSocketSink(server, '1');
+        const waits: (Promise<void> | undefined)[] = [];
+        PAYLOADS.forEach((payload, i) => {
+          waits.push(sink.write(Buffer.from(payload)));
+          server.send(`between ${i}`);
+        });
+        await all;
+        expect(received).toEqual(expected);
+        // Beyond the socket's high-water mark a write hands back a promise, settled once it is written.
+        expect(waits.some((wait) => wait instanceof Promise)).toBe(true);
+        await Promise.all(waits);
+      } finally {
+        await close();
+      }
+    },
+  );
+
+  it('stops writing once the socket is no longer open', async () => {
+    const { server, close } = await connected(false);
+    const sink = webSocketSink(server, '1');
+    expect(sink.open()).toBe(true);
+    await close();
+    expect(sink.open()).toBe(false);
+  });
+});
+
+describe('nextMessage', () => {
+  it('is the next message graphql-ws writes for a result without errors, serialized once per result', () => {
+    const result = { data: { n: 'é' } };
+    const message = nextMessage(result, '1');
+    expect(JSON.parse(message.toString())).toEqual({ id: '1', type: 'next', payload: result });
+    expect(nextMessage(result, '1')).toBe(message);
+    expect(JSON.parse(nextMessage(result, 'x"y').toString())).toEqual({ id: 'x"y', type: 'next', payload: result });
   });
 });

@@ -21,7 +21,14 @@ describe('WebSocket heartbeat', () => {
     const unused = () => {
       throw new Error('no operation runs in this test');
     };
-    const hooks = { connectionInitWaitTimeout: 0, onConnect: () => true, onSubscribe: unused, execute: unused, subscribe: unused };
+    const hooks = {
+      hideInternalErrors: false,
+      connectionInitWaitTimeout: 0,
+      onConnect: () => true,
+      onSubscribe: unused,
+      execute: unused,
+      subscribe: unused,
+    };
     const server = useWebSocketServer(hooks, wss, INTERVAL_MS);
     cleanups.push(
       () => new Promise<void>((resolve) => http.close(() => resolve())),
