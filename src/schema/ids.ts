@@ -2,8 +2,9 @@ import type { GraphQLSchema } from 'graphql';
 import { decodeGlobalID, encodeGlobalID, isObjectType } from '../packages/index.js';
 import { badInput, notFound } from '../graphql/errors.js';
 import { UUID_PATTERN } from '../db/ids.js';
+import type { NodeTypeName } from '../domain/global-ids.js';
 
-export type NodeTypeName = 'Session' | 'Message' | 'Turn' | 'Attachment';
+export { type NodeTypeName, toGlobalId } from '../domain/global-ids.js';
 
 /**
  * Decodes an opaque global ID of the expected type. A string that is no global ID at all is bad
@@ -20,8 +21,6 @@ export function parseGlobalId(raw: string, expected: NodeTypeName, argument: str
   if (decoded.typename !== expected || !UUID_PATTERN.test(decoded.id)) throw notFound(expected, raw);
   return decoded.id;
 }
-
-export const toGlobalId = (typename: NodeTypeName, id: string) => encodeGlobalID(typename, id);
 
 const truncate = (s: string) => (s.length > 80 ? `${s.slice(0, 77)}...` : s);
 
