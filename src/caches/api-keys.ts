@@ -1,52 +1,62 @@
+import { LRUCache } from 'lru-cache';
+
+/** The clock the TTL is measured on (lru-cache's `perf`): `performance` unless a test passes its own. */
+export interface Clock {
+  now(): number;
+}
+
 /**
  * Which workspace an API key hash selects (null: refused, unknown or revoked), and whether any
  * unrevoked key exists at all (what AUTH_REQUIRED=auto decides by), for a short time.
  *
- * Rule: an entry may be stale for at most `ttlMs` (API_KEY_CACHE_TTL_MS, 5 s by default), and then
- * the database is read again. Nothing else invalidates it: keys are revoked by `npm run keys --
- * revoke`, a separate process, so the TTL is the revocation bound: a revoked key stops working on
- * every instance within `ttlMs`, and a new key starts working within it. Whatever revokes or
- * re-points a key in this process calls `forget(keyHash)` (or `purge()`), so this instance sees it at
- * once. Bounded by entries (API_KEY_CACHE_MAX): when full, everything is dropped.
+ * Rule: an entry may be stale for at most `ttlMs`, and then the database is read again. Nothing
+ * else invalidates it: keys are revoked by `npm run keys -- revoke`, a separate process, so the TTL
+ * is the revocation bound: a revoked key stops working on every instance within `ttlMs`, and a new
+ * key starts working within it. Whatever revokes or re-points a key in this process calls
+ * `forget(keyHash)` (or `purge()`), so this instance sees it at once.
+ *
+ * The TTL and the bound on entries come from configuration (API_KEY_CACHE_TTL_MS,
+ * API_KEY_CACHE_MAX); when full, the least recently used lookup is forgotten. A TTL or a bound
+ * of 0 keeps nothing.
  */
 export class ApiKeyCache {
-  private readonly entries = new Map<string, { workspaceId: string | null; until: number }>();
-  private anyKey: { value: boolean; until: number } | null = null;
+  private readonly entries: LRUCache<string, { workspaceId: string | null }> | null;
+  private readonly anyKey: LRUCache<'any', { exist: boolean }> | null;
 
-  constructor(
-    private readonly ttlMs = 5_000,
-    private readonly maxEntries = 10_000,
-  ) {}
-
-  /** The cached answer for `keyHash` (undefined: not cached or expired). */
-  get(keyHash: string, now = Date.now()): string | null | undefined {
-    const hit = this.entries.get(keyHash);
-    if (!hit || hit.until < now) return undefined;
-    return hit.workspaceId;
+  constructor(ttlMs = 5_000, maxEntries = 10_000, clock: Clock = performance) {
+    // ttlResolution 0: every expiry check reads the clock (no now cached between checks).
+    const expiring = { ttl: ttlMs, ttlResolution: 0, perf: clock };
+    const keeps = ttlMs > 0 && maxEntries > 0;
+    this.entries = keeps ? new LRUCache({ ...expiring, max: maxEntries }) : null;
+    this.anyKey = keeps ? new LRUCache({ ...expiring, max: 1 }) : null;
   }
 
-  set(keyHash: string, workspaceId: string | null, now = Date.now()): void {
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(keyHash, { workspaceId, until: now + this.ttlMs });
+  /** The cached answer for `keyHash` (undefined: not cached or expired). */
+  get(keyHash: string): string | null | undefined {
+    return this.entries?.get(keyHash)?.workspaceId;
+  }
+
+  set(keyHash: string, workspaceId: string | null): void {
+    this.entries?.set(keyHash, { workspaceId });
   }
 
   /** Whether an unrevoked key exists, as last read (undefined: not cached or expired). */
-  getKeysExist(now = Date.now()): boolean | undefined {
-    if (!this.anyKey || this.anyKey.until < now) return undefined;
-    return this.anyKey.value;
+  getKeysExist(): boolean | undefined {
+    return this.anyKey?.get('any')?.exist;
   }
 
-  setKeysExist(value: boolean, now = Date.now()): void {
-    this.anyKey = { value, until: now + this.ttlMs };
+  setKeysExist(exist: boolean): void {
+    this.anyKey?.set('any', { exist });
   }
 
+  /** Forgets the lookup of `keyHash`, and whether any key exists. */
   forget(keyHash: string): void {
-    this.entries.delete(keyHash);
-    this.anyKey = null;
+    this.entries?.delete(keyHash);
+    this.anyKey?.clear();
   }
 
   purge(): void {
-    this.entries.clear();
-    this.anyKey = null;
+    this.entries?.clear();
+    this.anyKey?.clear();
   }
 }

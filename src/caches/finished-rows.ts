@@ -1,20 +1,22 @@
+import { LRUCache } from 'lru-cache';
+
 /**
- * The light rows (position, role, token counts, …) of finished messages, kept per session as one
- * run of consecutive positions, so that assembling a session again reads only what was appended
- * since.
+ * The rows of finished messages, kept per session as one run of consecutive positions, so that
+ * assembling a session again reads only what was appended since (light rows: position, role,
+ * token counts, …), and a `Session.messages` page is served without a statement (whole rows).
  *
  * Rule: a kept row is never stale, on one server or on several, because a finished message never
  * changes (MESSAGE_IMMUTABLE), positions are never reused, and a session is only deleted with its
  * forks (a session that still exists never reaches a deleted ancestor's rows). Whatever breaks one
  * of these (deleting or editing a message, reusing a position) must call `forget(sessionId)` on
- * every instance; `deleteSession` calls it for each deleted session (hygiene: no id is reused).
+ * every instance; `deleteSession` calls it (through `AssemblyCaches.forget`) for each deleted
+ * session (hygiene: no id is reused).
  *
- * Bounded by weight, each row weighing `weigh(row)` (1 by default: then the bound counts rows; a
- * light row takes about 230 bytes, so 250,000 rows are about 60 MB; ROWS_CACHE_MAX_ROWS): whole
- * sessions are forgotten, least recently used first, and one session keeps at most
- * `maxRowsPerSession` rows (its newest: windows are read newest first;
- * ROWS_CACHE_MAX_ROWS_PER_SESSION). The same class keeps whole rows for message pages, weighed by
- * their characters (`PAGE_CACHE_MAX_CHARS`).
+ * Bounded by weight, each row weighing `weigh(row)` (1 by default: then the bound counts rows);
+ * the bounds come from configuration (ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, and
+ * PAGE_CACHE_MAX_CHARS for whole rows weighed by their characters). Whole sessions are forgotten,
+ * least recently used first, and one session keeps at most `maxRowsPerSession` rows, its newest
+ * (windows are read newest first). A bound of 0 keeps nothing.
  */
 export interface FinishedRow {
   position: number;
@@ -30,23 +32,24 @@ interface Run<R> {
 const ONE = () => 1;
 
 interface Kept<R> extends Run<R> {
-  /** The rows' total weight. */
+  /** The rows' total weight (at least 1: lru-cache weighs an entry by a positive integer). */
   weight: number;
 }
 
 export class FinishedRowsCache<R extends FinishedRow> {
-  private readonly runs = new Map<string, Kept<R>>();
-  private total = 0;
+  private readonly runs: LRUCache<string, Kept<R>> | null;
 
   constructor(
     private readonly maxWeight = 250_000,
     private readonly maxRowsPerSession = 16_384,
     private readonly weigh: (row: R) => number = ONE,
-  ) {}
+  ) {
+    this.runs = maxWeight > 0 ? new LRUCache<string, Kept<R>>({ maxSize: maxWeight, sizeCalculation: (run) => run.weight }) : null;
+  }
 
   /** The positions [lo, hi) kept for `sessionId`, or null. */
   range(sessionId: string): { lo: number; hi: number } | null {
-    const run = this.runs.get(sessionId);
+    const run = this.runs?.peek(sessionId);
     return run ? { lo: run.lo, hi: run.lo + run.rows.length } : null;
   }
 
@@ -57,20 +60,17 @@ export class FinishedRowsCache<R extends FinishedRow> {
 
   /** Rows [from, to) of `sessionId`, oldest first; the range must lie within `range(sessionId)`. */
   oldestFirst(sessionId: string, from: number, to: number): R[] {
-    const run = this.runs.get(sessionId)!;
-    // Used now: last to be forgotten.
-    this.runs.delete(sessionId);
-    this.runs.set(sessionId, run);
+    // A read makes the session the most recently used.
+    const run = this.runs!.get(sessionId)!;
     return run.rows.slice(from - run.lo, to - run.lo);
   }
 
   /** Keeps what `rows` (of one session, any order) adds to its run: finished rows only. */
   add(sessionId: string, rows: readonly R[]): void {
-    if (rows.length === 0) return;
+    if (rows.length === 0 || !this.runs) return;
     const sorted = [...rows].sort((a, b) => a.position - b.position);
-    const kept = this.runs.get(sessionId) ?? null;
+    const kept = this.runs.peek(sessionId) ?? null;
     let run: Run<R> | null = kept;
-    const before = kept?.weight ?? 0;
     // Each stretch of consecutive finished rows joins the run when it touches it; a stretch apart
     // from it replaces it when it is newer (the next assembly starts from the newest messages).
     for (let start = 0; start < sorted.length; ) {
@@ -84,8 +84,7 @@ export class FinishedRowsCache<R extends FinishedRow> {
       run = merge(run, { lo: sorted[start].position, rows: sorted.slice(start, end).map((row) => Object.freeze(row)) });
       start = end;
     }
-    if (!run) return;
-    if (run === kept) return;
+    if (!run || run === kept) return;
     if (run.rows.length > this.maxRowsPerSession) {
       const cut = run.rows.length - this.maxRowsPerSession;
       run = { lo: run.lo + cut, rows: run.rows.slice(cut) };
@@ -100,29 +99,21 @@ export class FinishedRowsCache<R extends FinishedRow> {
       while (first > 0 && weight + this.weigh(run.rows[first - 1]) <= this.maxWeight) weight += this.weigh(run.rows[--first]);
     }
     if (first > 0) run = { lo: run.lo + first, rows: run.rows.slice(first) };
-    this.runs.delete(sessionId);
-    this.total -= before;
-    if (run.rows.length === 0) return;
-    this.runs.set(sessionId, { ...run, weight });
-    this.total += weight;
-    for (const [oldest, other] of this.runs) {
-      if (this.total <= this.maxWeight || oldest === sessionId) break;
-      this.runs.delete(oldest);
-      this.total -= other.weight;
+    if (run.rows.length === 0) {
+      this.runs.delete(sessionId);
+      return;
     }
+    this.runs.set(sessionId, { ...run, weight: Math.max(1, weight) });
   }
 
   /** Drops what is kept of `sessionId`. */
   forget(sessionId: string): void {
-    const run = this.runs.get(sessionId);
-    if (!run) return;
-    this.runs.delete(sessionId);
-    this.total -= run.weight;
+    this.runs?.delete(sessionId);
   }
 
   /** Weight kept, over all sessions (rows, with the default weight). */
   get size(): number {
-    return this.total;
+    return this.runs?.calculatedSize ?? 0;
   }
 }
 

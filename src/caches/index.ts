@@ -1,6 +1,8 @@
 /**
- * The in-process caches, each a provider with its invalidation rule written beside it (see each
- * file). `AssemblyCaches.forget(sessionId)` is what every path able to break a rule calls.
+ * The in-process caches, each an lru-cache bounded from configuration (CacheConfig), with its
+ * invalidation rule written beside it (see each file). `AssemblyCaches.forget(sessionId)` is what
+ * every path able to break a rule of the message-data caches calls (`deleteSession` does, for each
+ * deleted session).
  */
 import type { CacheConfig } from '../config.js';
 import { messageRowChars, type LightRow } from '../db/stores/messages.js';

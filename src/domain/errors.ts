@@ -17,7 +17,7 @@ export type ErrorCode =
 
 /**
  * An expected refusal, with its contract code and the details a client can act on. Plain data:
- * the schema boundary (src/graphql/errors.ts, called from Yoga's maskError) turns it into a GraphQL error
+ * the schema boundary (src/graphql/errors.ts, called from Yoga's maskError) maps it to a GraphQL error
  * carrying `extensions.code`; anything else is masked and logged.
  */
 export class DomainError extends Error {

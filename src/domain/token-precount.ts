@@ -4,8 +4,8 @@ import { Worker } from 'node:worker_threads';
 import type { TokenCounts } from './types.js';
 
 /**
- * Long texts counted off the request thread. Counting a 5 Mi-character text takes the better part
- * of a second of CPU (two encodings), which on the request thread would stall every other client.
+ * Long texts counted off the request thread: counting a long text in both encodings on the request
+ * thread would stall every other client for as long as it takes.
  * The schema boundary hands each long string argument to `precount` before the resolver runs; a
  * worker counts it; `countTokens` then finds the counts here instead of counting again.
  *
@@ -95,7 +95,7 @@ export async function precount(texts: readonly string[]): Promise<void> {
       try {
         remember(text, await countInWorker(text));
       } catch {
-        // Counted on the request thread later, exactly as before.
+        // `countTokens` counts it on the request thread when it needs it.
       }
     }),
   );

@@ -5,8 +5,8 @@ import type { StoredPart, TokenCounts, TokenEncoding } from './types.js';
 
 /**
  * The parts of gpt-tokenizer's encoder this module uses. They are not in its typings (the
- * processor is private), so `bpeCounter` checks they exist and fails at import if an upgrade
- * moved them, rather than miscounting.
+ * processor is private), so `bpeCounter` checks they exist and throws when an encoding is first
+ * used if an upgrade moved them, rather than miscounting. This is the one module that touches them.
  */
 interface BpeCore {
   tokenSplitRegex: RegExp;
@@ -17,7 +17,7 @@ interface BpeCore {
 
 /**
  * Pieces up to this many UTF-16 units go through gpt-tokenizer's own merge (fast and cached for
- * the short pieces ordinary text is made of); longer ones, where its merge turns quadratic
+ * the short pieces ordinary text is made of); longer ones, where its merge is quadratic
  * (base64, minified code, hashes, CJK runs), through the heap merge, which gives the same tokens.
  */
 export const LONG_PIECE = 256;
@@ -75,9 +75,9 @@ type BpeEncoding = keyof typeof encodingNames;
 const load = createRequire(import.meta.url);
 
 /**
- * An encoding's rank tables are loaded on first use, not at import: together they take about
- * 100 MB and a second of CPU, which a server that only reads (or an idle one) never needs. They
- * are required synchronously (the package's CommonJS build) because counting is synchronous.
+ * An encoding's rank tables are loaded on first use, not at import: they are large to hold and
+ * to build, and a server that only reads (or an idle one) never needs them. They are required
+ * synchronously (the package's CommonJS build) because counting is synchronous.
  */
 function encodingApi(encoding: BpeEncoding): object {
   const module = load(`gpt-tokenizer/cjs/encoding/${encodingNames[encoding]}`) as { default?: object };

@@ -1,5 +1,5 @@
 /**
- * Plain data shapes shared by the domain layer. Nothing here knows about GraphQL or Prisma:
+ * Plain data types used across the domain layer. Nothing here knows about GraphQL or Prisma:
  * the schema layer maps to and from these, and the pure functions (context assembly, fork
  * rules, token counting) take and return them.
  */

@@ -1,10 +1,7 @@
 /**
- * The packages the server loads at every start, as CommonJS. Node 20 loads a CommonJS graph in
- * about half the time of the same graph as ES modules (synchronous resolution, no linking per
- * module): graphql-yoga, its CSRF plugin and Pothos with its plugins, which ship both builds, take
- * ~170 ms instead of ~330 on this machine, a sixth of a PGlite server's start (graphql-ws ships both
- * too). And an ES module that imports a CommonJS-only one (graphql, ws, dataloader) makes Node run
- * its export lexer over it at every start.
+ * The packages the server loads at every start, loaded as CommonJS: a CommonJS graph resolves
+ * synchronously with no linking per module, and an ES module importing a CommonJS-only package
+ * (graphql, ws, dataloader) would make Node run its export lexer over it at every start.
  *
  * Every value imported from these packages comes from here (types may come from the packages;
  * test/unit/packages.test.ts keeps it so), so each is loaded once, as one copy: Pothos's plugins

@@ -134,10 +134,12 @@ describe(`read caches (${backend.label})`, () => {
       await held;
       await tx.query('UPDATE "Session" SET title = $1 WHERE id = $2', ['written', raw]);
     });
-    const mark = sessionRows.mark();
-    release();
-    await writing;
-    sessionRows.keep(mark, [{ id: raw, workspaceId: 'w', title: 'stale' } as never]);
+    const read = await sessionRows.read('w', [raw], async () => {
+      release();
+      await writing;
+      return [{ id: raw, workspaceId: 'w', title: 'stale' } as never];
+    });
+    expect(read).toHaveLength(1);
     expect(sessionRows.size).toBe(0);
     expect(((await gqlOk(app, TITLE, { id })) as { session: { title: string } }).session.title).toBe('written');
   });

@@ -1,22 +1,36 @@
 import { describe, expect, it } from 'vitest';
 import { ApiKeyCache } from '../../src/caches/api-keys.js';
 
+/** A clock the test moves; it starts past 0 (lru-cache reads a start time of 0 as "no TTL"). */
+const clock = (start = 10_000) => ({
+  t: start,
+  now() {
+    return this.t;
+  },
+});
+
 describe('ApiKeyCache (its TTL is the revocation bound)', () => {
   it('trusts a lookup, refusals included, for ttlMs and then asks again', () => {
-    const cache = new ApiKeyCache(1_000, 10);
-    cache.set('a', 'ws-1', 0);
-    cache.set('revoked', null, 0);
-    expect(cache.get('a', 1_000)).toBe('ws-1');
-    expect(cache.get('revoked', 1_000)).toBeNull();
-    expect(cache.get('a', 1_001)).toBeUndefined();
-    expect(cache.get('revoked', 1_001)).toBeUndefined();
+    const time = clock();
+    const cache = new ApiKeyCache(1_000, 10, time);
+    cache.set('a', 'ws-1');
+    cache.set('revoked', null);
+    time.t += 1_000;
+    expect(cache.get('a')).toBe('ws-1');
+    expect(cache.get('revoked')).toBeNull();
+    time.t += 1;
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('revoked')).toBeUndefined();
   });
 
   it('keeps "does any key exist" under the same TTL, dropped by forget and purge', () => {
-    const cache = new ApiKeyCache(1_000, 10);
-    cache.setKeysExist(false, 0);
-    expect(cache.getKeysExist(1_000)).toBe(false);
-    expect(cache.getKeysExist(1_001)).toBeUndefined();
+    const time = clock();
+    const cache = new ApiKeyCache(1_000, 10, time);
+    cache.setKeysExist(false);
+    time.t += 1_000;
+    expect(cache.getKeysExist()).toBe(false);
+    time.t += 1;
+    expect(cache.getKeysExist()).toBeUndefined();
     cache.setKeysExist(true);
     cache.forget('a');
     expect(cache.getKeysExist()).toBeUndefined();
@@ -25,12 +39,20 @@ describe('ApiKeyCache (its TTL is the revocation bound)', () => {
     expect(cache.getKeysExist()).toBeUndefined();
   });
 
-  it('drops everything when full', () => {
-    const cache = new ApiKeyCache(1_000, 2);
-    cache.set('a', 'ws', 0);
-    cache.set('b', 'ws', 0);
-    cache.set('c', 'ws', 0);
-    expect(cache.get('a', 0)).toBeUndefined();
-    expect(cache.get('c', 0)).toBe('ws');
+  it('forgets the least recently used lookup when full', () => {
+    const cache = new ApiKeyCache(1_000, 2, clock());
+    cache.set('a', 'ws');
+    cache.set('b', 'ws');
+    cache.set('c', 'ws');
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('c')).toBe('ws');
+  });
+
+  it('keeps nothing with a TTL of 0', () => {
+    const cache = new ApiKeyCache(0, 10, clock());
+    cache.set('a', 'ws');
+    cache.setKeysExist(true);
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.getKeysExist()).toBeUndefined();
   });
 });

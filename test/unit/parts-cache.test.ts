@@ -18,16 +18,16 @@ describe('FinishedPartsCache', () => {
     expect(cache.get('d')).toEqual(text('d'.repeat(10)));
   });
 
-  it('gives every entry read since it was last passed over a second chance, and never holds more than its size', () => {
+  it('forgets the least recently read first, and never holds more than its size', () => {
     const cache = new FinishedPartsCache(2 * (64 + 10));
     cache.set('a', text('a'.repeat(10)));
     cache.set('b', text('b'.repeat(10)));
     cache.get('a');
     cache.get('b');
-    // Both were read: each is passed over once, then the oldest goes.
+    // Both were read, a first: a goes.
     cache.set('c', text('c'.repeat(10)));
     expect([cache.get('a'), cache.get('b'), cache.get('c')].map((parts) => parts !== undefined)).toEqual([false, true, true]);
-    // Larger than the whole cache: not kept (and the eviction ends).
+    // Larger than the whole cache: not kept.
     cache.set('huge', text('x'.repeat(1_000)));
     expect(cache.get('huge')).toBeUndefined();
   });

@@ -92,7 +92,7 @@ const definitions: Record<ContextFormat, readonly object[]> = {
 };
 for (const list of Object.values(definitions)) seal(list);
 
-/** The `tools` list of the payload in `format` (sealed: shared by every payload, never changed). */
+/** The `tools` list of the payload in `format` (sealed: reused by every payload, never changed). */
 export function attachmentToolDefinitions(format: ContextFormat): readonly object[] {
   return definitions[format];
 }

@@ -24,7 +24,7 @@
  *     </attachment_ref>
  *
  * `id` is the client's opaque attachment ID, `bytes` the stored size (UTF-8), `chars` the length
- * in Unicode code points, the unit read_attachment pages in. The caps do not apply (nothing is
+ * in Unicode code points, the unit read_attachment reads in. The caps do not apply (nothing is
  * inlined); a missing or unreadable attachment gets the same placeholder and problem as INLINE.
  * The block is counted and fitted exactly as an inline block is.
  *
@@ -179,7 +179,7 @@ export function validateAttachmentRead(offset: number | null | undefined, length
   return { offset: at, length: size };
 }
 
-/** One page of an attachment's text. */
+/** One slice of an attachment's text (what one read_attachment call returns). */
 export interface AttachmentPage {
   offset: number;
   /** Characters (code points) in `text`. */

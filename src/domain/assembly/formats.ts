@@ -83,7 +83,7 @@
  *
  * A message whose parts are immutable (a finished message's stored parts: see `markImmutable`)
  * always gives the same payload piece in a format, so the piece is built once, sealed (frozen, its
- * canonical JSON kept for the hash) and shared by every later payload. Sealed pieces are never
+ * canonical JSON kept for the hash) and reused by every later payload. Sealed pieces are never
  * changed: merging Anthropic turns copies.
  */
 import { isImmutable, markImmutable } from '../immutable.js';

@@ -67,7 +67,7 @@ export interface KeepNewestResult {
 }
 
 /**
- * The shared cut of `capMaxMessages` and `fitTokenBudget`: the newest USER message first (the
+ * The cut common to `capMaxMessages` and `fitTokenBudget`: the newest USER message first (the
  * caller checks that it fits), then units newest first until one does not fit.
  */
 export function keepNewestUnits(list: readonly WorkMessage[], options: KeepNewestOptions): KeepNewestResult {

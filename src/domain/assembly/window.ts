@@ -25,8 +25,8 @@ import { toolResultStubTokens } from './work.js';
 import { hiddenReason, type Hidden } from '../transforms.js';
 
 /**
- * How the window is read, newest first: `first` messages while the compaction is read, then pages
- * sized from the cost seen so far, within [`min`, `max`], until `margin` messages past the point
+ * How the window is read, newest first: `first` messages while the compaction is read, then pages of
+ * rows sized from the cost seen so far, within [`min`, `max`], until `margin` messages past the point
  * where nothing older can fit (so the cut is decided by the pipeline, not here).
  */
 export interface WindowPaging {
@@ -130,7 +130,7 @@ export class WindowPlan {
   }
 }
 
-/** The first page of a session assembled before: what the budget holds at the cost per message seen last time, plus the margin. */
+/** The first page of light rows of a session assembled before: what the budget holds at the cost per message seen last time, plus the margin. */
 export function firstPageSize(costPerRow: number | null, budget: number, paging: WindowPaging = DEFAULT_WINDOW_PAGING): number {
   if (costPerRow === null) return paging.first;
   const size = Math.ceil((budget / Math.max(1, costPerRow)) * 1.1) + 2 * paging.margin;
