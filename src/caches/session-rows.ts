@@ -54,10 +54,8 @@ export class SessionRowsCache {
     return this.rows?.size ?? 0;
   }
 
-  // get, mark and keep: private once the sessionById loader reads through `read`.
-
   /** The kept row of `id` in `workspaceId`, if current. */
-  get(id: string, workspaceId: string): Session | undefined {
+  private get(id: string, workspaceId: string): Session | undefined {
     const now = this.writes();
     if (now === null || !this.rows) return undefined;
     if (now !== this.at) {
@@ -70,12 +68,12 @@ export class SessionRowsCache {
   }
 
   /** The write count to pass to `keep` once a read begun now has returned; null when nothing can be kept. */
-  mark(): number | null {
+  private mark(): number | null {
     return this.writes();
   }
 
   /** Keeps `rows`, read from a statement begun at write count `mark`, when no write began or ended since. */
-  keep(mark: number | null, rows: readonly Session[]): void {
+  private keep(mark: number | null, rows: readonly Session[]): void {
     if (mark === null || !this.rows || this.writes() !== mark) return;
     if (this.at !== mark) {
       this.rows.clear();

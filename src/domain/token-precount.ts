@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { LRUCache } from 'lru-cache';
 import type { TokenCounts } from './types.js';
 
 /**
@@ -10,28 +11,21 @@ import type { TokenCounts } from './types.js';
  * worker counts it; `countTokens` then finds the counts here instead of counting again.
  *
  * The cache: text -> its counts in both encodings. A count is a pure function of the text, so an
- * entry can never be stale; it holds recent long texts only (FIFO, PRECOUNT_CHARACTERS in all),
+ * entry can never be stale (nothing needs `forget`); it holds recent long texts only (least recently
+ * used out first, PRECOUNT_CHARACTERS in all),
  * so its memory is bounded, and a text evicted before it is used is simply counted again in place.
  */
 export const LONG_TEXT = 64 * 1024;
 const PRECOUNT_CHARACTERS = 64 * 1024 * 1024;
 
-const counted = new Map<string, TokenCounts>();
-let countedCharacters = 0;
+const counted = new LRUCache<string, TokenCounts>({ maxSize: PRECOUNT_CHARACTERS, sizeCalculation: (_, text) => text.length });
 
 export function precounted(text: string): TokenCounts | undefined {
   return text.length >= LONG_TEXT ? counted.get(text) : undefined;
 }
 
 function remember(text: string, counts: TokenCounts) {
-  if (counted.has(text)) return;
-  counted.set(text, counts);
-  countedCharacters += text.length;
-  for (const key of counted.keys()) {
-    if (countedCharacters <= PRECOUNT_CHARACTERS) break;
-    counted.delete(key);
-    countedCharacters -= key.length;
-  }
+  if (!counted.has(text)) counted.set(text, counts);
 }
 
 let worker: Worker | null = null;

@@ -55,16 +55,9 @@ export class RequestLoaders {
 
   /** Sessions of the workspace by id (kept rows first, on PGlite); shared by the loaders below that read sessions too. */
   get sessionById(): DataLoader<string, Session | null> {
-    return (this.sessions ??= new DataLoader<string, Session | null>(async (ids) => {
+    return (this.sessions ??= new DataLoader<string, Session | null>((ids) => {
       const { sessionRows, sql } = this.sources;
-      const kept = ids.map((id) => sessionRows.get(id, this.workspaceId));
-      const missing = ids.filter((_, i) => !kept[i]);
-      if (!missing.length) return kept as Session[];
-      const mark = sessionRows.mark();
-      const rows = await findSessions(sql.reads, this.workspaceId, missing);
-      sessionRows.keep(mark, rows);
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      return ids.map((id, i) => kept[i] ?? byId.get(id) ?? null);
+      return sessionRows.read(this.workspaceId, ids, (missing) => findSessions(sql.reads, this.workspaceId, missing));
     }));
   }
 
