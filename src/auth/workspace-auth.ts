@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ApiKeyCache } from '../caches/api-keys.js';
 import type { ApiKeyConfig } from '../config.js';
-import { DomainError } from '../graphql/errors.js';
+import { DomainError } from '../domain/errors.js';
 import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from '../db/stores/api-keys.js';
 import { asServiceUnavailable } from '../db/faults.js';
 import type { Sql } from '../db/sql.js';

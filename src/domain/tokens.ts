@@ -5,8 +5,10 @@ import type { StoredPart, TokenCounts, TokenEncoding } from './types.js';
 
 /**
  * The parts of gpt-tokenizer's encoder this module uses. They are not in its typings (the
- * processor is private), so `bpeCounter` checks they exist and throws when an encoding is first
- * used if an upgrade moved them, rather than miscounting. This is the one module that touches them.
+ * processor is private), so `checkTokenizerShape` (called at the app's start) checks the methods
+ * on the encoder's class and `bpeCounter` checks the instance's fields when an encoding is first
+ * used: an upgrade that moved them fails loudly rather than miscounting. This is the one module
+ * that touches them; package.json pins gpt-tokenizer's exact version.
  */
 interface BpeCore {
   tokenSplitRegex: RegExp;
@@ -68,6 +70,18 @@ function bpeCounter(api: object, name: string, longPiece: number): BpeCounter {
       return out;
     },
   };
+}
+
+/**
+ * Throws at start when gpt-tokenizer's encoder class no longer has the methods `bpeCounter` calls
+ * (without loading any rank table; the instance fields are checked at first use).
+ */
+export function checkTokenizerShape(): void {
+  const { BytePairEncodingCore } = load('gpt-tokenizer/cjs/BytePairEncodingCore') as { BytePairEncodingCore?: { prototype: object } };
+  const methods = ['getBpeRankFromString', 'getBpeRankFromBytes', 'bytePairEncode'] as const;
+  const proto = BytePairEncodingCore?.prototype as Record<string, unknown> | undefined;
+  const missing = methods.filter((name) => typeof proto?.[name] !== 'function');
+  if (missing.length) throw new Error(`gpt-tokenizer's encoder lacks ${missing.join(', ')}, which domain/tokens.ts relies on.`);
 }
 
 const encodingNames = { O200K_BASE: 'o200k_base', CL100K_BASE: 'cl100k_base' } as const;

@@ -31,7 +31,7 @@ export interface SubscriptionSharingOptions<Context> {
   streamOnlyArguments?: Record<string, readonly string[]>;
   /** How many results to keep (distinct selection × event). */
   maxEntries?: number;
-  /** How many distinct selection texts get a short id (SUBSCRIPTION_SHAPES_MAX; see `selectionKeys`). */
+  /** How many distinct selection texts get a short id (`config.caches.subscriptionShapesMax`; see `selectionKeys`). */
   maxShapes?: number;
   /** How long a result may be reused, in ms: long enough for one event's fan-out, short enough that a later replay reads fresh data. */
   ttlMs?: number;

@@ -1,7 +1,7 @@
 import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { countTokens, createBpeCounter, LONG_PIECE } from '../../src/domain/tokens.js';
+import { checkTokenizerShape, countTokens, createBpeCounter, LONG_PIECE } from '../../src/domain/tokens.js';
 
 /**
  * The heap merge must give exactly gpt-tokenizer's tokens. A counter with `longPiece = 0` sends
@@ -96,5 +96,11 @@ describe.each(['O200K_BASE', 'CL100K_BASE'] as const)('%s heap merge', (encoding
     expect(Number.isInteger(perToken)).toBe(true);
     expect(countTokens('x'.repeat(size), encoding)).toBe(size / perToken);
     expect(countTokens(`${'x'.repeat(LONG_PIECE + 1)}`, encoding)).toBe(reference[encoding]('x'.repeat(LONG_PIECE + 1)).length);
+  });
+});
+
+describe('the tokenizer adapter', () => {
+  it('finds the encoder methods it relies on in the pinned gpt-tokenizer, at start', () => {
+    expect(() => checkTokenizerShape()).not.toThrow();
   });
 });
