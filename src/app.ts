@@ -40,7 +40,10 @@ export interface App {
   jit: QueryJitStats;
   /** How many HTTP requests the fast path answered, and how many it read and handed to Yoga. */
   fastPath: FastPathStats;
-  /** Starts listening; resolves with the URL of the GraphQL endpoint. Then starts `warm()`. */
+  /**
+   * Starts listening; resolves with the URL of the GraphQL endpoint. Then starts `warm()`. Already
+   * listening: resolves with the URL it listens on.
+   */
   listen(port?: number, host?: string): Promise<string>;
   /**
    * Loads what the server can do without at its start and loads once it listens (the query
@@ -202,6 +205,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     streamMask: createStreamMask(maskError),
   });
 
+  let listeningAt: string | undefined;
   let closing: Promise<void> | null = null;
   return {
     yoga,
@@ -211,13 +215,15 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     jit: jit.stats,
     fastPath: fastPath.stats,
     listen(port = config.port, host = config.host) {
+      if (listeningAt) return Promise.resolve(listeningAt);
       return new Promise((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, host, () => {
           server.off('error', reject);
           const address = server.address() as AddressInfo;
           const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
-          resolve(`http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`);
+          listeningAt = `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`;
+          resolve(listeningAt);
           void jit.load();
         });
       });

@@ -15,6 +15,9 @@ export const FAST_PATH_HOOKS: ReadonlySet<string> = new Set([
   'onSubscribe',
 ]);
 
+/** Envelop's and Yoga's hooks are `on…` functions, plus `instrumentation`; other keys (a plugin's own API) are not hooks. */
+const isHook = (key: string) => /^on[A-Z]/.test(key) || key === 'instrumentation';
+
 const COVERED = Symbol('hooks the HTTP fast path covers by its own checks');
 
 /**
@@ -35,7 +38,7 @@ export function fastPathCovers<P extends object>(plugin: P, hooks: readonly stri
 export function assertFastPathHonours(plugins: readonly object[]): void {
   plugins.forEach((plugin, index) => {
     const covered = (plugin as { [COVERED]?: readonly string[] })[COVERED] ?? [];
-    const skipped = Object.keys(plugin).filter((hook) => !FAST_PATH_HOOKS.has(hook) && !covered.includes(hook));
+    const skipped = Object.keys(plugin).filter((key) => isHook(key) && !FAST_PATH_HOOKS.has(key) && !covered.includes(key));
     if (skipped.length === 0) return;
     throw new Error(
       `Plugin #${index} has hooks the HTTP fast path does not run (${skipped.join(', ')}); it honours only ` +

@@ -36,15 +36,18 @@ export function useHealthEndpoints(deps: { db: Database; bus: EventBus; timeoutM
       (error: Error) => `error: ${error.message}`,
     );
   // The fast path takes only POSTs to the GraphQL endpoint: never a health endpoint.
-  return fastPathCovers<Plugin>({
-    async onRequest({ url, fetchAPI, endResponse }) {
-      if (url.pathname === '/healthz') return endResponse(json(fetchAPI, 200, { status: 'ok' }));
-      if (url.pathname !== '/readyz') return;
-      const [database, pubsub] = await Promise.all([check(() => deps.db.ping()), check(() => deps.bus.ping())]);
-      const status = deps.stopping() ? 'stopping' : database !== 'ok' ? 'unavailable' : pubsub !== 'ok' ? 'degraded' : 'ok';
-      endResponse(json(fetchAPI, status === 'ok' || status === 'degraded' ? 200 : 503, { status, database, pubsub }));
+  return fastPathCovers<Plugin>(
+    {
+      async onRequest({ url, fetchAPI, endResponse }) {
+        if (url.pathname === '/healthz') return endResponse(json(fetchAPI, 200, { status: 'ok' }));
+        if (url.pathname !== '/readyz') return;
+        const [database, pubsub] = await Promise.all([check(() => deps.db.ping()), check(() => deps.bus.ping())]);
+        const status = deps.stopping() ? 'stopping' : database !== 'ok' ? 'unavailable' : pubsub !== 'ok' ? 'degraded' : 'ok';
+        endResponse(json(fetchAPI, status === 'ok' || status === 'degraded' ? 200 : 503, { status, database, pubsub }));
+      },
     },
-  }, ['onRequest']);
+    ['onRequest'],
+  );
 }
 
 /** Who a request counts against: its API key (hashed) if it sends one, else its IP address. */
@@ -88,13 +91,16 @@ export const rateLimitedResponse = (fetchAPI: { Response: typeof Response }, ret
  */
 export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<Record<string, unknown>, NodeServerContext> {
   // The fast path counts every request it takes with the same `takeRate`, and marks one it hands over.
-  return fastPathCovers<Plugin<Record<string, unknown>, NodeServerContext>>({
-    async onRequest({ request, url, fetchAPI, endResponse, serverContext }) {
-      if (url.pathname !== endpoint || request.method === 'OPTIONS' || serverContext?.rateCounted) return;
-      const decision = await takeRate(limiter, request.headers.get('authorization'), serverContext?.req?.socket?.remoteAddress);
-      if (!decision.allowed) endResponse(rateLimitedResponse(fetchAPI, decision.retryAfterSeconds));
+  return fastPathCovers<Plugin<Record<string, unknown>, NodeServerContext>>(
+    {
+      async onRequest({ request, url, fetchAPI, endResponse, serverContext }) {
+        if (url.pathname !== endpoint || request.method === 'OPTIONS' || serverContext?.rateCounted) return;
+        const decision = await takeRate(limiter, request.headers.get('authorization'), serverContext?.req?.socket?.remoteAddress);
+        if (!decision.allowed) endResponse(rateLimitedResponse(fetchAPI, decision.retryAfterSeconds));
+      },
     },
-  }, ['onRequest']);
+    ['onRequest'],
+  );
 }
 
 const JSON_TYPES = ['application/json', 'application/graphql-response+json'];
@@ -110,17 +116,20 @@ export const isJsonBodyType = (contentType: string | null | undefined) =>
  */
 export function useJsonPostsOnly(endpoint: string): Plugin {
   // The fast path takes only bodies `isJsonBodyType` accepts.
-  return fastPathCovers<Plugin>({
-    onRequest({ request, url, fetchAPI, endResponse }) {
-      if (url.pathname !== endpoint || request.method !== 'POST') return;
-      if (isJsonBodyType(request.headers.get('content-type'))) return;
-      endResponse(
-        json(fetchAPI, 415, {
-          errors: [{ message: 'POST bodies must be application/json.', extensions: { code: 'BAD_USER_INPUT' } }],
-        }),
-      );
+  return fastPathCovers<Plugin>(
+    {
+      onRequest({ request, url, fetchAPI, endResponse }) {
+        if (url.pathname !== endpoint || request.method !== 'POST') return;
+        if (isJsonBodyType(request.headers.get('content-type'))) return;
+        endResponse(
+          json(fetchAPI, 415, {
+            errors: [{ message: 'POST bodies must be application/json.', extensions: { code: 'BAD_USER_INPUT' } }],
+          }),
+        );
+      },
     },
-  }, ['onRequest']);
+    ['onRequest'],
+  );
 }
 
 /** Refuses `__schema` and `__type` (GRAPHIQL=false); `__typename` stays allowed. */
