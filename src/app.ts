@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { YogaServerInstance } from 'graphql-yoga';
+import type { Plugin, YogaServerInstance } from 'graphql-yoga';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
 import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
@@ -61,6 +61,12 @@ export interface App {
 export interface BuildAppOptions {
   /** An already open database (tests); otherwise one is opened from the config. */
   database?: Database;
+  /**
+   * Plugins run after the app's own (a deployment's tracing or metrics, a test's rule). Like the
+   * app's own, each must keep the HTTP fast path's contract (`assertFastPathHonours`), or the
+   * build fails.
+   */
+  plugins?: Plugin[];
 }
 
 /**
@@ -105,8 +111,9 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       eventEntities: new EventMemo(),
     };
     limiter = createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
+    const app = serve(runtime, limiter, options.plugins ?? []);
     runtime.turns.startSweeper();
-    return serve(runtime, limiter);
+    return app;
   } catch (error) {
     await limiter?.close();
     await bus?.close();
@@ -115,7 +122,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   }
 }
 
-function serve(runtime: AppRuntime, limiter: RateLimiter): App {
+function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]): App {
   const { config, caps, logger, db, bus } = runtime;
   const endpoint = '/graphql';
   const subscriptions = new SubscriptionTracker();
@@ -146,6 +153,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter): App {
     sharing,
     subscriptions.plugin(),
     jit,
+    ...extraPlugins,
   ];
   // Every request the fast path answers must see every plugin as Yoga's path would.
   assertFastPathHonours(plugins);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App, type BuildAppOptions } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/parts.js';
@@ -106,6 +106,8 @@ export async function createTestApp(
     shareWith?: TestApp;
     config?: Partial<AppConfig>;
     redisUrl?: string | null;
+    /** Plugins after the app's own (`BuildAppOptions.plugins`). */
+    plugins?: BuildAppOptions['plugins'];
     /** Leave `warm()` to the test (the query compiler unloaded; the server listens all the same). */
     cold?: boolean;
   } = {},
@@ -125,7 +127,7 @@ export async function createTestApp(
     ...options.config,
   });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
-  const app = await buildApp(config, { database });
+  const app = await buildApp(config, { database, plugins: options.plugins });
   let url: string;
   if (options.cold) {
     // Listening without `listen()`, which would start loading the compiler.
