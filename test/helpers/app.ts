@@ -173,6 +173,30 @@ function endpointOf(app: App): string | null {
 }
 
 /**
+ * At most this many requests of the suite are open at once, as a client's connection pool holds
+ * them: a test's thousand parallel calls would each open a connection and overflow the server's
+ * listen backlog (ECONNRESET). The rest wait their turn, in order.
+ */
+const MAX_OPEN_REQUESTS = 64;
+let openRequests = 0;
+const waitingRequests: (() => void)[] = [];
+
+async function overConnection(url: string, init: RequestInit): Promise<Response> {
+  if (openRequests < MAX_OPEN_REQUESTS) openRequests++;
+  else await new Promise<void>((resolve) => waitingRequests.push(resolve));
+  try {
+    const response = await fetch(url, init);
+    // The slot is held until the body is read, as the connection is.
+    const body = await response.arrayBuffer();
+    return new Response(body, { status: response.status, headers: response.headers });
+  } finally {
+    const next = waitingRequests.shift();
+    if (next) next();
+    else openRequests--;
+  }
+}
+
+/**
  * Runs an operation and returns the parsed body: over HTTP to the app's listening server, the entry
  * production takes (no `Origin`, so the fast path answers what it takes); through `yoga.fetch`
  * only for an app that does not listen.
@@ -185,7 +209,7 @@ export async function gql<R, V>(
 ): Promise<ExecutionResult<R> & { status: number }> {
   const query = typeof document === 'string' ? document : print(document);
   const url = endpointOf(app);
-  const send = url ? fetch : app.yoga.fetch;
+  const send = url ? overConnection : app.yoga.fetch;
   const response = await send(url ?? 'http://localhost/graphql', {
     method: 'POST',
     headers: {
