@@ -1,47 +1,41 @@
 /**
  * Queries and mutations that clients send again and again run as compiled JavaScript (graphql-jit)
- * instead of graphql-js's interpreter: for the session read, execution was most of the server's own
- * time per request; for a streamed `updateMessage`, graphql-js's coercion of the variables and its
- * execution were about a tenth of the server's CPU per update (compiled mutations run their root
- * fields one after the other, as graphql-js does). Compiling costs milliseconds and memory per
- * document, growing with its size (100 fields of a nested session graph: 3 to 13 ms on a quiet
- * machine, about 35 under load, and 130 KB), so it is spent only where it pays, and bounded:
+ * instead of graphql-js's interpreter (compiled mutations run their root fields one after the
+ * other, as graphql-js does). Compiling costs time and memory per document, growing with its size,
+ * so it is spent only where it pays, and bounded:
  *
  * - only a document's `afterUses`-th execution compiles it (one-off documents never are);
  * - only documents of one query or mutation operation of at most `maxFields` fields (fragments
  *   expanded, as the query limits count them);
  * - at most `maxDocuments` compiled documents are kept (least recently used first out), and at most
- *   COMPILE_BUDGET compilations run per window (20 per 10 s), so a client cycling through documents
- *   cannot turn compiling into a cost it chooses;
+ *   COMPILE_BUDGET compilations run per window, so a client cycling through documents cannot turn
+ *   compiling into a cost it chooses;
  * - a document that is not compiled runs on graphql-js.
  *
  * A subscription's events are executed by `eventExecutor` the same way: a subscription document
  * compiles at its `afterUses`-th event execution (each event is executed once for all the
- * subscribers that share it, see src/live/sharing.ts), under the same bounds and budget. Each
- * event of a live session is then a compiled function call, on the path every live delivery waits
- * for: graphql-js spent 0.17 ms synchronously on each paced event (0.45 ms until its result, its
- * awaits included) on this 2-core machine.
+ * subscribers that share it, see src/live/sharing.ts), under the same bounds and budget.
  *
  * Use counts are kept per DocumentNode (weakly): Yoga's parse cache hands out the same node for the
- * same text and bounds how many there are. Results and errors are the same as graphql-js's (the
- * whole test suite runs with `afterUses: 1`).
+ * same text and bounds how many there are. Results and errors are the same as graphql-js's
+ * (`TEST_QUERY_JIT=off` runs the suite on graphql-js alone, query-jit.test.ts compares both).
  *
- * graphql-jit itself is loaded by `load()` (the app calls it once it listens): its modules take ~0.1 s
- * to load, a tenth of the server's start. Until it is loaded, documents run on graphql-js and stay
- * undecided, compiled at a later use.
+ * graphql-jit itself is loaded by `load()` (the app calls it once it listens), off the start. Until
+ * it is loaded, documents run on graphql-js and stay undecided, compiled at a later use.
  */
 import type { ASTNode, DocumentNode, ExecutionArgs, ExecutionResult, OperationDefinitionNode } from 'graphql';
 import type { CompiledQuery } from 'graphql-jit';
 import type { Plugin } from 'graphql-yoga';
+import { LRUCache } from 'lru-cache';
 import { operationFields } from './query-limits.js';
 import { GraphQLError, Kind, visit } from '../packages/index.js';
 
 export interface QueryJitOptions {
-  /** The execution of a document that compiles it (QUERY_JIT_AFTER_USES; 0 turns compiling off). */
+  /** The execution of a document that compiles it (0 turns compiling off). */
   afterUses: number;
-  /** Largest document compiled, in fields (QUERY_JIT_MAX_FIELDS). */
+  /** Largest document compiled, in fields. */
   maxFields: number;
-  /** Compiled documents kept (QUERY_JIT_MAX_DOCUMENTS). */
+  /** Compiled documents kept. */
   maxDocuments: number;
   /** At most `compiles` compilations per `windowMs`, whatever the documents (default COMPILE_BUDGET). */
   budget?: { compiles: number; windowMs: number };
@@ -136,8 +130,16 @@ export function useQueryJit(options: QueryJitOptions): Plugin & {
       () => {},
     ));
   const entries = new WeakMap<DocumentNode, Entry>();
-  // Entries holding a compiled query, least recently used first.
-  const kept = new Map<DocumentNode, Entry>();
+  // The entries holding a compiled query: at most `maxDocuments`, the least recently used out
+  // first. An evicted entry drops its compiled query (and its nodes) and stays undecided, so a later
+  // use compiles it again. Never stale: a compiled query depends only on the schema and the document.
+  const kept = new LRUCache<DocumentNode, Entry>({
+    max: Math.max(1, options.maxDocuments),
+    dispose: (old) => {
+      old.compiled = undefined;
+      old.nodes = undefined;
+    },
+  });
   const budget = options.budget ?? COMPILE_BUDGET;
   let windowStart = Number.NEGATIVE_INFINITY;
   let spent = 0;
@@ -166,12 +168,6 @@ export function useQueryJit(options: QueryJitOptions): Plugin & {
     entry.compiled = compiled;
     entry.name = operation.name?.value;
     kept.set(args.document, entry);
-    for (const [document, old] of kept) {
-      if (kept.size <= options.maxDocuments) break;
-      kept.delete(document);
-      old.compiled = undefined;
-      old.nodes = undefined;
-    }
   };
 
   /** The compiled query for `args` (decided at the use the options say), counted; null: graphql-js runs it. */
@@ -184,8 +180,7 @@ export function useQueryJit(options: QueryJitOptions): Plugin & {
     const compiled = entry.compiled;
     if (!compiled || (args.operationName != null && args.operationName !== entry.name)) return null;
     // Used now: last to be evicted.
-    kept.delete(args.document);
-    kept.set(args.document, entry);
+    kept.get(args.document);
     stats.interpreted--;
     stats.compiled++;
     return { entry, query: compiled };

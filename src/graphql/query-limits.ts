@@ -208,8 +208,9 @@ export function limitedParse(limits: QueryLimits) {
 
 export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plugin {
   const parseWithLimits = limitedParse(limits);
-  // What the limits say of a document depends on its syntax tree alone, and Yoga's parse cache
-  // hands out the same DocumentNode for the same text: measure each document once.
+  // What the limits say of a document depends on its syntax tree alone (the limits are fixed, no
+  // request context enters), and Yoga's parse cache hands out the same DocumentNode for the same
+  // text: measure each document once. Weak: it lives as long as the parse cache keeps the node.
   const verdicts = new WeakMap<DocumentNode, readonly GraphQLError[]>();
   const limitErrors = (document: DocumentNode) => {
     let errors = verdicts.get(document);
@@ -222,9 +223,10 @@ export function useQueryLimits(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Plug
     },
     onValidate({ params, setResult }) {
       // The limits first, alone and without graphql-js's validate: its own rules are superlinear on
-      // some documents a limit refuses (OverlappingFieldsCanBeMerged on 500 aliased __schema took
-      // 300 ms), and even one rule under it walks the document with type information (most of the
-      // 20 ms such a refusal still took), where the limits need only the syntax tree.
+      // some documents a limit refuses (OverlappingFieldsCanBeMerged on many aliased __schema), and
+      // even one rule walks the document with type information, where the limits need only the
+      // syntax tree. The verdict is the document's alone (cached per node); envelop still runs every
+      // other plugin's onValidate for this request.
       const refused = limitErrors(params.documentAST);
       if (refused.length) {
         setResult([...refused]);

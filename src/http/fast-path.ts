@@ -1,9 +1,11 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { DocumentNode, ExecutionResult } from 'graphql';
+import type { ExecutionResult } from 'graphql';
 import type { YogaServerInstance } from 'graphql-yoga';
 import { type GraphQLError, getOperationAST, processRegularResult, sendNodeResponse } from '../packages/index.js';
 import { isPlainObject } from '../domain/assembly/turn-context.js';
-import { rateIdentity, rateLimitedResponse } from './guards.js';
+import { declaredLength, withinBodyCap } from '../graphql/client-errors.js';
+import type { TextCaps } from '../domain/parts.js';
+import { isJsonBodyType, rateLimitedResponse, takeRate } from './guards.js';
 import type { RateLimiter } from './rate-limit.js';
 
 /**
@@ -28,8 +30,8 @@ export interface FastPathOptions {
   yoga: YogaServerInstance<FastPathServerContext, object>;
   endpoint: string;
   limiter: RateLimiter;
-  /** Longest body taken (the body cap); a longer declared length goes to Yoga, which refuses it. */
-  maxBodyBytes: number;
+  /** The body cap: a longer declared length goes to Yoga, which refuses it. */
+  caps: TextCaps;
   /** What a client sees of an error `execute` threw (the app's masking). */
   maskError: (error: unknown) => GraphQLError;
 }
@@ -38,7 +40,8 @@ export interface FastPathOptions {
 const send = (response: Response, res: ServerResponse, req: IncomingMessage | undefined) =>
   sendNodeResponse(response, res, req as IncomingMessage, true);
 
-const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+/** The JSON body types this path reads (as UTF-8): a subset of what `useJsonPostsOnly` accepts. */
+const UTF8_JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 const PARAM_KEYS = new Set(['query', 'variables', 'operationName', 'extensions']);
 
 /** The request's operation, if it is one this path takes: a JSON object of GraphQL-over-HTTP's keys. */
@@ -72,10 +75,10 @@ class NodeHeaders {
  * The common request, run without Yoga's HTTP layer: a JSON POST of one query or mutation to the
  * GraphQL endpoint, from a client that sends no `Origin` (a server, an agent runtime, a script; a
  * browser's request takes Yoga's path, with its CORS) and accepts `application/json`. Yoga builds a
- * Fetch `Request` and `Response` around every request and runs its request pipeline (about 0.1 ms
- * of a 0.3 ms `{ __typename }` on this machine's CPU, and 0.35 ms of a streamed `updateMessage`):
- * here the body goes straight to envelop, the same `parse`, `validate`, context and `execute`
+ * Fetch `Request` and `Response` around every request and runs its request pipeline; here the body
+ * goes straight to envelop, the same `parse`, `validate`, context and `execute`
  * (with every envelop plugin: caches, limits, masking, compiled queries) that Yoga would run.
+ * `assertFastPathHonours` keeps that true for plugins added later.
  *
  * Anything else is Yoga's, so every refusal keeps Yoga's exact status and body:
  * - decided from the headers, before the body is read: another method, path, content type,
@@ -90,24 +93,25 @@ class NodeHeaders {
  * request over the rate limit gets the same 429 as Yoga's `useRateLimit` gives.
  */
 export function createHttpFastPath(options: FastPathOptions) {
-  const { yoga, endpoint, limiter, maxBodyBytes, maskError } = options;
+  const { yoga, endpoint, limiter, caps, maskError } = options;
   const stats: FastPathStats = { answered: 0, handedOver: 0 };
-  // Documents that passed validation. Its verdict depends on the schema, the rules (both fixed for
-  // the app's life) and the document, and the parse cache hands out one node per text: a document
-  // seen valid skips envelop's validate phase (Yoga's own cache computes its key from the names of
-  // every rule on each request, about 5% of this path's time).
-  const validated = new WeakSet<DocumentNode>();
 
-  /** Whether the headers alone allow this path to take the request. */
+  /**
+   * Whether the headers alone allow this path to take the request. Every request it takes passes
+   * each HTTP guard of Yoga's path, checked with the guard's own function: only the GraphQL
+   * endpoint (never the health endpoints), a declared length within the body cap, a JSON body
+   * type (so CSRF prevention's preflight condition holds), no `Origin` (no CORS).
+   */
   const takes = (req: IncomingMessage): boolean => {
     if (req.method !== 'POST' || req.url !== endpoint) return false;
     const { headers } = req;
     if (headers.origin !== undefined || headers['transfer-encoding'] !== undefined || headers['content-encoding'] !== undefined) {
       return false;
     }
-    const length = headers['content-length'];
-    if (length === undefined || !/^\d{1,12}$/.test(length) || Number(length) > maxBodyBytes) return false;
-    if (!JSON_TYPE.test(headers['content-type'] ?? '')) return false;
+    const length = declaredLength(headers['content-length']);
+    if (length === null || Number.isNaN(length) || !withinBodyCap(length, caps)) return false;
+    const type = headers['content-type'];
+    if (!isJsonBodyType(type) || !UTF8_JSON_TYPE.test(type ?? '')) return false;
     const accept = headers.accept;
     return accept === undefined || accept === '*/*' || accept === 'application/json';
   };
@@ -142,7 +146,7 @@ export function createHttpFastPath(options: FastPathOptions) {
     if (!params) return handOver(req, res, body, false);
     // Counted before anything else runs, as Yoga counts in its first hook: a client over its limit
     // costs no parsing. From here on a request handed over is marked as counted.
-    const decision = await limiter.take(rateIdentity(req.headers.authorization, req.socket.remoteAddress));
+    const decision = await takeRate(limiter, req.headers.authorization, req.socket.remoteAddress);
     if (!decision.allowed) {
       stats.answered++;
       return send(rateLimitedResponse(yoga.fetchAPI, decision.retryAfterSeconds), res, undefined);
@@ -157,10 +161,9 @@ export function createHttpFastPath(options: FastPathOptions) {
     } catch {
       return handOver(req, res, body, true);
     }
-    if (!validated.has(document)) {
-      if (validate(schema, document).length > 0) return handOver(req, res, body, true);
-      validated.add(document);
-    }
+    // Every request runs envelop's validate, so every plugin's onValidate (and a rule it adds for
+    // this request's context) sees it; caching a verdict is the validation plugins' own business.
+    if (validate(schema, document).length > 0) return handOver(req, res, body, true);
     if (getOperationAST(document, params.operationName)?.operation === 'subscription') return handOver(req, res, body, true);
     let contextValue: unknown;
     try {

@@ -3,6 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { hashApiKey } from '../auth/workspace-auth.js';
 import type { Database } from '../db/database.js';
 import type { EventBus } from '../pubsub/event-bus.js';
+import { fastPathCovers } from './fast-path-contract.js';
 import type { RateLimiter } from './rate-limit.js';
 import { NoSchemaIntrospectionCustomRule } from '../packages/index.js';
 
@@ -34,21 +35,45 @@ export function useHealthEndpoints(deps: { db: Database; bus: EventBus; timeoutM
       () => 'ok',
       (error: Error) => `error: ${error.message}`,
     );
-  return {
-    async onRequest({ url, fetchAPI, endResponse }) {
-      if (url.pathname === '/healthz') return endResponse(json(fetchAPI, 200, { status: 'ok' }));
-      if (url.pathname !== '/readyz') return;
-      const [database, pubsub] = await Promise.all([check(() => deps.db.ping()), check(() => deps.bus.ping())]);
-      const status = deps.stopping() ? 'stopping' : database !== 'ok' ? 'unavailable' : pubsub !== 'ok' ? 'degraded' : 'ok';
-      endResponse(json(fetchAPI, status === 'ok' || status === 'degraded' ? 200 : 503, { status, database, pubsub }));
+  // The fast path takes only POSTs to the GraphQL endpoint: never a health endpoint.
+  return fastPathCovers<Plugin>(
+    {
+      async onRequest({ url, fetchAPI, endResponse }) {
+        if (url.pathname === '/healthz') return endResponse(json(fetchAPI, 200, { status: 'ok' }));
+        if (url.pathname !== '/readyz') return;
+        const [database, pubsub] = await Promise.all([check(() => deps.db.ping()), check(() => deps.bus.ping())]);
+        const status = deps.stopping() ? 'stopping' : database !== 'ok' ? 'unavailable' : pubsub !== 'ok' ? 'degraded' : 'ok';
+        endResponse(json(fetchAPI, status === 'ok' || status === 'degraded' ? 200 : 503, { status, database, pubsub }));
+      },
     },
-  };
+    ['onRequest'],
+  );
 }
 
 /** Who a request counts against: its API key (hashed) if it sends one, else its IP address. */
 export function rateIdentity(authorization: string | null | undefined, remoteAddress: string | undefined): string {
   const key = authorization && /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
   return key ? `key:${hashApiKey(key).slice(0, 32)}` : `ip:${remoteAddress ?? 'unknown'}`;
+}
+
+/**
+ * The one rate-limit check of every transport (Yoga's `useRateLimit`, the HTTP fast path, a
+ * graphql-ws subscribe): counts the request against its identity and says whether it may go on.
+ */
+export const takeRate = (limiter: RateLimiter, authorization: string | null | undefined, remoteAddress: string | undefined) =>
+  limiter.take(rateIdentity(authorization, remoteAddress));
+
+/** The key from the Fetch request, graphql-ws `connectionParams`, or the WebSocket upgrade request's header. */
+export function authorizationFrom(
+  request: { headers: { get(name: string): string | null } } | undefined,
+  connectionParams: Record<string, unknown> | undefined,
+  upgradeHeader?: string | null,
+): string | null {
+  const header = request?.headers.get('authorization');
+  if (header) return header;
+  const fromParams = connectionParams?.Authorization ?? connectionParams?.authorization;
+  if (typeof fromParams === 'string') return fromParams;
+  return upgradeHeader ?? null;
 }
 
 export const rateLimitedBody = (retryAfterSeconds: number) => ({
@@ -65,17 +90,24 @@ export const rateLimitedResponse = (fetchAPI: { Response: typeof Response }, ret
  * A request the HTTP fast path has counted already and hands over (`rateCounted`) is not counted again.
  */
 export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<Record<string, unknown>, NodeServerContext> {
-  return {
-    async onRequest({ request, url, fetchAPI, endResponse, serverContext }) {
-      if (url.pathname !== endpoint || request.method === 'OPTIONS' || serverContext?.rateCounted) return;
-      const identity = rateIdentity(request.headers.get('authorization'), serverContext?.req?.socket?.remoteAddress);
-      const decision = await limiter.take(identity);
-      if (!decision.allowed) endResponse(rateLimitedResponse(fetchAPI, decision.retryAfterSeconds));
+  // The fast path counts every request it takes with the same `takeRate`, and marks one it hands over.
+  return fastPathCovers<Plugin<Record<string, unknown>, NodeServerContext>>(
+    {
+      async onRequest({ request, url, fetchAPI, endResponse, serverContext }) {
+        if (url.pathname !== endpoint || request.method === 'OPTIONS' || serverContext?.rateCounted) return;
+        const decision = await takeRate(limiter, request.headers.get('authorization'), serverContext?.req?.socket?.remoteAddress);
+        if (!decision.allowed) endResponse(rateLimitedResponse(fetchAPI, decision.retryAfterSeconds));
+      },
     },
-  };
+    ['onRequest'],
+  );
 }
 
 const JSON_TYPES = ['application/json', 'application/graphql-response+json'];
+
+/** Whether a POST body of this `Content-Type` is accepted (`useJsonPostsOnly`; the fast path takes a subset). */
+export const isJsonBodyType = (contentType: string | null | undefined) =>
+  JSON_TYPES.includes((contentType ?? '').split(';')[0].trim().toLowerCase());
 
 /**
  * POST bodies must be JSON. A browser can send a form-urlencoded, multipart or text/plain POST to
@@ -83,18 +115,21 @@ const JSON_TYPES = ['application/json', 'application/graphql-response+json'];
  * (Yoga already refuses mutations over GET, and CSRF prevention guards the remaining GETs).
  */
 export function useJsonPostsOnly(endpoint: string): Plugin {
-  return {
-    onRequest({ request, url, fetchAPI, endResponse }) {
-      if (url.pathname !== endpoint || request.method !== 'POST') return;
-      const type = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
-      if (JSON_TYPES.includes(type)) return;
-      endResponse(
-        json(fetchAPI, 415, {
-          errors: [{ message: 'POST bodies must be application/json.', extensions: { code: 'BAD_USER_INPUT' } }],
-        }),
-      );
+  // The fast path takes only bodies `isJsonBodyType` accepts.
+  return fastPathCovers<Plugin>(
+    {
+      onRequest({ request, url, fetchAPI, endResponse }) {
+        if (url.pathname !== endpoint || request.method !== 'POST') return;
+        if (isJsonBodyType(request.headers.get('content-type'))) return;
+        endResponse(
+          json(fetchAPI, 415, {
+            errors: [{ message: 'POST bodies must be application/json.', extensions: { code: 'BAD_USER_INPUT' } }],
+          }),
+        );
+      },
     },
-  };
+    ['onRequest'],
+  );
 }
 
 /** Refuses `__schema` and `__type` (GRAPHIQL=false); `__typename` stays allowed. */

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
-import { buildApp, type App } from '../../src/app.js';
-import { type AppConfig, DEFAULT_QUERY_JIT, loadConfig } from '../../src/config.js';
+import { buildApp, type App, type BuildAppOptions } from '../../src/app.js';
+import { loadConfig, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/parts.js';
 
@@ -37,17 +38,26 @@ export const TWO_WORKSPACES: AppConfig['apiKeys'] = [
 ];
 
 export interface TestApp extends App {
+  /** The GraphQL endpoint of the listening server (on 127.0.0.1, a free port). */
+  url: string;
   /** The database URL when on PostgreSQL (so a second instance can share it). */
   databaseUrl: string | null;
   redisPrefix: string;
 }
 
+/**
+ * TEST_QUERY_JIT=off builds every test app with the query compiler off (`afterUses: 0`), so the
+ * suite runs on graphql-js alone; otherwise the production default applies. A test that sets its
+ * own `queryJit` keeps it.
+ */
+export const queryJitOff = process.env.TEST_QUERY_JIT === 'off';
+
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
+  const defaults = loadConfig({ RATE_LIMIT: '0' });
   return {
-    // The server's defaults outside production, without rate limiting (tests send bursts on purpose),
-    // and with every query document compiled from its first use, so the suite runs the compiled path.
-    ...loadConfig({ RATE_LIMIT: '0' }),
-    queryJit: { ...DEFAULT_QUERY_JIT, afterUses: 1 },
+    // The server's defaults outside production, without rate limiting (tests send bursts on purpose).
+    ...defaults,
+    ...(queryJitOff ? { queryJit: { ...defaults.queryJit, afterUses: 0 } } : {}),
     port: 0,
     host: '127.0.0.1',
     dataDir: 'memory://',
@@ -96,7 +106,9 @@ export async function createTestApp(
     shareWith?: TestApp;
     config?: Partial<AppConfig>;
     redisUrl?: string | null;
-    /** Leave `warm()` to the test (the query compiler unloaded). */
+    /** Plugins after the app's own (`BuildAppOptions.plugins`). */
+    plugins?: BuildAppOptions['plugins'];
+    /** Leave `warm()` to the test (the query compiler unloaded; the server listens all the same). */
     cold?: boolean;
   } = {},
 ): Promise<TestApp> {
@@ -115,10 +127,18 @@ export async function createTestApp(
     ...options.config,
   });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
-  const app = await buildApp(config, { database });
-  // As a server that listens: its query compiler loaded, so documents compile at the use the config says.
-  if (!options.cold) await app.warm();
-  return Object.assign(app, { databaseUrl, redisPrefix });
+  const app = await buildApp(config, { database, plugins: options.plugins });
+  let url: string;
+  if (options.cold) {
+    // Listening without `listen()`, which would start loading the compiler.
+    await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
+    url = endpointOf(app)!;
+  } else {
+    url = await app.listen(0, '127.0.0.1');
+    // As a server some time after its start: its query compiler loaded.
+    await app.warm();
+  }
+  return Object.assign(app, { databaseUrl, redisPrefix, url });
 }
 
 /**
@@ -144,7 +164,43 @@ export interface GqlOptions {
 
 type Doc<R, V> = TypedDocumentNode<R, V> | string;
 
-/** Runs an operation in process through `yoga.fetch` and returns the parsed body. */
+/** The GraphQL endpoint of the app's server, if it listens. */
+function endpointOf(app: App): string | null {
+  const address = app.server.listening ? (app.server.address() as AddressInfo | null) : null;
+  if (!address) return null;
+  const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}${app.yoga.graphqlEndpoint}`;
+}
+
+/**
+ * At most this many requests of the suite are open at once, as a client's connection pool holds
+ * them: a test's thousand parallel calls would each open a connection and overflow the server's
+ * listen backlog (ECONNRESET). The rest wait their turn, in order.
+ */
+const MAX_OPEN_REQUESTS = 64;
+let openRequests = 0;
+const waitingRequests: (() => void)[] = [];
+
+async function overConnection(url: string, init: RequestInit): Promise<Response> {
+  if (openRequests < MAX_OPEN_REQUESTS) openRequests++;
+  else await new Promise<void>((resolve) => waitingRequests.push(resolve));
+  try {
+    const response = await fetch(url, init);
+    // The slot is held until the body is read, as the connection is.
+    const body = await response.arrayBuffer();
+    return new Response(body, { status: response.status, headers: response.headers });
+  } finally {
+    const next = waitingRequests.shift();
+    if (next) next();
+    else openRequests--;
+  }
+}
+
+/**
+ * Runs an operation and returns the parsed body: over HTTP to the app's listening server, the entry
+ * production takes (no `Origin`, so the fast path answers what it takes); through `yoga.fetch`
+ * only for an app that does not listen.
+ */
 export async function gql<R, V>(
   app: App,
   document: Doc<R, V>,
@@ -152,7 +208,9 @@ export async function gql<R, V>(
   options: GqlOptions = {},
 ): Promise<ExecutionResult<R> & { status: number }> {
   const query = typeof document === 'string' ? document : print(document);
-  const response = await app.yoga.fetch('http://localhost/graphql', {
+  const url = endpointOf(app);
+  const send = url ? overConnection : app.yoga.fetch;
+  const response = await send(url ?? 'http://localhost/graphql', {
     method: 'POST',
     headers: {
       'content-type': 'application/json',

@@ -1,5 +1,9 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, describe, expect, it } from 'vitest';
+import type { ValidationRule } from 'graphql';
+import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { fastPathCovers } from '../../src/http/fast-path-contract.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, type TestApp } from '../helpers/app.js';
 import { CreateSession } from '../helpers/documents.js';
 
@@ -217,5 +221,38 @@ describe(`the HTTP fast path answers as Yoga does (${backend.label})`, () => {
     const wrongKey = { ...JSON_HEADERS, authorization: 'Bearer wrong-key-0123456789abcdef' };
     for (let i = 0; i < 4; i++) expect(code(await overHttp(url, query, wrongKey)), `wrong key, request ${i + 1}`).toBe('UNAUTHENTICATED');
     expect(code(await overHttp(url, query, wrongKey))).toBe('RATE_LIMITED');
+  });
+
+  it('refuses at build a plugin with a hook the fast path would skip, unless the hook is marked as covered', async () => {
+    const skipped = ['onRequest', 'onRequestParse', 'onParams', 'onResultProcess', 'onResponse', 'instrumentation'];
+    const plugin = Object.fromEntries(skipped.map((hook) => [hook, () => {}]));
+    await expect(createTestApp({ plugins: [{ onExecute: () => {} }, plugin] })).rejects.toThrow(
+      `has hooks the HTTP fast path does not run (${skipped.join(', ')})`,
+    );
+    // Envelop's hooks run on the fast path as on Yoga's; a covered hook is the plugin's statement.
+    apps.push(await createTestApp({ plugins: [{ onExecute: () => {} }, fastPathCovers({ onRequest: () => {} }, ['onRequest'])] }));
+  });
+
+  it("runs every plugin's onValidate on every request, so a rule added for one request's context is never skipped", async () => {
+    const refuseTypename: ValidationRule = (context) => ({
+      Field(node) {
+        if (node.name.value === '__typename') context.reportError(new GraphQLError('Refused for this request.', { nodes: node }));
+      },
+    });
+    const onValidate = vi.fn(({ context, addValidationRule }: Parameters<NonNullable<Plugin['onValidate']>>[0]) => {
+      const request = (context as { request?: { headers: { get(name: string): string | null } } }).request;
+      if (request?.headers.get('x-refuse') === 'yes') addValidationRule(refuseTypename);
+    });
+    const { app, url } = await start({ plugins: [{ onValidate }] });
+    const query = JSON.stringify({ query: '{ __typename }' });
+    const before = { ...app.fastPath };
+    // The same document, valid twice on the fast path, then refused for the request the rule applies to.
+    for (let i = 0; i < 2; i++) expect((await overHttp(url, query, JSON_HEADERS)).body).toEqual({ data: { __typename: 'Query' } });
+    expect(app.fastPath.answered - before.answered).toBe(2);
+    const refused = await overHttp(url, query, { ...JSON_HEADERS, 'x-refuse': 'yes' });
+    expect(refused.body).toMatchObject({ errors: [{ message: 'Refused for this request.' }] });
+    expect((await overHttp(url, query, JSON_HEADERS)).body).toEqual({ data: { __typename: 'Query' } });
+    // Each request validated: 2 answered, 1 refused here and again on Yoga's path, 1 answered.
+    expect(onValidate).toHaveBeenCalledTimes(5);
   });
 });
