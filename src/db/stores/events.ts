@@ -4,10 +4,10 @@
  * even across server instances.
  */
 import type { Message, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
-import type { SessionEventMessage } from '../../pubsub/event-bus.js';
+import type { SessionEventMessage } from '../session-events.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlClient, type SqlTarget } from '../sql.js';
-import { messageSnapshot } from './messages.js';
+import { messageSnapshot } from '../session-events.js';
 import { columnList, insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
 
 export interface NewSessionEvent {

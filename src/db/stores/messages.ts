@@ -7,12 +7,13 @@
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../../domain/lineage.js';
 import { markImmutable } from '../../domain/immutable.js';
 import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
-import { countStoredTokens, toolArgumentsText } from '../../domain/tokens.js';
+import { countStoredTokens } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
 import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
 import type { FinishedRowsCache } from '../../caches/finished-rows.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
+import { partsChars } from '../session-events.js';
 import { DataLoader } from '../../packages/index.js';
 
 /** Every column of a message row. */
@@ -170,44 +171,7 @@ export function contentColumns(parts: StoredPart[], generating: boolean) {
   } satisfies Partial<Message>;
 }
 
-/**
- * A message row as live events carry it over pub/sub (JSON: dates as ISO strings; `text` left out,
- * it is the parts' text joined). Only messages whose parts hold up to `SNAPSHOT_MAX_CHARS`
- * characters of strings (text, tool results, tool-call arguments) travel this way: a larger one (or
- * a long streamed one, sent again with every update) is read from the database by whoever needs it,
- * as every replayed event's message is.
- */
-export type MessageSnapshot = Omit<Message, 'text' | 'createdAt' | 'updatedAt'> & { createdAt: string; updatedAt: string };
-export const SNAPSHOT_MAX_CHARS = 16 * 1024;
-
-/** The snapshot of `row` for a live event, or undefined when it is too large to carry. */
-export function messageSnapshot(row: Message): MessageSnapshot | undefined {
-  if (row.text.length > SNAPSHOT_MAX_CHARS || partsChars(row.parts as unknown as StoredPart[]) > SNAPSHOT_MAX_CHARS) return undefined;
-  const { text: _text, createdAt, updatedAt, ...rest } = row;
-  return { ...rest, createdAt: new Date(createdAt).toISOString(), updatedAt: new Date(updatedAt).toISOString() };
-}
-
-/** Characters of the strings a message's parts carry (text, tool results, tool-call arguments as sent). */
-function partsChars(parts: readonly StoredPart[]): number {
-  let chars = 0;
-  for (const part of parts) {
-    if (part.type === 'text') chars += part.text.length;
-    else if (part.type === 'toolResult') chars += part.content.length;
-    // The arguments travel twice: as their text and as the value parsed from it.
-    else if (part.type === 'toolCall') chars += 2 * toolArgumentsText(part).length;
-  }
-  return chars;
-}
-
-/** The row a snapshot was made of (the same object for every caller of one event: do not mutate). */
-export function messageFromSnapshot(snapshot: MessageSnapshot): Message {
-  return {
-    ...snapshot,
-    text: joinText(snapshot.parts as unknown as StoredPart[]),
-    createdAt: new Date(snapshot.createdAt),
-    updatedAt: new Date(snapshot.updatedAt),
-  };
-}
+export { messageFromSnapshot, messageSnapshot, SNAPSHOT_MAX_CHARS, type MessageSnapshot } from '../session-events.js';
 
 /** The session of a message of the workspace, or null. */
 export function findMessageSession(tx: Tx, workspaceId: string, messageId: string): Promise<{ sessionId: string } | null> {

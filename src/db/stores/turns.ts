@@ -5,7 +5,7 @@
  */
 import type { TurnAgentStatus, TurnStatus, UsageCounts } from '../../domain/turns.js';
 import type { SessionEvent, Turn, TurnAgent, TurnUsageReport } from '../../generated/prisma/client.js';
-import type { SessionEventMessage } from '../../pubsub/event-bus.js';
+import type { SessionEventMessage } from '../session-events.js';
 import type { SqlClient } from '../sql.js';
 import { MAX_SUB_SESSION_DEPTH, subSessionWrapperCtes, wrapperMessage } from './events.js';
 import { DEFAULT, insertSelectSql, insertSql, type InsertShape } from './columns.js';
