@@ -7,7 +7,7 @@ import type { PrismaClient, Session } from '../generated/prisma/client.js';
 import type { Logger } from '../logger.js';
 import type { EventBus } from '../pubsub/event-bus.js';
 import type { TextCaps } from '../domain/parts.js';
-import { createMessageRangeLoader } from '../db/stores/messages.js';
+import { createMessageRangeLoader } from '../caches/message-ranges.js';
 import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from '../db/stores/attachments.js';
 import type { AttachmentShape } from '../schema/attachment.js';
 import { findForksAt, findSessions } from '../db/stores/sessions.js';

@@ -1,20 +1,18 @@
 /**
  * Every statement on the `Message` table: the light rows windowing reads (plain SQL, newest first,
- * a page at a time), parts by id, the range reads of `Session.messages` (batched per request), and
+ * a page at a time), parts by id, the whole rows of `Session.messages` pages (read through the page
+ * cache by caches/message-ranges.ts), and
  * the writes of updateMessage (appendMessages writes its rows in one statement with the session's
  * counters and events: stores/append.ts).
  */
-import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../../domain/lineage.js';
-import { markImmutable } from '../../domain/immutable.js';
+import type { Segment } from '../../domain/lineage.js';
 import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
 import { countStoredTokens } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
 import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
-import type { FinishedRowsCache } from '../../caches/finished-rows.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
 import { partsChars } from '../session-events.js';
-import { DataLoader } from '../../packages/index.js';
 
 /** Every column of a message row. */
 export const MESSAGE_COLUMNS: ColumnSet<Message> = {
@@ -87,57 +85,6 @@ export function readParts(
   ids: string[],
 ): Promise<{ id: string; sessionId: string; parts: StoredPart[]; generating: boolean }[]> {
   return sql.query('SELECT id, "sessionId", parts, generating FROM "Message" WHERE id = ANY($1::text[])', [ids]);
-}
-
-export interface MessageRange {
-  session: LineageSession;
-  /** Inclusive first position. */
-  lo: number;
-  /** Exclusive end position. */
-  hi: number;
-}
-
-/**
- * Batches every message-page read of one request into a single query, so a list of sessions with
- * their messages costs the same number of queries whatever the page sizes. Segments whose rows are
- * all in `pages` (whole finished rows, which never change) are not read at all; what is read is
- * kept there.
- */
-export function createMessageRangeLoader(sql: SqlClient, pages: FinishedRowsCache<Message>) {
-  return new DataLoader<MessageRange, Message[], string>(
-    async (ranges) => {
-      const wanted = ranges.map((r) => clipSegments(visibleSegments(r.session), r.lo, r.hi));
-      // Taken from the cache first: keeping what is read below may evict them.
-      const cached = new Map<Segment, Message[]>();
-      const missing: Segment[] = [];
-      for (const s of wanted.flat()) {
-        if (covers(pages.range(s.sessionId), s)) cached.set(s, pages.oldestFirst(s.sessionId, s.start, s.end));
-        else missing.push(s);
-      }
-      const rows = missing.length ? await readSegments(sql, missing) : [];
-      const read = new Map<string, Message[]>();
-      for (const row of rows) {
-        const list = read.get(row.sessionId);
-        if (list) list.push(row);
-        else read.set(row.sessionId, [row]);
-      }
-      for (const [sessionId, list] of read) {
-        // What is kept is shared by every request: frozen, so a stray write throws.
-        for (const row of list) if (!row.generating) markImmutable(row.parts as object);
-        pages.add(sessionId, list);
-      }
-      return wanted.map((segments) =>
-        segments.flatMap(
-          (s) => cached.get(s) ?? (read.get(s.sessionId) ?? []).filter((row) => row.position >= s.start && row.position < s.end),
-        ),
-      );
-    },
-    { cacheKeyFn: (r) => `${r.session.id}:${r.session.messageCount}:${r.lo}:${r.hi}` },
-  );
-}
-
-function covers(kept: { lo: number; hi: number } | null, segment: Segment): boolean {
-  return kept !== null && kept.lo <= segment.start && segment.end <= kept.hi;
 }
 
 /** What a whole message row weighs in the page cache: its characters (text, and the parts' strings), plus its other fields. */
