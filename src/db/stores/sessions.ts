@@ -150,8 +150,7 @@ export function highestForkNumberSql(params: SqlParams, rootId: string, base: st
 
 /**
  * Sessions by id within a workspace (the request loaders), in plain SQL: the read behind
- * `session(id)`, `ancestors` and events' `session`, where Prisma's per-statement cost was larger
- * than the statement's.
+ * `session(id)`, `ancestors` and events' `session`, the most frequent read of all.
  */
 export function findSessions(sql: SqlClient, workspaceId: string, ids: readonly string[]): Promise<Session[]> {
   // Named: every read of a session (the loaders') runs it, and PostgreSQL then only binds it.
