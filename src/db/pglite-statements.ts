@@ -89,7 +89,7 @@ export class PgliteStatements {
     // Before the locks, as `query` does: PGlite's start takes them itself.
     await this.pglite.waitReady;
     if (!this.pglite.ready) throw new Error(this.pglite.closed ? 'PGlite is closed' : 'PGlite is closing');
-    const alone = await this.pglite.runExclusive(async () => (this.pglite.isInTransaction() ? null : execute()));
+    const alone = await this.pglite.runExclusive(async () => (!this.pglite.closed && this.pglite.isInTransaction() ? null : execute()));
     return alone ?? this.pglite.transaction(() => this.pglite.runExclusive(execute));
   }
 
