@@ -131,9 +131,7 @@ const ARRAY_ELEMENT_CATEGORIES = ['S', 'N', 'B', 'D', 'E', 'U'];
 /**
  * PGlite's `query()` copies its instance's whole parser table into a new object for every
  * statement (`{ ...pglite.parsers, ...options.parsers }`), and that table holds a parser for the
- * array of every type in the catalog: 317 entries, about 80 µs and 12 KB of garbage a statement,
- * as much as a small statement's own execution. Only the parsers of what this schema can return
- * are kept: every scalar one, and the arrays of strings, numbers, booleans, times, enums, json and
+ * array of every type in the catalog. Only the parsers of what this schema can return are kept: every scalar one, and the arrays of strings, numbers, booleans, times, enums, json and
  * uuid (about 50). A statement that returned an array of another kind would get its text.
  */
 export async function trimPgliteParsers(pglite: PGlite, typesCreated = true): Promise<void> {

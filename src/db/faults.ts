@@ -1,4 +1,4 @@
-import { DomainError } from '../graphql/errors.js';
+import { DomainError } from '../domain/errors.js';
 
 // Socket-level failures (node, pg, ioredis).
 const NETWORK_CODES = new Set([

@@ -61,10 +61,8 @@ function compilePostgres(): Promise<WebAssembly.Module | undefined> {
 
 /**
  * PGlite initializes a new folder with a second instance of itself and initdb's own WebAssembly,
- * and keeps what they used: opened in this thread, a new folder left the process at ~800 MB RSS
- * for good (a migrated folder opens at ~350 MB), and a forced full GC freed only 65 MB of it. A
- * worker thread that opens and closes the folder takes all of it with it when it exits; this
- * thread then opens a folder like any other (~440 MB). The worker gets the Postgres this thread
+ * and keeps the memory they used for the process's life. A worker thread that opens and closes the
+ * folder takes all of it with it when it exits; this thread then opens a folder like any other. The worker gets the Postgres this thread
  * compiled (a WebAssembly.Module is shared between threads, not compiled again).
  */
 function initializeFolder(dataDir: string, pgliteWasmModule: WebAssembly.Module | undefined): Promise<void> {

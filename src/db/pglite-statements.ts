@@ -1,25 +1,21 @@
 /**
  * Prepared statements on PGlite, through the PostgreSQL wire protocol.
  *
- * PGlite's `query` parses, analyses and plans every statement it is sent, and keeps no prepared
- * statement a later call could name. Each call also goes into PostgreSQL six times (Parse,
- * Describe, Bind, Describe, Execute, Sync, each its own entry into the WebAssembly and its own
- * round of promises), and it copies its parser table for every statement. For the one-statement
- * writes that is more than half of their cost. So a named statement (`QueryOptions.name`) is
- * prepared once on PGlite's one connection (Parse and Describe of a named statement), and each call
- * then sends Bind, Execute and Sync in one message: one entry into PostgreSQL, which runs the plan
- * it keeps for the statement, as a prepared statement on PostgreSQL does.
+ * PGlite's `query` parses, analyses and plans every statement it is sent and keeps no statement a
+ * later call could name. Here a named statement (`QueryOptions.name`) is prepared once on PGlite's
+ * one connection (Parse and Describe of a named statement), and each call then sends Bind, Execute
+ * and Sync in one message: PostgreSQL runs the plan it keeps, as a prepared statement on PostgreSQL.
  *
- * Paced at 50 ms with other work in between (the CPU's caches cold, as on a server between
- * requests), the batched append took 2.3-2.7 ms at the median and 5-16 ms at p99 through `query`
- * (with the statement in a PL/pgSQL function, this module's earlier way of keeping its plan), and
- * 1.7-1.9 ms and 3.4-7.2 ms this way.
+ * Locking, through PGlite's public API only. Inside the caller's PGlite transaction the statement
+ * runs under `runExclusive` (the query lock; the transaction holds the connection). Outside one it
+ * must not run in the middle of someone else's transaction: under the query lock, when no
+ * transaction block is open (`isInTransaction`), it runs and commits on its own, between two other
+ * statements; when one is open, it waits for the connection as `query` does, inside
+ * `pglite.transaction` (its own BEGIN … COMMIT, one statement: the same rows and errors).
  *
- * The statement runs under PGlite's own locks, as `query` does: outside a transaction both (no
- * other statement or transaction runs meanwhile), inside one the query lock alone (the
- * transaction holds the other). Parameters are written by PGlite's serializers for the types
- * PostgreSQL infers for them, and columns read by the same parsers `query` uses, so rows and
- * errors (PGlite's `DatabaseError`, with the SQLSTATE and constraint) are the same either way.
+ * Parameters are written by PGlite's serializers for the types PostgreSQL infers for them, and
+ * columns read by the same parsers `query` uses, so rows and errors (PGlite's `DatabaseError`, with
+ * the SQLSTATE and constraint) are the same either way.
  */
 import type { PGlite, messages } from '@electric-sql/pglite';
 
@@ -79,18 +75,22 @@ export class PgliteStatements {
     return rowsOf<T>(statement, messages);
   }
 
-  /** Sends `message` under PGlite's locks: both, or the query lock alone inside the caller's transaction. */
+  /**
+   * Sends `message` under PGlite's public locks: the query lock inside the caller's transaction;
+   * outside one, the query lock while no transaction is open, else a transaction of its own.
+   */
   private async send(message: Uint8Array, inTransaction: boolean): Promise<messages.BackendMessage[]> {
-    // Before the locks, as `query` does: PGlite's start takes them itself (a wait for it under them would never end).
-    if (!inTransaction) await this.pglite._checkReady();
-    const send = () => {
-      // Under the locks too: the instance may have closed while this call waited for them.
+    const execute = () => {
+      // Under the lock: the instance may have closed while this call waited for it.
       if (this.pglite.closed) return Promise.reject(new Error('PGlite is closed'));
       return this.pglite.execProtocolStream(message, { syncToFs: false });
     };
-    return inTransaction
-      ? this.pglite._runExclusiveQuery(send)
-      : this.pglite._runExclusiveTransaction(() => this.pglite._runExclusiveQuery(send));
+    if (inTransaction) return this.pglite.runExclusive(execute);
+    // Before the locks, as `query` does: PGlite's start takes them itself.
+    await this.pglite.waitReady;
+    if (!this.pglite.ready) throw new Error(this.pglite.closed ? 'PGlite is closed' : 'PGlite is closing');
+    const alone = await this.pglite.runExclusive(async () => (!this.pglite.closed && this.pglite.isInTransaction() ? null : execute()));
+    return alone ?? this.pglite.transaction(() => this.pglite.runExclusive(execute));
   }
 
   private async make(name: string, text: string): Promise<PreparedStatement | null> {

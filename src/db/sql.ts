@@ -248,11 +248,10 @@ export const VACUUM_AFTER_BYTES = 8 << 20;
 /**
  * PGlite runs no autovacuum: every old version of a row stays in the data folder, TOASTed values
  * included, until a VACUUM. A streamed reply rewrites its message (text and parts) at every token,
- * so one reply of 40 KB streamed in 2,000 updates grew a folder by 96 MB, and a folder grew with
- * every reply for good. So once the message text rewritten since the last one reaches
- * `afterBytes`, `VACUUM "Message"` runs, next on the connection: its cost follows the dead data
- * (4 ms for ~5 MB of it, 188 ms for ~90 MB, on this machine), and the space it frees is reused by
- * the next versions, so the table stops growing. One at a time; a failure is retried by the next.
+ * so without one a folder grows with every reply for good. So once the message text rewritten
+ * since the last one reaches `afterBytes`, `VACUUM "Message"` runs, next on the connection: its
+ * cost follows the dead data, and the space it frees is reused by the next versions, so the table
+ * stops growing. One at a time; a failure is retried by the next.
  */
 class PgliteVacuum {
   private rewritten = 0;

@@ -1,7 +1,7 @@
 import { DataLoader } from '../packages/index.js';
 import type { Sql } from '../db/sql.js';
 import type { Message, PrismaClient, Session } from '../generated/prisma/client.js';
-import { createMessageRangeLoader } from '../db/stores/messages.js';
+import { createMessageRangeLoader } from '../caches/message-ranges.js';
 import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from '../db/stores/attachments.js';
 import { findForksAt, findSessions } from '../db/stores/sessions.js';
 import { readTransforms } from '../db/stores/transforms.js';

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { AppendMessages, CreateSession, DeleteSession, SessionMessages, UpdateMessage, UpdateSession } from '../helpers/documents.js';
 import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { FinishedRowsCache } from '../../src/caches/finished-rows.js';
-import { createMessageRangeLoader, messageRowChars } from '../../src/db/stores/messages.js';
+import { createMessageRangeLoader } from '../../src/caches/message-ranges.js';
+import { messageRowChars } from '../../src/db/stores/messages.js';
 import { findSessions } from '../../src/db/stores/sessions.js';
 import type { Message } from '../../src/generated/prisma/client.js';
 

@@ -1,7 +1,7 @@
 /**
  * Every statement on the `Workspace` and `ApiKey` tables (the server's key check and `npm run keys`).
  * What the server runs (at start, and per key lookup) is plain SQL: a server that has only started,
- * or only streams, never loads Prisma's query compiler for them (about 20 MB of RSS once loaded).
+ * or only streams, never loads Prisma's query compiler for them.
  */
 import type { ApiKey, PrismaClient, Workspace } from '../../generated/prisma/client.js';
 import { uuidv7 } from '../ids.js';

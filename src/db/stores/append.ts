@@ -50,17 +50,36 @@ const MESSAGE_INSERT: InsertValues<Message> = {
   updatedAt: 'u.created_at',
 };
 
-/** Each new message's MESSAGE_ADDED event: every column of `SessionEvent`. */
-const EVENT_INSERT: InsertValues<SessionEvent> = {
+/**
+ * A message's event, every column of `SessionEvent`: `message` aliases the message's row (its id
+ * and position), `fields` are the payload's fields after its `index`, `at` the other columns' values.
+ */
+function messageEventInsert(
+  type: 'MESSAGE_ADDED' | 'MESSAGE_UPDATED',
+  message: string,
+  fields: string,
+  at: Pick<InsertValues<SessionEvent>, 'id' | 'sessionId' | 'sequence' | 'turnId' | 'createdAt'>,
+): InsertValues<SessionEvent> {
+  return {
+    id: at.id,
+    sessionId: at.sessionId,
+    sequence: at.sequence,
+    type: `'${type}'::"SessionEventType"`,
+    turnId: at.turnId,
+    messageId: `${message}.id`,
+    payload: `jsonb_build_object('index', ${message}.position, ${fields})`,
+    createdAt: at.createdAt,
+  };
+}
+
+/** Each new message's MESSAGE_ADDED event. */
+const EVENT_INSERT = messageEventInsert('MESSAGE_ADDED', 'u', `'role', u.role, 'generating', u.generating`, {
   id: 'u.event_id',
   sessionId: 'u.session_id',
   sequence: 'u.sequence',
-  type: `'MESSAGE_ADDED'::"SessionEventType"`,
   turnId: '$5',
-  messageId: 'u.id',
-  payload: `jsonb_build_object('index', u.position, 'role', u.role, 'generating', u.generating)`,
   createdAt: '$4::timestamp(3)',
-};
+});
 
 const SESSION_SQL = columnList(SESSION_COLUMNS);
 
@@ -240,16 +259,13 @@ export const batchKey = (workspaceId: string, sessionId: string) => `${workspace
 export const APPEND_INSERT_COLUMNS = { Message: Object.keys(MESSAGE_INSERT), SessionEvent: Object.keys(EVENT_INSERT) };
 
 /** Each streamed text's MESSAGE_UPDATED event, over the updated message `m` and session `s`. */
-const STREAM_EVENT_INSERT: InsertValues<SessionEvent> = {
+const STREAM_EVENT_INSERT = messageEventInsert('MESSAGE_UPDATED', 'm', `'generating', true, 'appendText', $3::text`, {
   id: '$4',
   sessionId: 's.id',
   sequence: 's."eventSequence"',
-  type: `'MESSAGE_UPDATED'::"SessionEventType"`,
   turnId: 'm."turnId"',
-  messageId: 'm.id',
-  payload: `jsonb_build_object('index', m.position, 'generating', true, 'appendText', $3::text)`,
   createdAt: '$5::timestamp(3)',
-};
+});
 
 const LAST_PART_IS_TEXT = `jsonb_typeof(c.parts->-1) = 'object' AND c.parts->-1->>'type' = 'text'`;
 

@@ -4,10 +4,10 @@
  * even across server instances.
  */
 import type { Message, SessionEvent, SessionEventType } from '../../generated/prisma/client.js';
-import type { SessionEventMessage } from '../../pubsub/event-bus.js';
+import type { SessionEventMessage } from '../session-events.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlClient, type SqlTarget } from '../sql.js';
-import { messageSnapshot } from './messages.js';
+import { messageSnapshot } from '../session-events.js';
 import { columnList, insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
 
 export interface NewSessionEvent {
@@ -229,8 +229,7 @@ const EVENT_SQL = columnList(EVENT_COLUMNS);
 /**
  * Stored events of a session with `after < sequence <= upTo` (to the end when `upTo` is null), oldest
  * first, at most `limit`. Plain SQL, as the counter read below: every subscription starts with these
- * reads, and a Prisma query's allocations, times hundreds of sockets subscribing at once, were most
- * of what a subscribed socket cost in RSS (bench `memory`, issue 13).
+ * reads, and hundreds of sockets may subscribe at once.
  */
 export async function readEventsAfter(
   sql: SqlClient,

@@ -1,19 +1,18 @@
 /**
  * Every statement on the `Message` table: the light rows windowing reads (plain SQL, newest first,
- * a page at a time), parts by id, the range reads of `Session.messages` (batched per request), and
+ * a page at a time), parts by id, the whole rows of `Session.messages` pages (read through the page
+ * cache by caches/message-ranges.ts), and
  * the writes of updateMessage (appendMessages writes its rows in one statement with the session's
  * counters and events: stores/append.ts).
  */
-import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../../domain/lineage.js';
-import { markImmutable } from '../../domain/immutable.js';
+import type { Segment } from '../../domain/lineage.js';
 import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
-import { countStoredTokens, toolArgumentsText } from '../../domain/tokens.js';
+import { countStoredTokens } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
 import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
-import type { FinishedRowsCache } from '../../caches/finished-rows.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
-import { DataLoader } from '../../packages/index.js';
+import { partsChars } from '../session-events.js';
 
 /** Every column of a message row. */
 export const MESSAGE_COLUMNS: ColumnSet<Message> = {
@@ -88,57 +87,6 @@ export function readParts(
   return sql.query('SELECT id, "sessionId", parts, generating FROM "Message" WHERE id = ANY($1::text[])', [ids]);
 }
 
-export interface MessageRange {
-  session: LineageSession;
-  /** Inclusive first position. */
-  lo: number;
-  /** Exclusive end position. */
-  hi: number;
-}
-
-/**
- * Batches every message-page read of one request into a single query, so a list of sessions with
- * their messages costs the same number of queries whatever the page sizes. Segments whose rows are
- * all in `pages` (whole finished rows, which never change) are not read at all; what is read is
- * kept there.
- */
-export function createMessageRangeLoader(sql: SqlClient, pages: FinishedRowsCache<Message>) {
-  return new DataLoader<MessageRange, Message[], string>(
-    async (ranges) => {
-      const wanted = ranges.map((r) => clipSegments(visibleSegments(r.session), r.lo, r.hi));
-      // Taken from the cache first: keeping what is read below may evict them.
-      const cached = new Map<Segment, Message[]>();
-      const missing: Segment[] = [];
-      for (const s of wanted.flat()) {
-        if (covers(pages.range(s.sessionId), s)) cached.set(s, pages.oldestFirst(s.sessionId, s.start, s.end));
-        else missing.push(s);
-      }
-      const rows = missing.length ? await readSegments(sql, missing) : [];
-      const read = new Map<string, Message[]>();
-      for (const row of rows) {
-        const list = read.get(row.sessionId);
-        if (list) list.push(row);
-        else read.set(row.sessionId, [row]);
-      }
-      for (const [sessionId, list] of read) {
-        // What is kept is shared by every request: frozen, so a stray write throws.
-        for (const row of list) if (!row.generating) markImmutable(row.parts as object);
-        pages.add(sessionId, list);
-      }
-      return wanted.map((segments) =>
-        segments.flatMap(
-          (s) => cached.get(s) ?? (read.get(s.sessionId) ?? []).filter((row) => row.position >= s.start && row.position < s.end),
-        ),
-      );
-    },
-    { cacheKeyFn: (r) => `${r.session.id}:${r.session.messageCount}:${r.lo}:${r.hi}` },
-  );
-}
-
-function covers(kept: { lo: number; hi: number } | null, segment: Segment): boolean {
-  return kept !== null && kept.lo <= segment.start && segment.end <= kept.hi;
-}
-
 /** What a whole message row weighs in the page cache: its characters (text, and the parts' strings), plus its other fields. */
 export function messageRowChars(row: Message): number {
   return 256 + row.text.length + partsChars(row.parts as unknown as StoredPart[]);
@@ -170,44 +118,7 @@ export function contentColumns(parts: StoredPart[], generating: boolean) {
   } satisfies Partial<Message>;
 }
 
-/**
- * A message row as live events carry it over pub/sub (JSON: dates as ISO strings; `text` left out,
- * it is the parts' text joined). Only messages whose parts hold up to `SNAPSHOT_MAX_CHARS`
- * characters of strings (text, tool results, tool-call arguments) travel this way: a larger one (or
- * a long streamed one, sent again with every update) is read from the database by whoever needs it,
- * as every replayed event's message is.
- */
-export type MessageSnapshot = Omit<Message, 'text' | 'createdAt' | 'updatedAt'> & { createdAt: string; updatedAt: string };
-export const SNAPSHOT_MAX_CHARS = 16 * 1024;
-
-/** The snapshot of `row` for a live event, or undefined when it is too large to carry. */
-export function messageSnapshot(row: Message): MessageSnapshot | undefined {
-  if (row.text.length > SNAPSHOT_MAX_CHARS || partsChars(row.parts as unknown as StoredPart[]) > SNAPSHOT_MAX_CHARS) return undefined;
-  const { text: _text, createdAt, updatedAt, ...rest } = row;
-  return { ...rest, createdAt: new Date(createdAt).toISOString(), updatedAt: new Date(updatedAt).toISOString() };
-}
-
-/** Characters of the strings a message's parts carry (text, tool results, tool-call arguments as sent). */
-function partsChars(parts: readonly StoredPart[]): number {
-  let chars = 0;
-  for (const part of parts) {
-    if (part.type === 'text') chars += part.text.length;
-    else if (part.type === 'toolResult') chars += part.content.length;
-    // The arguments travel twice: as their text and as the value parsed from it.
-    else if (part.type === 'toolCall') chars += 2 * toolArgumentsText(part).length;
-  }
-  return chars;
-}
-
-/** The row a snapshot was made of (the same object for every caller of one event: do not mutate). */
-export function messageFromSnapshot(snapshot: MessageSnapshot): Message {
-  return {
-    ...snapshot,
-    text: joinText(snapshot.parts as unknown as StoredPart[]),
-    createdAt: new Date(snapshot.createdAt),
-    updatedAt: new Date(snapshot.updatedAt),
-  };
-}
+export { messageFromSnapshot, messageSnapshot, SNAPSHOT_MAX_CHARS, type MessageSnapshot } from '../session-events.js';
 
 /** The session of a message of the workspace, or null. */
 export function findMessageSession(tx: Tx, workspaceId: string, messageId: string): Promise<{ sessionId: string } | null> {

@@ -1,43 +1,18 @@
 /**
- * Every statement on the `Session` table: row locks, the fork INSERT (plain SQL, on the fork's hot
- * path), the assembly read (the session with what its turns say and, for a known session, its
- * compaction and newest messages, in one statement), and the Prisma writes of the other mutations.
+ * The statements on the `Session` table: row locks, the fork INSERT (plain SQL, on the fork's hot
+ * path), the reads by id, and the Prisma writes of the other mutations. The assembly read and the
+ * sub-session reads have files of their own (re-exported here).
  */
 import type { LineageSession } from '../../domain/lineage.js';
 import type { Message, Prisma, Session } from '../../generated/prisma/client.js';
 import { asSql, SqlParams, type SqlClient, type SqlTarget, type Tx } from '../sql.js';
 import { columnList, DEFAULT, insertSql, type ColumnSet, type InsertShape } from './columns.js';
-import { COMPACTION_ROW_COLUMNS, latestCompactionSql, type CompactionRow } from './compactions.js';
-import { LIGHT_SQL, MESSAGE_COLUMNS, type LightRow } from './messages.js';
+import { MESSAGE_COLUMNS } from './messages.js';
+import { SESSION_SQL } from './session-columns.js';
 
-/** Every column of a session row, for RETURNING and reads that decode a whole `Session`. */
-export const SESSION_COLUMNS: ColumnSet<Session> = {
-  id: true,
-  workspaceId: true,
-  title: true,
-  settings: true,
-  metadata: true,
-  parentId: true,
-  rootId: true,
-  ancestorIds: true,
-  depth: true,
-  forkIndex: true,
-  forkPointMessageId: true,
-  lineage: true,
-  kind: true,
-  parentTurnId: true,
-  parentMessageCount: true,
-  agentId: true,
-  messageCount: true,
-  eventSequence: true,
-  compactionCount: true,
-  transformCount: true,
-  turnCount: true,
-  activeTurnId: true,
-  createdAt: true,
-  updatedAt: true,
-};
-const SESSION_SQL = columnList(SESSION_COLUMNS);
+export { readAssemblyState, type AssemblyState } from './assembly-state.js';
+export { SESSION_COLUMNS } from './session-columns.js';
+export { findNestedSubSessions, lockNestedSubSessions, readAgentTree, subSessionDepth, type AgentTreeRow } from './sub-sessions.js';
 
 const LOCKED_COLUMNS = {
   id: true,
@@ -173,89 +148,9 @@ export function highestForkNumberSql(params: SqlParams, rootId: string, base: st
      FROM "Session" s WHERE s."rootId" = ${params.add(rootId)} AND starts_with(s.title, ${b}))`;
 }
 
-/** The session and what its previous turns say, read in one statement (see `readAssemblyState`). */
-export type AssemblyState = Session & {
-  /** Whether the session has a turn other than the one being recorded. */
-  hadTurn: boolean;
-  /** Whether the turn to record the context on is a turn of this session (true when none is given). */
-  turnFound: boolean;
-  /** The settings fingerprint of the latest earlier recorded context, the session's own or else its parent's. */
-  previousFingerprint: string | null;
-  /** The history mark recorded with that same context (own, else the parent's latest): hasNewTransforms. */
-  previousHistoryMark: number | null;
-  /** For a known session, what was read with it. */
-  known: { compaction: CompactionRow | null; newest: { from: number; rows: LightRow[] } } | null;
-};
-
-/**
- * The session, whether it had a turn before this one, and the settings fingerprint recorded with
- * the latest earlier context (a fork with no context of its own compares with its parent's latest),
- * in one statement. For a known session (`known`: its lineage, frozen when it was made) the same
- * statement reads its compaction and its newest messages from `known.from` on, at most
- * `known.newest` of them (none: not read).
- */
-export async function readAssemblyState(
-  sql: SqlClient,
-  workspaceId: string,
-  sessionId: string,
-  turnId: string | null,
-  known: { session: Pick<LineageSession, 'id' | 'lineage'>; from: number; newest: number } | null,
-): Promise<AssemblyState | null> {
-  const p = new SqlParams();
-  const id = p.add(sessionId);
-  const workspace = p.add(workspaceId);
-  const turn = p.add(turnId);
-  const compaction = known
-    ? `,
-         (SELECT row_to_json(c) FROM (SELECT ${columnList(COMPACTION_ROW_COLUMNS)} FROM (${latestCompactionSql(p, known.session)}) lc) c) AS compaction`
-    : '';
-  const newest =
-    known && known.newest > 0
-      ? `,
-         (SELECT coalesce(json_agg(m ORDER BY m.position DESC), '[]'::json) FROM (
-            SELECT ${LIGHT_SQL} FROM "Message"
-            WHERE "sessionId" = s.id AND position >= greatest(${p.add(known.from)}::int, s."messageCount" - ${p.add(known.newest)}::int)
-          ) m) AS newest`
-      : '';
-  const [row] = await sql.query<Session & Omit<AssemblyState, 'known'> & { compaction?: CompactionRow | null; newest?: LightRow[] }>(
-    `SELECT ${columnList(SESSION_COLUMNS, 's')},
-       EXISTS (SELECT 1 FROM "Turn" t WHERE t."sessionId" = s.id AND t.id IS DISTINCT FROM ${turn}) AS "hadTurn",
-       (${turn}::text IS NULL OR EXISTS (SELECT 1 FROM "Turn" t WHERE t.id = ${turn} AND t."sessionId" = s.id)) AS "turnFound",
-       coalesce(
-         (SELECT t."contextSettingsFingerprint" FROM "Turn" t
-           WHERE t."sessionId" = s.id AND t."contextSettingsFingerprint" IS NOT NULL AND t.id IS DISTINCT FROM ${turn}
-           ORDER BY t.number DESC LIMIT 1),
-         (SELECT t."contextSettingsFingerprint" FROM "Turn" t
-           WHERE t."sessionId" = s."parentId" AND t."contextSettingsFingerprint" IS NOT NULL
-           ORDER BY t.number DESC LIMIT 1)
-       ) AS "previousFingerprint",
-       coalesce(
-         (SELECT t."contextHistoryMark" FROM "Turn" t
-           WHERE t."sessionId" = s.id AND t."contextHistoryMark" IS NOT NULL AND t.id IS DISTINCT FROM ${turn}
-           ORDER BY t.number DESC LIMIT 1),
-         (SELECT t."contextHistoryMark" FROM "Turn" t
-           WHERE t."sessionId" = s."parentId" AND t."contextHistoryMark" IS NOT NULL
-           ORDER BY t.number DESC LIMIT 1)
-       ) AS "previousHistoryMark"${compaction}${newest}
-     FROM "Session" s WHERE s.id = ${id} AND s."workspaceId" = ${workspace}`,
-    p.values,
-  );
-  if (!row) return null;
-  const { compaction: readCompaction, newest: readNewest, ...session } = row;
-  if (!known) return { ...session, known: null };
-  return {
-    ...session,
-    known: {
-      compaction: readCompaction ?? null,
-      newest: { from: Math.max(known.from, session.messageCount - known.newest), rows: readNewest ?? [] },
-    },
-  };
-}
-
 /**
  * Sessions by id within a workspace (the request loaders), in plain SQL: the read behind
- * `session(id)`, `ancestors` and events' `session`, where Prisma's per-statement cost was larger
- * than the statement's.
+ * `session(id)`, `ancestors` and events' `session`, the most frequent read of all.
  */
 export function findSessions(sql: SqlClient, workspaceId: string, ids: readonly string[]): Promise<Session[]> {
   // Named: every read of a session (the loaders') runs it, and PostgreSQL then only binds it.
@@ -300,78 +195,6 @@ export async function readForkPoint(
   return { message, generatingAt: at0 === null ? null : Number(at0), highestFork: highest };
 }
 
-/** What the agent-tree read gives per session (see `readAgentTree`). */
-export interface AgentTreeRow {
-  id: string;
-  parentSessionId: string | null;
-  parentMessageCount: number;
-  messageCount: number;
-  depth: number;
-}
-
-/**
- * The session and every sub-agent session nested below it (in its turns, their turns, …, at most
- * `maxDepth` levels), oldest first, at most `limit` rows: the timeline's shape, in one statement.
- */
-export async function readAgentTree(db: SqlTarget, sessionId: string, maxDepth: number, limit: number): Promise<AgentTreeRow[]> {
-  const rows = await asSql(db).query<AgentTreeRow>(
-    `WITH RECURSIVE tree(id, parent_session, anchor, count, created, depth) AS (
-       SELECT s.id, NULL::text, 0, s."messageCount", s."createdAt", 0 FROM "Session" s WHERE s.id = $1
-       UNION ALL
-       SELECT s.id, t."sessionId", coalesce(s."parentMessageCount", 0), s."messageCount", s."createdAt", tree.depth + 1
-       FROM tree JOIN "Turn" t ON t."sessionId" = tree.id JOIN "Session" s ON s."parentTurnId" = t.id
-       WHERE tree.depth < $2
-     )
-     SELECT id, parent_session AS "parentSessionId", anchor AS "parentMessageCount", count AS "messageCount", depth
-     FROM tree ORDER BY depth = 0 DESC, created, id LIMIT $3`,
-    [sessionId, maxDepth, limit],
-  );
-  return rows.map((r) => ({
-    ...r,
-    parentMessageCount: Number(r.parentMessageCount),
-    messageCount: Number(r.messageCount),
-    depth: Number(r.depth),
-  }));
-}
-
-/**
- * The sessions a delete of `ids` takes with it beyond `ids`: every sub-agent session nested in
- * their turns (recursively) and every fork of those sub-sessions (a sub-session is the root of its
- * own fork tree), in one statement.
- */
-export async function findNestedSubSessions(db: SqlTarget, ids: readonly string[]): Promise<{ id: string }[]> {
-  return asSql(db).query<{ id: string }>(
-    `WITH RECURSIVE doomed(id) AS (
-       SELECT unnest($1::text[])
-       UNION
-       SELECT member.id FROM doomed d
-       JOIN "Turn" t ON t."sessionId" = d.id
-       JOIN "Session" sub ON sub."parentTurnId" = t.id
-       JOIN "Session" member ON member."rootId" = sub.id
-     )
-     SELECT d.id FROM doomed d WHERE NOT (d.id = ANY($1::text[]))`,
-    [ids],
-  );
-}
-
-/**
- * The sub-sessions (and their forks) nested under `ids`, locked (`FOR UPDATE`, in id order). Read
- * again after each lock until the set stops growing: a sub-session or fork made under one of them
- * meanwhile is found and locked too, and none can be made under a locked one until the caller ends.
- */
-export async function lockNestedSubSessions(db: SqlTarget, ids: readonly string[]): Promise<{ id: string }[]> {
-  const sql = asSql(db);
-  let nested = await findNestedSubSessions(sql, ids);
-  for (;;) {
-    if (nested.length === 0) return nested;
-    await sql.query('SELECT id FROM "Session" WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [nested.map((n) => n.id)]);
-    const locked = new Set(nested.map((n) => n.id));
-    const again = await findNestedSubSessions(sql, ids);
-    if (again.every((n) => locked.has(n.id))) return again;
-    nested = again;
-  }
-}
-
 /** The session's last event sequence and the turn it runs in (a sub-session's), read under its lock. */
 export async function readEventHead(
   db: SqlTarget,
@@ -396,19 +219,4 @@ export async function findTurnSession(
     [turnId, workspaceId],
   );
   return row ?? null;
-}
-
-/** How many sub-session levels a session is below its top (0 for a session that is not a sub-session). */
-export async function subSessionDepth(db: SqlTarget, sessionId: string, cap: number): Promise<number> {
-  const [row] = await asSql(db).query<{ depth: number }>(
-    `WITH RECURSIVE up(id, depth) AS (
-       SELECT $1::text, 0
-       UNION ALL
-       SELECT t."sessionId", up.depth + 1 FROM up JOIN "Session" s ON s.id = up.id JOIN "Turn" t ON t.id = s."parentTurnId"
-       WHERE up.depth < $2
-     )
-     SELECT max(depth) AS depth FROM up`,
-    [sessionId, cap],
-  );
-  return Number(row?.depth ?? 0);
 }
