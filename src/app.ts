@@ -6,6 +6,7 @@ import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js
 import type { AppConfig } from './config.js';
 import { contextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
+import { checkTokenizerShape } from './domain/tokens.js';
 import { createLogger } from './logger.js';
 import { createYoga, useCSRFPrevention } from './packages/index.js';
 import { createEventBus, type EventBus } from './pubsub/event-bus.js';
@@ -77,6 +78,7 @@ export interface BuildAppOptions {
  */
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
   configureSchemaChecks(config);
+  checkTokenizerShape();
   const logger = createLogger(config.logLevel);
   const db = options.database ?? (await createDatabase(databaseOptionsOf(config)));
   let bus: EventBus | undefined;

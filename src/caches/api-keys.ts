@@ -16,7 +16,7 @@ export interface Clock {
  * `forget(keyHash)` (or `purge()`), so this instance sees it at once.
  *
  * The TTL and the bound on entries come from configuration (API_KEY_CACHE_TTL_MS,
- * API_KEY_CACHE_MAX); when full, the least recently used lookup is forgotten. A TTL or a bound
+ * `config.caches.apiKeyMax`); when full, the least recently used lookup is forgotten. A TTL or a bound
  * of 0 keeps nothing.
  */
 export class ApiKeyCache {

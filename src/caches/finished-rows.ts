@@ -13,8 +13,8 @@ import { LRUCache } from 'lru-cache';
  * session (hygiene: no id is reused).
  *
  * Bounded by weight, each row weighing `weigh(row)` (1 by default: then the bound counts rows);
- * the bounds come from configuration (ROWS_CACHE_MAX_ROWS, ROWS_CACHE_MAX_ROWS_PER_SESSION, and
- * PAGE_CACHE_MAX_CHARS for whole rows weighed by their characters). Whole sessions are forgotten,
+ * the bounds come from configuration (`config.caches.rowsMax`, `rowsMaxPerSession`, and
+ * `pageMaxChars` for whole rows, shares of CACHE_MEMORY_MB, weighed by their characters). Whole sessions are forgotten,
  * least recently used first, and one session keeps at most `maxRowsPerSession` rows, its newest
  * (windows are read newest first). A bound of 0 keeps nothing.
  */

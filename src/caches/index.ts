@@ -25,7 +25,7 @@ export class AssemblyCaches {
   readonly parts: FinishedPartsCache;
   readonly rows: FinishedRowsCache<LightRow>;
   readonly hints: WindowHints;
-  /** Whole finished message rows (the rule of FinishedRowsCache), weighed by their characters (PAGE_CACHE_MAX_CHARS). */
+  /** Whole finished message rows (the rule of FinishedRowsCache), weighed by their characters (`config.caches.pageMaxChars`). */
   readonly pages: FinishedRowsCache<Message>;
 
   constructor(config: Pick<CacheConfig, 'partsMaxChars' | 'rowsMax' | 'rowsMaxPerSession' | 'windowHintsMax' | 'pageMaxChars'>) {

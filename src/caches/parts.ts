@@ -10,7 +10,7 @@ import type { StoredPart } from '../domain/types.js';
  * message) must call `forget(sessionId)` on every instance; `deleteSession` calls it (through
  * `AssemblyCaches.forget`) for each deleted session.
  *
- * Bounded by characters, from configuration (PARTS_CACHE_MAX_CHARS; 0 keeps nothing); an entry
+ * Bounded by characters, from configuration (`config.caches.partsMaxChars`, a share of CACHE_MEMORY_MB; 0 keeps nothing); an entry
  * larger than the whole bound is not kept. The parts are frozen (markImmutable), and the payload
  * pieces and canonical JSON derived from them in the domain live as long as they do (weakly
  * keyed), so this bound bounds those too (pieces share the parts' strings; the canonical JSON,

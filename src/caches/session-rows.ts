@@ -10,7 +10,7 @@ import type { Session } from '../generated/prisma/client.js';
  * and again when it ends) stood at N is current for as long as the count stays at N, so the whole
  * cache is dropped as soon as it moves, and a read during which it moved is not kept. No caller
  * has to call `forget`: every write moves the count. Rows are deep-frozen: every request shares
- * them. Bounded by rows, from configuration (SESSION_CACHE_MAX_ROWS; 0 keeps nothing), least
+ * them. Bounded by rows, from configuration (`config.caches.sessionRowsMax`, a share of CACHE_MEMORY_MB; 0 keeps nothing), least
  * recently used forgotten first.
  */
 export class SessionRowsCache {

@@ -16,7 +16,7 @@ export interface WindowHint extends Pick<LineageSession, 'id' | 'forkIndex' | 'l
  * made; the cost per message only sizes a page of rows (a wrong one costs a statement, never a
  * wrong result). Whatever changes a lineage, or deletes a session, calls `forget(sessionId)`;
  * `deleteSession` does (through `AssemblyCaches.forget`) for each deleted session. Bounded by
- * sessions, from configuration (WINDOW_HINTS_MAX; 0 keeps nothing), least recently used forgotten
+ * sessions, from configuration (`config.caches.windowHintsMax`; 0 keeps nothing), least recently used forgotten
  * first.
  */
 export class WindowHints {

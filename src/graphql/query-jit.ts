@@ -29,17 +29,9 @@ import type { Plugin } from 'graphql-yoga';
 import { LRUCache } from 'lru-cache';
 import { operationFields } from './query-limits.js';
 import { GraphQLError, Kind, visit } from '../packages/index.js';
+import type { QueryJitOptions } from '../config.js';
 
-export interface QueryJitOptions {
-  /** The execution of a document that compiles it (0 turns compiling off). */
-  afterUses: number;
-  /** Largest document compiled, in fields. */
-  maxFields: number;
-  /** Compiled documents kept. */
-  maxDocuments: number;
-  /** At most `compiles` compilations per `windowMs`, whatever the documents (default COMPILE_BUDGET). */
-  budget?: { compiles: number; windowMs: number };
-}
+export type { QueryJitOptions } from '../config.js';
 
 export const COMPILE_BUDGET = { compiles: 20, windowMs: 10_000 };
 

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from '../logger.js';
 import { loadRedis } from '../pubsub/event-bus.js';
 
@@ -19,6 +20,9 @@ export interface RateLimiterOptions {
   logger: Logger;
 }
 
+/** Identities counted in process (without Redis) at once. */
+const LOCAL_IDENTITIES = 100_000;
+
 // INCR and the window's expiry in one step, so a key never outlives its window.
 const TAKE_SCRIPT = `local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n`;
 
@@ -35,15 +39,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const retryAfter = (now: number) => Math.max(1, Math.ceil(((windowOf(now) + 1) * windowMs - now) / 1000));
 
   if (!options.redisUrl) {
-    // Rule: entries of past windows are useless; they are swept whenever the map grows past 10,000.
-    const counts = new Map<string, { window: number; count: number }>();
+    // Rule: an identity's count of the current window; a count of a past window is replaced at the
+    // identity's next request and expires with its window. At most LOCAL_IDENTITIES are kept: the
+    // one forgotten when full is the identity heard from least recently, the least likely to be
+    // over its limit.
+    const counts = new LRUCache<string, { window: number; count: number }>({ max: LOCAL_IDENTITIES, ttl: windowMs });
     return {
       async take(identity) {
         const now = Date.now();
         const window = windowOf(now);
         let entry = counts.get(identity);
         if (!entry || entry.window !== window) {
-          if (counts.size >= 10_000) for (const [k, v] of counts) if (v.window !== window) counts.delete(k);
           entry = { window, count: 0 };
           counts.set(identity, entry);
         }

@@ -8,7 +8,7 @@ export interface SelectionKeyOptions<Context> {
   scopeOf(context: Context): string | null;
   /** Root field arguments that only choose where the stream starts (`SubscriptionSharingOptions.streamOnlyArguments`). */
   streamOnlyArguments?: Record<string, readonly string[]>;
-  /** How many distinct selection texts get a short id (SUBSCRIPTION_SHAPES_MAX). */
+  /** How many distinct selection texts get a short id (`config.caches.subscriptionShapesMax`). */
   maxShapes?: number;
   /** How many distinct keys are interned. */
   maxKeys?: number;

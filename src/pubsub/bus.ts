@@ -24,7 +24,7 @@ export interface BusStats {
  * The server's one channel family, `<prefix>session-events:<sessionId>`. Redis is the doorbell,
  * the database the truth: events are written to the session's log in the transaction that makes
  * them and published after it commits, and a publish may be lost (Redis down, a SUBSCRIBE racing
- * it), so subscribers fill gaps from the log (services/event-log.ts `sessionEventStream`).
+ * it), so subscribers fill gaps from the log (`sessionEventStream` in services/event-stream.ts).
  * Because an instance hears its own events without Redis, two instances writing to one session
  * within a millisecond may each see the other's earlier event after its own later one: the
  * session's streams on that instance then read the gap from the log (one read, shared).
