@@ -1,8 +1,6 @@
 import { PULL, type Pullable, type StepConsumer } from '../services/pull.js';
 
-// The protocol is defined where the streams are made (services/pull.ts); live delivery consumes it.
-export { PULL, type Pullable, type StepConsumer } from '../services/pull.js';
-
+/** Whether `value` offers the pull protocol (services/pull.ts) for its next step. */
 export function isPullable<T>(value: object): value is Pullable<T> {
   return typeof (value as Partial<Pullable<T>>)[PULL] === 'function';
 }

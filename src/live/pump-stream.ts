@@ -1,6 +1,7 @@
 import type { ExecutionArgs, ExecutionResult } from 'graphql';
 import { isPromiseLike } from '../caches/event-memo.js';
-import { PULL, type Pullable, pullStep, type StepConsumer } from './pull.js';
+import { PULL, type Pullable, type StepConsumer } from '../services/pull.js';
+import { pullStep } from './pull.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './subscription-tracker.js';
 import { type LiveSink, nextMessage } from './ws-sink.js';
 
