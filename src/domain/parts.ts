@@ -4,8 +4,6 @@ import { checkJson } from './input.js';
 import { LIMITS, type TextCaps } from './limits.js';
 import type { MessageRole, StoredPart } from './types.js';
 
-export { DEFAULT_STRING_CHARS, LIMITS, textCaps, type TextCaps } from './limits.js';
-
 /** One `MessagePartInput` (a @oneOf input: exactly one key set). */
 export interface PartInput {
   text?: { text: string } | null;

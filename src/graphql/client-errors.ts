@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import type { TextCaps } from '../domain/parts.js';
+import type { TextCaps } from '../domain/limits.js';
 import { errorAt } from './errors.js';
 import { GraphQLError } from '../packages/index.js';
 

@@ -4,7 +4,7 @@ import type { AppConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Logger } from '../logger.js';
-import type { EventBus } from '../pubsub/event-bus.js';
+import type { EventBus } from '../pubsub/bus.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
 import type { AssemblyService } from '../services/assembly.js';

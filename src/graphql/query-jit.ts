@@ -31,8 +31,6 @@ import { operationFields } from './query-limits.js';
 import { GraphQLError, Kind, visit } from '../packages/index.js';
 import type { QueryJitOptions } from '../config.js';
 
-export type { QueryJitOptions } from '../config.js';
-
 export const COMPILE_BUDGET = { compiles: 20, windowMs: 10_000 };
 
 interface Entry {

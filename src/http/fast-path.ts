@@ -4,7 +4,7 @@ import type { YogaServerInstance } from 'graphql-yoga';
 import { type GraphQLError, getOperationAST, processRegularResult, sendNodeResponse } from '../packages/index.js';
 import { isPlainObject } from '../domain/assembly/turn-context.js';
 import { declaredLength, withinBodyCap } from '../graphql/client-errors.js';
-import type { TextCaps } from '../domain/parts.js';
+import type { TextCaps } from '../domain/limits.js';
 import { isJsonBodyType, rateLimitedResponse, takeRate } from './guards.js';
 import type { RateLimiter } from './rate-limit.js';
 

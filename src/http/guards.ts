@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Plugin } from 'graphql-yoga';
 import { hashApiKey } from '../auth/workspace-auth.js';
 import type { Database } from '../db/database.js';
-import type { EventBus } from '../pubsub/event-bus.js';
+import type { EventBus } from '../pubsub/bus.js';
 import { fastPathCovers } from './fast-path-contract.js';
 import type { RateLimiter } from './rate-limit.js';
 import { NoSchemaIntrospectionCustomRule } from '../packages/index.js';

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../logger.js';
-import { loadRedis } from '../pubsub/event-bus.js';
+import { loadRedis } from '../pubsub/redis-connection.js';
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 

@@ -4,8 +4,6 @@ import { Heartbeat, KEEP_ALIVE_MS, markAlive } from './heartbeat.js';
 import { Connection, internalError, type WsServerOptions } from './ws-connection.js';
 import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, handleProtocols } from '../packages/index.js';
 
-export type { SocketExtra, WsContext, WsServerOptions } from './ws-connection.js';
-
 const connections = new WeakMap<WebSocket, Connection>();
 
 function onSocketMessage(this: WebSocket, data: WebSocket.RawData) {

@@ -3,9 +3,6 @@ import type { EventBus } from './bus.js';
 import { createMemoryBus } from './memory-bus.js';
 import { createRedisBus } from './redis-bus.js';
 
-export { PING_TIMEOUT_MS, type BusListener, type BusStats, type EventBus, type SessionEventMessage } from './bus.js';
-export { loadRedis } from './redis-connection.js';
-
 /** The Redis bus when a Redis URL is configured, else the in-memory bus of a single instance. */
 export function createEventBus(options: { redisUrl: string | null; prefix: string; logger: Logger }): EventBus {
   return options.redisUrl ? createRedisBus(options.redisUrl, options.prefix, options.logger) : createMemoryBus();

@@ -1,7 +1,7 @@
 import type { EventsContext } from '../graphql/context.js';
 import { notFound } from '../graphql/errors.js';
-import type { SessionEventMessage } from '../pubsub/event-bus.js';
-import { SESSION_DELETED } from '../services/event-log.js';
+import type { SessionEventMessage } from '../pubsub/bus.js';
+import { SESSION_DELETED } from '../services/event-stream.js';
 import { carriedMessage } from '../services/reads.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';

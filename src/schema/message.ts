@@ -2,7 +2,7 @@ import { parseGlobalId } from './ids.js';
 import { builder } from './builder.js';
 import { Attachment } from './attachment.js';
 import { Message } from './refs.js';
-import { DEFAULT_STRING_CHARS, LIMITS } from '../domain/parts.js';
+import { DEFAULT_STRING_CHARS, LIMITS } from '../domain/limits.js';
 import { countStoredTokens, toolArgumentsText } from '../domain/tokens.js';
 import type { StoredPart } from '../domain/types.js';
 

@@ -1,5 +1,6 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import { LIMITS, type MessageInputData } from '../domain/parts.js';
+import type { MessageInputData } from '../domain/parts.js';
+import { LIMITS } from '../domain/limits.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { MessageInput } from './message.js';

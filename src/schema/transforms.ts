@@ -1,6 +1,6 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import type { EventsContext, RequestContext } from '../graphql/context.js';
-import type { SessionEventMessage } from '../pubsub/event-bus.js';
+import type { SessionEventMessage } from '../pubsub/bus.js';
 import type { ViewedMessage } from '../services/transforms.js';
 import { HIDE_REASON_MAX } from '../services/transforms.js';
 import type { Redaction } from '../domain/transforms.js';

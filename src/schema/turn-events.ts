@@ -1,6 +1,6 @@
 import { payloadOf, SessionEvent, workspaceSessionStream } from './events.js';
-import type { SessionEventMessage } from '../pubsub/event-bus.js';
-import { filterEvents } from '../services/event-log.js';
+import type { SessionEventMessage } from '../pubsub/bus.js';
+import { filterEvents } from '../services/event-filter.js';
 import { builder } from './builder.js';
 import { Turn, TurnStatusEnum, Usage, type UsageShape } from './turn.js';
 

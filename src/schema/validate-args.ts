@@ -2,7 +2,7 @@ import type { GraphQLArgument, GraphQLFieldResolver, GraphQLInputType, GraphQLSc
 import { checkJson, checkName, checkString, checkTitle } from '../domain/input.js';
 import { LONG_TEXT, precount } from '../domain/token-precount.js';
 import { MAX_PAGE } from '../domain/pagination.js';
-import { LIMITS, type TextCaps } from '../domain/parts.js';
+import { LIMITS, type TextCaps } from '../domain/limits.js';
 import type { RequestContext } from '../graphql/context.js';
 import { badInput } from '../graphql/errors.js';
 import { getNamedType, isInputObjectType, isListType, isNonNullType, isObjectType, isScalarType } from '../packages/index.js';

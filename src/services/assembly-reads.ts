@@ -3,7 +3,7 @@ import { FirstRowsCache } from '../caches/first-rows.js';
 import type { Sql } from '../db/sql.js';
 import { findAttachmentSummaries, findAttachments } from '../db/stores/attachments.js';
 import { readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
-import { readAssemblyState, type AssemblyState } from '../db/stores/sessions.js';
+import { readAssemblyState, type AssemblyState } from '../db/stores/assembly-state.js';
 import { trimWindowEdge, WindowPlan, type WindowPaging } from '../domain/assembly/window.js';
 import { notFound } from '../domain/errors.js';
 import { markImmutable } from '../domain/immutable.js';

@@ -34,8 +34,6 @@ import type { TokenEncoding } from '../domain/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { AssemblyReads, type LoadedWindow } from './assembly-reads.js';
 
-export { DEFAULT_WINDOW_PAGING, type WindowPaging } from '../domain/assembly/window.js';
-
 export interface AssembleRequest {
   sessionId: string;
   maxTokens?: number | null;

@@ -1,4 +1,4 @@
-import type { SessionEventMessage } from '../pubsub/event-bus.js';
+import type { SessionEventMessage } from '../pubsub/bus.js';
 import type { SessionEventStream } from './event-stream.js';
 import { PULL, type StepConsumer } from './pull.js';
 

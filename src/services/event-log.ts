@@ -1,14 +1,10 @@
-import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
+import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
 
 /*
  * The session event log: its statements (the append, and the reads the streams make) live in the
  * events store; events are published only after the transaction that appended them commits, and
  * read back as streams that fill gaps from the log (event-stream.ts).
  */
-export { appendEvents, type NewSessionEvent } from '../db/stores/events.js';
-export { filterEvents } from './event-filter.js';
-export { SESSION_DELETED, sessionDeletedEvent, type SessionEventStream, sessionEventStream } from './event-stream.js';
-export { readShared } from './shared-reads.js';
 
 /** Publishes events of a committed transaction. */
 export function publishAll(bus: EventBus, events: SessionEventMessage[]) {

@@ -1,6 +1,6 @@
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { SqlClient } from '../db/sql.js';
-import type { BusListener, EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
+import type { BusListener, EventBus, SessionEventMessage } from '../pubsub/bus.js';
 import { PULL, type Pullable, type StepConsumer } from './pull.js';
 import { readClock, sharedRead } from './shared-reads.js';
 

@@ -4,25 +4,20 @@ import { asSql, type Tx } from '../db/sql.js';
 import { appendMessageRows, type AppendedMessage } from '../db/stores/append.js';
 import { createAttachment } from '../db/stores/attachments.js';
 import { appendSubSessionWrappers } from '../db/stores/events.js';
-import { contentColumns, findToolCalls, type MessageSnapshot, messageSnapshot } from '../db/stores/messages.js';
+import { contentColumns, findToolCalls } from '../db/stores/messages.js';
+import { type MessageSnapshot, messageSnapshot } from '../db/session-events.js';
 import type { LockedSession } from '../db/stores/sessions.js';
 import { touchIfActive, turnStatusIn } from '../db/stores/turns.js';
 import { badInput, notFound } from '../domain/errors.js';
 import { clipSegments, visibleSegments } from '../domain/lineage.js';
-import {
-  toolCallIdsOf,
-  toolResultIdsOf,
-  type DraftMessage,
-  type DraftPart,
-  type MessageInputData,
-  type TextCaps,
-} from '../domain/parts.js';
+import { toolCallIdsOf, toolResultIdsOf, type DraftMessage, type DraftPart, type MessageInputData } from '../domain/parts.js';
+import type { TextCaps } from '../domain/limits.js';
 import { precount } from '../domain/token-precount.js';
 import { partTokenTexts } from '../domain/tokens.js';
 import { turnNotActive } from '../domain/turns.js';
 import type { StoredPart } from '../domain/types.js';
 import type { Message, Session } from '../generated/prisma/client.js';
-import type { SessionEventMessage } from '../pubsub/event-bus.js';
+import type { SessionEventMessage } from '../pubsub/bus.js';
 import { AppendBatcher } from './append-batcher.js';
 import { publishAll } from './event-log.js';
 import { draftBatch } from './session-input.js';

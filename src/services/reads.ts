@@ -1,9 +1,10 @@
 import type { Sql } from '../db/sql.js';
-import { messageFromSnapshot } from '../db/stores/messages.js';
+import { messageFromSnapshot } from '../db/session-events.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
 import type { Message, PrismaClient, Session, Turn } from '../generated/prisma/client.js';
-import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
-import { readShared, sessionEventStream, type SessionEventStream } from './event-log.js';
+import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
+import { readShared } from './shared-reads.js';
+import { sessionEventStream, type SessionEventStream } from './event-stream.js';
 import type { RequestLoaders } from './loaders.js';
 import type { ViewedMessage } from './transforms.js';
 

@@ -1,5 +1,6 @@
 import { badInput } from '../domain/errors.js';
-import { draftMessage, LIMITS, type DraftMessage, type MessageInputData, type TextCaps } from '../domain/parts.js';
+import { draftMessage, type DraftMessage, type MessageInputData } from '../domain/parts.js';
+import { LIMITS, type TextCaps } from '../domain/limits.js';
 import type { Prisma } from '../generated/prisma/client.js';
 
 /** The checks of a session write's arguments, made before any transaction begins. */

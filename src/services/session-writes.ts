@@ -3,7 +3,7 @@ import * as sessionStore from '../db/stores/sessions.js';
 import type { LockedSession } from '../db/stores/sessions.js';
 import { notFound } from '../domain/errors.js';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
+import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
 import { writeThenPublish } from './event-log.js';
 
 /**

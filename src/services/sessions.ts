@@ -4,26 +4,25 @@ import { createCompaction } from '../db/stores/compactions.js';
 import { appendEvents, appendSubSessionWrappers, MAX_SUB_SESSION_DEPTH } from '../db/stores/events.js';
 import { findGenerating } from '../db/stores/messages.js';
 import * as sessionStore from '../db/stores/sessions.js';
+import { lockNestedSubSessions, subSessionDepth } from '../db/stores/sub-sessions.js';
 import { turnStatusIn } from '../db/stores/turns.js';
 import { badInput, DomainError, notFound } from '../domain/errors.js';
 import { clipSegments, visibleSegments } from '../domain/lineage.js';
-import type { MessageInputData, TextCaps } from '../domain/parts.js';
+import type { MessageInputData } from '../domain/parts.js';
+import type { TextCaps } from '../domain/limits.js';
 import type { Timeline } from '../domain/timeline.js';
 import { countTokens } from '../domain/tokens.js';
 import { requiredKey, turnNotActive } from '../domain/turns.js';
 import type { Message, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
-import type { EventBus } from '../pubsub/event-bus.js';
+import type { EventBus } from '../pubsub/bus.js';
 import type { AssemblyCaches } from '../caches/index.js';
-import { sessionDeletedEvent } from './event-log.js';
+import { sessionDeletedEvent } from './event-stream.js';
 import { type ForkInput, forkSession } from './forks.js';
 import { type AppendedMessages, MessageAppends } from './message-appends.js';
 import { type MessageUpdate, updateMessage } from './message-updates.js';
 import { checkTitle, draftBatch, jsonObject } from './session-input.js';
 import { SessionWrites } from './session-writes.js';
 import { readTimeline } from './timeline.js';
-
-export type { LockedSession } from '../db/stores/sessions.js';
-export { MAX_TIMELINE_SESSIONS } from './timeline.js';
 
 export const DEFAULT_TITLE = 'Untitled session';
 
@@ -82,7 +81,7 @@ export class SessionService extends SessionWrites {
         const status = await turnStatusIn(asSql(tx), parent.id, parentTurnId);
         if (!status) throw notFound('Turn', parentTurnLabel);
         if (status !== 'ACTIVE') throw turnNotActive(status, parentTurnLabel!);
-        const depth = await sessionStore.subSessionDepth(tx, parent.id, MAX_SUB_SESSION_DEPTH);
+        const depth = await subSessionDepth(tx, parent.id, MAX_SUB_SESSION_DEPTH);
         if (depth + 1 > MAX_SUB_SESSION_DEPTH) {
           throw badInput(
             `Sub-agent sessions nest at most ${MAX_SUB_SESSION_DEPTH} levels deep; turn ${parentTurnLabel} is already that deep.`,
@@ -158,7 +157,7 @@ export class SessionService extends SessionWrites {
       const ids = [...descendants.map((d) => d.id), sessionId];
       // Sub-agent sessions go with the turns they run in (and their forks with them): locked, so
       // none gains a fork or a sub-session of its own before the delete.
-      const nested = await sessionStore.lockNestedSubSessions(tx, ids);
+      const nested = await lockNestedSubSessions(tx, ids);
       // A sub-session deleted on its own: the sessions above it keep its SessionDeleted, wrapped.
       const head = await sessionStore.readEventHead(tx, sessionId);
       if (head?.parentTurnId) {

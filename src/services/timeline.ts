@@ -1,6 +1,6 @@
 import type { SqlTarget } from '../db/sql.js';
 import { MAX_SUB_SESSION_DEPTH } from '../db/stores/events.js';
-import * as sessionStore from '../db/stores/sessions.js';
+import { readAgentTree } from '../db/stores/sub-sessions.js';
 import { badInput } from '../domain/errors.js';
 import { buildTimeline, type Timeline } from '../domain/timeline.js';
 
@@ -13,7 +13,7 @@ export const MAX_TIMELINE_SESSIONS = 10_000;
  * Refused when the tree holds more than MAX_TIMELINE_SESSIONS sessions.
  */
 export async function readTimeline(sql: SqlTarget, sessionId: string): Promise<Timeline> {
-  const rows = await sessionStore.readAgentTree(sql, sessionId, MAX_SUB_SESSION_DEPTH, MAX_TIMELINE_SESSIONS + 1);
+  const rows = await readAgentTree(sql, sessionId, MAX_SUB_SESSION_DEPTH, MAX_TIMELINE_SESSIONS + 1);
   if (rows.length > MAX_TIMELINE_SESSIONS) {
     throw badInput(`This session has more than ${MAX_TIMELINE_SESSIONS} nested sub-agent sessions; read their timelines one by one.`);
   }

@@ -5,14 +5,14 @@ import * as sessionStore from '../db/stores/sessions.js';
 import { findMessagesByIds, insertTransforms, readTransforms, type NewTransform } from '../db/stores/transforms.js';
 import { checkString } from '../domain/input.js';
 import { ownerOf } from '../domain/lineage.js';
-import { LIMITS } from '../domain/parts.js';
+import { LIMITS } from '../domain/limits.js';
 import { precount } from '../domain/token-precount.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import { foldTransforms, REDACTED_TEXT, redactParts, type HistoryTransforms, type TransformKind } from '../domain/transforms.js';
 import type { StoredPart } from '../domain/types.js';
 import { badInput, notFound } from '../domain/errors.js';
 import type { Message, Session } from '../generated/prisma/client.js';
-import type { SessionEventMessage } from '../pubsub/event-bus.js';
+import type { SessionEventMessage } from '../pubsub/bus.js';
 import type { LockedSession } from '../db/stores/sessions.js';
 import type { SessionWrites } from './session-writes.js';
 

@@ -1,6 +1,7 @@
 import { uuidv7 } from '../db/ids.js';
 import { isRetryableSqlError, type Sql, type SqlClient } from '../db/sql.js';
 import * as store from '../db/stores/turns.js';
+import { recordUsage } from '../db/stores/usage-reports.js';
 import {
   addUsage,
   checkTotals,
@@ -19,8 +20,9 @@ import {
 } from '../domain/turns.js';
 import { DomainError, notFound } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
-import type { EventBus, SessionEventMessage } from '../pubsub/event-bus.js';
-import { appendEvents, publishAll, writeThenPublish } from './event-log.js';
+import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
+import { publishAll, writeThenPublish } from './event-log.js';
+import { appendEvents } from '../db/stores/events.js';
 
 export type InitiatorKind = 'USER' | 'EXTENSION' | 'SYSTEM';
 
@@ -129,9 +131,9 @@ export class TurnService {
     // records nothing, the turn is read to say why, with the same rules as everywhere else.
     for (let attempt = 1; ; attempt++) {
       const now = new Date();
-      let recorded: Awaited<ReturnType<typeof store.recordUsage>>;
+      let recorded: Awaited<ReturnType<typeof recordUsage>>;
       try {
-        recorded = await store.recordUsage(this.sql, {
+        recorded = await recordUsage(this.sql, {
           id: uuidv7(),
           eventId: uuidv7(),
           workspaceId,

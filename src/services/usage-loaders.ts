@@ -1,6 +1,6 @@
 import { DataLoader } from '../packages/index.js';
 import type { SqlClient } from '../db/sql.js';
-import * as store from '../db/stores/turns.js';
+import * as store from '../db/stores/usage-totals.js';
 import { zeroUsage, type UsageCounts } from '../domain/turns.js';
 
 /** Usage reported for one model (null for reports that named none). */

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { buildApp, type App, type BuildAppOptions } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
-import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/parts.js';
+import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/limits.js';
 
 /**
  * Where the integration tests run: in-memory PGlite and in-memory pub/sub by default; real

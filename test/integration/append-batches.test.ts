@@ -4,7 +4,7 @@ import { appendMessageBatch, batchInput } from '../../src/db/stores/append.js';
 import { readEventsAfter } from '../../src/db/stores/events.js';
 import { contentColumns } from '../../src/db/stores/messages.js';
 import type { SqlClient } from '../../src/db/sql.js';
-import type { SessionEventMessage } from '../../src/pubsub/event-bus.js';
+import type { SessionEventMessage } from '../../src/pubsub/bus.js';
 import { API_KEYS, backend, gql, gqlOk, rawIdOf, type TestApp, useTestApp, TWO_WORKSPACES } from '../helpers/app.js';
 import { AppendMessages, CreateSession, SessionMessages } from '../helpers/documents.js';
 

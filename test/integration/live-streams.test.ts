@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventBus, type SessionEventMessage } from '../../src/pubsub/event-bus.js';
+import { createEventBus } from '../../src/pubsub/event-bus.js';
+import type { SessionEventMessage } from '../../src/pubsub/bus.js';
 import { appendEvents } from '../../src/db/stores/events.js';
-import { SNAPSHOT_MAX_CHARS } from '../../src/db/stores/messages.js';
-import { filterEvents, publishAll, SESSION_DELETED, type SessionEventStream, sessionEventStream } from '../../src/services/event-log.js';
+import { SNAPSHOT_MAX_CHARS } from '../../src/db/session-events.js';
+import { publishAll } from '../../src/services/event-log.js';
+import { filterEvents } from '../../src/services/event-filter.js';
+import { SESSION_DELETED, type SessionEventStream, sessionEventStream } from '../../src/services/event-stream.js';
 import { createLogger } from '../../src/logger.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';

@@ -4,9 +4,11 @@ import { API_KEY_COLUMNS, WORKSPACE_COLUMNS } from '../../src/db/stores/api-keys
 import { APPEND_INSERT_COLUMNS, STREAM_EVENT_INSERT_COLUMNS } from '../../src/db/stores/append.js';
 import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS, WRAPPER_INSERT_COLUMNS } from '../../src/db/stores/events.js';
 import { MESSAGE_COLUMNS } from '../../src/db/stores/messages.js';
-import { forkInsert, SESSION_COLUMNS, type NewFork } from '../../src/db/stores/sessions.js';
+import { forkInsert, type NewFork } from '../../src/db/stores/sessions.js';
+import { SESSION_COLUMNS } from '../../src/db/stores/session-columns.js';
 import { TRANSFORM_COLUMNS, TRANSFORM_INSERT_COLUMNS } from '../../src/db/stores/transforms.js';
-import { TURN_AGENT_INSERT, TURN_INSERT, USAGE_EVENT_INSERT, USAGE_REPORT_INSERT } from '../../src/db/stores/turns.js';
+import { TURN_AGENT_INSERT, TURN_INSERT } from '../../src/db/stores/turns.js';
+import { USAGE_EVENT_INSERT, USAGE_REPORT_INSERT } from '../../src/db/stores/usage-reports.js';
 import { backend, type TestApp, useTestApp } from '../helpers/app.js';
 
 // The stores' hand-written statements name every column of the tables they write (tsc checks them

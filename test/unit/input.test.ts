@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkJson, checkString, checkTitle } from '../../src/domain/input.js';
-import { LIMITS } from '../../src/domain/parts.js';
+import { LIMITS } from '../../src/domain/limits.js';
 
 describe('input rules', () => {
   it('accepts paired surrogates (emoji) and refuses unpaired ones and NUL with the path', () => {

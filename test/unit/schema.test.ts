@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { type GraphQLInterfaceType, type GraphQLObjectType, type GraphQLResolveInfo, execute, parse, printSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_FILE } from '../../scripts/print-schema.js';
-import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/parts.js';
+import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/limits.js';
 import { decodeGlobalID } from '../../src/packages/index.js';
 import { NODE_RAW_IDS, type NodeTypeName, toGlobalId } from '../../src/schema/ids.js';
 import { schema } from '../../src/schema/index.js';

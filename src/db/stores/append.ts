@@ -14,7 +14,7 @@ import type { SqlClient, SqlTarget } from '../sql.js';
 import { asSql } from '../sql.js';
 import { columnList, insertSelectSql, type InsertValues } from './columns.js';
 import { type contentColumns, MESSAGE_COLUMNS } from './messages.js';
-import { SESSION_COLUMNS } from './sessions.js';
+import { SESSION_COLUMNS } from './session-columns.js';
 
 /** One message to append: its row but for the columns the statement decides (position, text, session). */
 export interface AppendedMessage {

@@ -118,8 +118,6 @@ export function contentColumns(parts: StoredPart[], generating: boolean) {
   } satisfies Partial<Message>;
 }
 
-export { messageFromSnapshot, messageSnapshot, SNAPSHOT_MAX_CHARS, type MessageSnapshot } from '../session-events.js';
-
 /** The session of a message of the workspace, or null. */
 export function findMessageSession(tx: Tx, workspaceId: string, messageId: string): Promise<{ sessionId: string } | null> {
   return tx.message.findFirst({ where: { id: messageId, session: { workspaceId } }, select: { sessionId: true } });

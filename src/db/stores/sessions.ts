@@ -10,10 +10,6 @@ import { columnList, DEFAULT, insertSql, type ColumnSet, type InsertShape } from
 import { MESSAGE_COLUMNS } from './messages.js';
 import { SESSION_SQL } from './session-columns.js';
 
-export { readAssemblyState, type AssemblyState } from './assembly-state.js';
-export { SESSION_COLUMNS } from './session-columns.js';
-export { findNestedSubSessions, lockNestedSubSessions, readAgentTree, subSessionDepth, type AgentTreeRow } from './sub-sessions.js';
-
 const LOCKED_COLUMNS = {
   id: true,
   workspaceId: true,

@@ -8,18 +8,6 @@ import type { Turn, TurnAgent } from '../../generated/prisma/client.js';
 import type { SqlClient } from '../sql.js';
 import { DEFAULT, insertSelectSql, insertSql, type InsertShape } from './columns.js';
 
-export { recordUsage, USAGE_EVENT_INSERT, USAGE_REPORT_INSERT, type RecordedUsage } from './usage-reports.js';
-export {
-  rolledUpUsageForSessions,
-  rolledUpUsageForTrees,
-  rolledUpUsageForTurns,
-  usageByModelForSessions,
-  usageByModelForTurns,
-  usageForSessions,
-  usageForTrees,
-  type ModelUsage,
-} from './usage-totals.js';
-
 export type TurnRow = Turn;
 
 export interface AgentState {
