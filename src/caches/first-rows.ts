@@ -12,7 +12,7 @@ const FIRST_ROWS_MAX = 10_000;
  * Rule: an entry is never stale because a finished message never changes (MESSAGE_IMMUTABLE) and
  * the message at position 0 of a session never moves; only finished rows are kept. A deleted
  * session's id is never asked for again (ids are not reused), so its entry only waits to be
- * evicted; whatever deletes a session may call `forget(sessionId)` to drop it at once. Bounded by
+ * evicted; `AssemblyCaches.forget(sessionId)`, which every delete calls, drops it at once. Bounded by
  * sessions (FIRST_ROWS_MAX), least recently used first.
  */
 export class FirstRowsCache {

@@ -8,6 +8,7 @@ import type { CacheConfig } from '../config.js';
 import { messageRowChars, type LightRow } from '../db/stores/messages.js';
 import type { Message } from '../generated/prisma/client.js';
 import { FinishedRowsCache } from './finished-rows.js';
+import { FirstRowsCache } from './first-rows.js';
 import { FinishedPartsCache } from './parts.js';
 import { WindowHints } from './window-hints.js';
 
@@ -27,6 +28,8 @@ export class AssemblyCaches {
   readonly hints: WindowHints;
   /** Whole finished message rows (the rule of FinishedRowsCache), weighed by their characters (`config.caches.pageMaxChars`). */
   readonly pages: FinishedRowsCache<Message>;
+  /** Each session's leading row (position 0), for the leading SYSTEM message. */
+  readonly firstRows = new FirstRowsCache();
 
   constructor(config: Pick<CacheConfig, 'partsMaxChars' | 'rowsMax' | 'rowsMaxPerSession' | 'windowHintsMax' | 'pageMaxChars'>) {
     this.parts = new FinishedPartsCache(config.partsMaxChars);
@@ -35,11 +38,12 @@ export class AssemblyCaches {
     this.pages = new FinishedRowsCache<Message>(config.pageMaxChars, config.rowsMaxPerSession, messageRowChars);
   }
 
-  /** Forgets everything kept of `sessionId` (its own messages' parts, rows and page rows, its hint). */
+  /** Forgets everything kept of `sessionId` (its own messages' parts, rows and page rows, its hint, its first row). */
   forget(sessionId: string): void {
     this.parts.forget(sessionId);
     this.rows.forget(sessionId);
     this.pages.forget(sessionId);
     this.hints.forget(sessionId);
+    this.firstRows.forget(sessionId);
   }
 }

@@ -1,5 +1,4 @@
 import type { AssemblyCaches, WindowHint } from '../caches/index.js';
-import { FirstRowsCache } from '../caches/first-rows.js';
 import type { Sql } from '../db/sql.js';
 import { findAttachmentSummaries, findAttachments } from '../db/stores/attachments.js';
 import { readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
@@ -31,8 +30,6 @@ export interface LoadedWindow {
  * they reference. It reads, and fills the caches it reads through; it never writes to the database.
  */
 export class AssemblyReads {
-  private readonly firstRows = new FirstRowsCache();
-
   constructor(
     private readonly prisma: PrismaClient,
     private readonly sql: Sql,
@@ -120,11 +117,11 @@ export class AssemblyReads {
   async leadingSystemMessage(segments: Segment[]): Promise<DomainMessage | null> {
     const [first] = clipSegments(segments, 0, 1);
     if (!first) return null;
-    let row: LightRow | null | undefined = this.firstRows.get(first.sessionId);
+    let row: LightRow | null | undefined = this.caches.firstRows.get(first.sessionId);
     if (row === undefined) {
       const rows = await readLightPage(this.sql, first.sessionId, 0, 1);
       row = rows[0] ?? null;
-      if (row) this.firstRows.keep(first.sessionId, row);
+      if (row) this.caches.firstRows.keep(first.sessionId, row);
     }
     if (row?.role !== 'SYSTEM' || row.generating) return null;
     return (await this.withParts([row]))[0];
