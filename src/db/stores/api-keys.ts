@@ -15,6 +15,7 @@ export const API_KEY_COLUMNS: ColumnSet<ApiKey> = {
   workspaceId: true,
   name: true,
   keyHash: true,
+  scope: true,
   createdAt: true,
   revokedAt: true,
 };

@@ -1,0 +1,16 @@
+-- CreateEnum
+CREATE TYPE "ApiKeyScope" AS ENUM ('READ', 'FULL');
+
+-- AlterTable
+ALTER TABLE "ApiKey" ADD COLUMN     "scope" "ApiKeyScope" NOT NULL DEFAULT 'FULL';
+
+-- AlterTable
+ALTER TABLE "Message" ADD COLUMN     "searchVector" tsvector
+  -- Computed once a message is finished, not at every streamed delta.
+  GENERATED ALWAYS AS (CASE WHEN "generating" THEN NULL ELSE to_tsvector('english'::regconfig, "text") END) STORED;
+
+-- AlterTable
+ALTER TABLE "Compaction" ADD COLUMN     "extractedContext" JSONB;
+
+-- CreateIndex
+CREATE INDEX "Message_searchVector_idx" ON "Message" USING GIN ("searchVector");
