@@ -1,4 +1,3 @@
-import { TOOL_CALL_ID_PATTERN, TOOL_NAME_PATTERN } from './assembly/provider-rules.js';
 import { badInput } from './errors.js';
 import { checkJson } from './input.js';
 import { LIMITS, type TextCaps } from './limits.js';
@@ -59,17 +58,10 @@ function draftPart(input: PartInput, where: string, caps: TextCaps): DraftPart {
   if (input.text) return { type: 'text', text: input.text.text };
   if (input.toolCall) {
     const { callId, name } = input.toolCall;
+    // Stored as sent, whatever the model produced (`functions.get_weather:0`, `weather.lookup`):
+    // each payload format maps what its provider refuses (assembly/provider-rules.ts).
     checkId(callId, `${where}.toolCall.callId`);
-    if (!name.trim()) throw badInput(`${where}.toolCall.name must not be empty.`);
-    // No provider accepts other ids or names (Anthropic's tool_use rules; OpenAI's function names).
-    if (!TOOL_CALL_ID_PATTERN.test(callId)) {
-      throw badInput(`${where}.toolCall.callId "${callId}" may only hold letters, digits, "_" and "-" (providers refuse other ids).`);
-    }
-    if (!TOOL_NAME_PATTERN.test(name)) {
-      throw badInput(
-        `${where}.toolCall.name "${name}" must be 1 to 64 letters, digits, "_" or "-" (the tool-name rule of OpenAI and Anthropic).`,
-      );
-    }
+    checkId(name, `${where}.toolCall.name`);
     const args = toolCallArguments(input.toolCall, `${where}.toolCall`);
     return { type: 'toolCall', callId, name, arguments: args.value, argumentsJson: args.text };
   }
@@ -131,9 +123,24 @@ function parseArgumentsJson(text: string, where: string): unknown {
   return parsed;
 }
 
+/** Position of the first C0 or C1 control character or DEL in `value` (-1: none): no model produces them in an id or a name, and they would hide in logs and reasons. */
+function controlCharacterAt(value: string): number {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return i;
+  }
+  return -1;
+}
+
+/** A call id or tool name: not blank, at most LIMITS.idLength characters, no control character; anything else is stored as sent. */
 function checkId(value: string, where: string) {
   if (!value.trim()) throw badInput(`${where} must not be empty.`);
   if (value.length > LIMITS.idLength) throw badInput(`${where} is longer than ${LIMITS.idLength} characters.`);
+  const at = controlCharacterAt(value);
+  if (at >= 0) {
+    const code = value.charCodeAt(at).toString(16).padStart(4, '0');
+    throw badInput(`${where} contains a control character (\\u${code}) at position ${at}.`);
+  }
 }
 
 function checkRoleParts(role: MessageRole, parts: DraftPart[], where: string) {

@@ -122,7 +122,7 @@ export function requireAgent(turn: TurnState, agentId: string, clientId: string)
 
 /** What completing one agent does to the turn. */
 export type CompletionDecision =
-  /** The agent already completed (a retry): nothing changes. */
+  /** The agent already completed with this outcome (a retry, before or after the turn ended): nothing changes, no event. */
   | { kind: 'unchanged' }
   /** The agent completes; the turn stays ACTIVE, waiting for others. */
   | { kind: 'agent'; agentStatus: 'COMPLETED' | 'FAILED' }
@@ -131,17 +131,37 @@ export type CompletionDecision =
 
 /**
  * Decides an agent's completion. The turn ends exactly when its last ACTIVE agent completes:
- * FAILED if any agent failed (its error names each failed agent), COMPLETED otherwise.
+ * FAILED if any agent failed (its error names each failed agent), COMPLETED otherwise. A
+ * completion repeated with the same outcome is a no-op whenever it arrives (Makaio's completion
+ * guard: retries and racing duplicates are normal), also after the turn ended; one that contradicts
+ * the recorded outcome is refused: BAD_USER_INPUT while the turn is ACTIVE, TURN_NOT_ACTIVE after
+ * it ended (as any completion of an agent the end cancelled, or of a cancelled turn).
  */
 export function decideCompletion(
   turn: TurnState,
   input: { agentId: string; success: boolean; error: string | null },
   clientId: string,
 ): CompletionDecision {
-  requireActive(turn, clientId);
-  const agent = requireAgent(turn, input.agentId, clientId);
-  if (agent.status !== 'ACTIVE') return { kind: 'unchanged' };
   const agentStatus = input.success ? 'COMPLETED' : 'FAILED';
+  const recorded = turn.agents.find((a) => a.agentId === input.agentId);
+  if (recorded && recorded.status === agentStatus) return { kind: 'unchanged' };
+  if (turn.status !== 'ACTIVE') {
+    if (recorded && (recorded.status === 'COMPLETED' || recorded.status === 'FAILED')) {
+      throw new DomainError(
+        'TURN_NOT_ACTIVE',
+        `Turn ${clientId} is ${turn.status}, and agent "${input.agentId}" completed it with success: ${recorded.status === 'COMPLETED'}; a completion with success: ${input.success} contradicts it and changes nothing.`,
+        { turnId: clientId, status: turn.status, agentId: input.agentId },
+      );
+    }
+    throw turnNotActive(turn.status, clientId);
+  }
+  const agent = requireAgent(turn, input.agentId, clientId);
+  if (agent.status !== 'ACTIVE') {
+    throw badInput(
+      `Agent "${input.agentId}" already completed turn ${clientId} with success: ${agent.status === 'COMPLETED'}; a completion cannot be changed.`,
+      { agentId: input.agentId },
+    );
+  }
   const after = turn.agents.map((a) =>
     a.agentId === input.agentId ? { ...a, status: agentStatus as TurnAgentStatus, error: input.error } : a,
   );

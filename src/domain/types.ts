@@ -53,6 +53,8 @@ export interface DomainCompaction {
   id: string;
   uptoIndex: number;
   summary: string;
+  /** Structured context extracted beside the summary (a JSON value), rendered after it in the summary block; null or absent: none. */
+  extractedContext?: unknown;
   tokens: TokenCounts | null;
 }
 

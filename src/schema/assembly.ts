@@ -3,6 +3,7 @@ import type {
   AssembledMessage,
   AttachmentProblem as AttachmentProblemShape,
   ContextDecision as ContextDecisionShape,
+  ToolMapping as ToolMappingShape,
 } from '../domain/assembly/index.js';
 import {
   DEFAULT_ATTACHMENT_MAX_CHARS,
@@ -26,8 +27,22 @@ const ContextFormatEnum = builder.enumType('ContextFormat', {
   description: 'The wire shape of `AssembledContext.payload`.',
   values: {
     GENERIC: { description: '{ messages: [{ role, parts }] } with lower-case roles.' },
-    OPENAI_CHAT: { description: 'OpenAI Chat Completions: { messages } with tool_calls and role "tool" results.' },
-    ANTHROPIC_MESSAGES: { description: 'Anthropic Messages: { system, messages } with tool_use and tool_result blocks.' },
+    OPENAI_CHAT: {
+      description:
+        'OpenAI Chat Completions: { messages } with tool_calls and role "tool" results. Counted exactly for text (ChatML: 4 per message, 3 of reply priming), tool calls by OpenAI\'s published approximation. Call ids over 40 characters or outside letters, digits, _ and -, and tool names outside ^[a-zA-Z0-9_-]{1,64}$, are mapped (toolMappings).',
+    },
+    OPENAI_RESPONSES: {
+      description:
+        'OpenAI Responses API: { input } items in conversation order: { type: "message", role, content }, { type: "function_call", call_id, name, arguments } (the stored arguments text) and { type: "function_call_output", call_id, output } after its call. The system prompt, summary and SYSTEM messages are role "system" message items where they stand, not `instructions`: a mid-conversation SYSTEM message keeps its place and nothing is joined, so the count stays exact. Counted as OPENAI_CHAT (message items exactly; OpenAI publishes no framing for function items, so they are counted as their Chat Completions equivalents). Ids and names are mapped as for OPENAI_CHAT (call ids up to 64 characters).',
+    },
+    ANTHROPIC_MESSAGES: {
+      description:
+        "Anthropic Messages: { system, messages } with tool_use and tool_result blocks; roles alternate and the first turn is a user turn. Counted as an estimate (Claude's tokenizer is not public). Call ids outside ^[a-zA-Z0-9_-]+$ and tool names outside ^[a-zA-Z0-9_-]{1,64}$ are mapped (toolMappings).",
+    },
+    GEMINI: {
+      description:
+        'Gemini generateContent: { systemInstruction, contents } with roles "user" and "model", parts { text }, { functionCall: { name, args } } and { functionResponse: { name, response: { output } or { error } } } in the user turn right after the call, in call order; roles alternate and the first turn is a user turn. Counted as content only: Gemini\'s tokenizer and framing are not published, so no framing or reply priming is added and the chosen encoding counts the texts, call names, arguments and results. Call ids are not sent; tool names outside Gemini\'s rule (up to 64 letters, digits, _ . : -, starting with a letter or _) are mapped (toolMappings).',
+    },
   } as const,
 });
 
@@ -81,6 +96,24 @@ const AttachmentProblemKindEnum = builder.enumType('AttachmentProblemKind', {
     TRUNCATED: { description: 'Cut to the per-attachment cap.' },
     CONTEXT_CAP_REACHED: { description: 'The cap for all attachments of one context was reached.' },
   } as const,
+});
+
+const ToolMappingKindEnum = builder.enumType('ToolMappingKind', {
+  description: 'What a ToolMapping maps.',
+  values: {
+    CALL_ID: { description: "A tool call's id (and the results that answer it)." },
+    TOOL_NAME: { description: 'A tool name (every call of that tool in the payload).' },
+  } as const,
+});
+
+const ToolMapping = builder.objectRef<ToolMappingShape>('ToolMapping').implement({
+  description:
+    "A call id or tool name the payload sends differently from how it is stored, because the format's provider refuses the stored one. Map the model's answer back with it: a tool call the model makes by the sent name is a call of the original tool.",
+  fields: (t) => ({
+    kind: t.field({ type: ToolMappingKindEnum, description: 'Whether it is a call id or a tool name.', resolve: (m) => m.kind }),
+    original: t.exposeString('original', { description: 'The value as stored (as the client sent it).' }),
+    sent: t.exposeString('sent', { description: 'The value in the payload.' }),
+  }),
 });
 
 const ContextMessage = builder.objectRef<AssembledMessage>('ContextMessage').implement({
@@ -141,16 +174,16 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
     payload: t.field({
       type: 'JSON',
       description:
-        'The request body of `format` without the model settings: always an object, `{ messages }` (ANTHROPIC_MESSAGES: `{ system?, messages }`). With includeAttachmentTool it also has `tools`, the read_attachment definition in that provider\'s shape (OPENAI_CHAT `[{ type: "function", function: { name, description, parameters } }]`, ANTHROPIC_MESSAGES `[{ name, description, input_schema }]`, GENERIC `[{ name, description, parameters }]`).',
+        'The request body of `format` without the model settings: always an object, `{ messages }` (ANTHROPIC_MESSAGES: `{ system?, messages }`; OPENAI_RESPONSES: `{ input }`; GEMINI: `{ systemInstruction?, contents }`). With includeAttachmentTool it also has `tools`, the read_attachment definition in that provider\'s shape (OPENAI_CHAT `[{ type: "function", function: { name, description, parameters } }]`, OPENAI_RESPONSES `[{ type: "function", name, description, parameters, strict: false }]`, ANTHROPIC_MESSAGES `[{ name, description, input_schema }]`, GEMINI `[{ functionDeclarations: [{ name, description, parameters }] }]`, GENERIC `[{ name, description, parameters }]`).',
       resolve: (c) => c.payload,
     }),
     tokenCount: t.exposeInt('tokenCount', {
       description:
-        'Tokens the provider will count for the payload: every message with its framing, the reply priming, and the tool definitions when the payload has them (toolTokenCount).',
+        'Tokens the provider will count for the payload: every message with its framing, the reply priming, and the tool definitions when the payload has them (toolTokenCount). Exact for text in OPENAI_CHAT, OPENAI_RESPONSES and GENERIC; an estimate for ANTHROPIC_MESSAGES; content only (no framing, nothing being published) for GEMINI (see ContextFormat).',
     }),
     toolTokenCount: t.int({
       description:
-        "Tokens counted for the tool definitions in payload.tools (0 without): part of tokenCount and a fixed cost of the maxTokens budget. OPENAI_CHAT and GENERIC: OpenAI's published approximation for function definitions; ANTHROPIC_MESSAGES: an estimate (Anthropic's tool-use system prompt plus the definitions' JSON).",
+        "Tokens counted for the tool definitions in payload.tools (0 without): part of tokenCount and a fixed cost of the maxTokens budget. OPENAI_CHAT, OPENAI_RESPONSES and GENERIC: OpenAI's published approximation for function definitions; ANTHROPIC_MESSAGES: an estimate (Anthropic's tool-use system prompt plus the definitions' JSON); GEMINI: content only (the declarations' JSON), nothing being published of its framing.",
       resolve: (c) => c.toolTokenCount ?? 0,
     }),
     maxTokens: t.exposeInt('maxTokens', { nullable: true, description: 'The budget asked for (null: none).' }),
@@ -192,6 +225,12 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
       type: [AttachmentProblem],
       description: 'Attachments that are missing, not text, or cut to a cap.',
       resolve: (c) => c.attachmentProblems,
+    }),
+    toolMappings: t.field({
+      type: [ToolMapping],
+      description:
+        "Every call id and tool name the payload sends differently from how it is stored (the format's provider refuses the stored one), each pair once: deterministic, and never two originals to one sent value. The decision of each message concerned names them too. Empty for GENERIC.",
+      resolve: (c) => c.toolMappings ?? [],
     }),
   }),
 });

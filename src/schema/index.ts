@@ -7,6 +7,7 @@ import './attachment.js';
 import './message.js';
 import './session.js';
 import './session-mutations.js';
+import './compaction.js';
 import './fork.js';
 import './assembly.js';
 import './events.js';

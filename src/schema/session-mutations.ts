@@ -151,6 +151,12 @@ const CompactSessionInput = builder.inputType('CompactSessionInput', {
     sessionId: t.id({ required: true, description: 'The session.' }),
     uptoIndex: t.int({ required: true, description: 'Messages [0, uptoIndex) are replaced (1 to messageCount).' }),
     summary: t.string({ required: true, description: 'The summary text.' }),
+    extractedContext: t.field({
+      type: 'JSON',
+      required: false,
+      description:
+        'Structured context extracted beside the summary (a JSON object, bounded like every JSON argument): stored with the compaction (Session.compaction), inherited by forks with it, and assembled after the summary text as one compact JSON section, escaped like the turn context and counted.',
+    }),
   }),
 });
 
@@ -158,12 +164,17 @@ builder.mutationField('compactSession', (t) =>
   t.field({
     type: Session,
     description:
-      'Records a compaction: from now on assembleContext replaces messages [0, uptoIndex) by the summary. Messages are kept. Forks made later inherit it when it ends at or before their cut; forks made earlier never see it.',
+      'Records a compaction: from now on assembleContext replaces messages [0, uptoIndex) by the summary (and its extractedContext). Messages are kept. Forks made later inherit it when it ends at or before their cut; forks made earlier never see it.',
     args: { input: t.arg({ type: CompactSessionInput, required: true }) },
     resolve: (_, { input }, ctx) =>
       ctx.sessions.compactSession(
         ctx.workspaceId,
-        { sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'), uptoIndex: input.uptoIndex, summary: input.summary },
+        {
+          sessionId: parseGlobalId(String(input.sessionId), 'Session', 'sessionId'),
+          uptoIndex: input.uptoIndex,
+          summary: input.summary,
+          extractedContext: input.extractedContext,
+        },
         String(input.sessionId),
       ),
   }),

@@ -82,6 +82,11 @@ export const Turn = builder.prismaNode('Turn', {
   findUnique: (id, ctx) => ({ id, session: { workspaceId: ctx.workspaceId } }),
   fields: (t) => ({
     number: t.exposeInt('number', { description: '1, 2, 3 … per session.' }),
+    clientTurnId: t.exposeString('clientTurnId', {
+      nullable: true,
+      description:
+        'The key given to startTurn(turnId:) when it was started with one (startTurn with it again returns this turn), else null.',
+    }),
     session: t.relation('session', { description: 'The session.' }),
     status: t.field({ type: TurnStatusEnum, description: 'Its status.', resolve: (turn) => turn.status }),
     initiator: t.field({
@@ -166,6 +171,12 @@ builder.prismaObjectFields('Session', (t) => ({
       "Usage summed over every turn of this session's fork tree (its root and every fork below it), with the sub-agent sessions nested in them.",
     select: { rootId: true },
     resolve: (s, _, ctx) => ctx.loaders.usage.tree.load(s.rootId),
+  }),
+  inheritedUsage: t.field({
+    type: Usage,
+    description:
+      "Usage of the sub-agent sessions this fork inherits: those made in its ancestors' turns before its cut, which its timeline shows (shared, not copied). Counted once in treeUsage (they run in an ancestor's turns) and never in usage or ownUsage. Zero for a session that is not a fork.",
+    resolve: (s, _, ctx) => ctx.loaders.usage.inherited.load(s.id),
   }),
   usageByModel: t.field({
     type: [ModelUsage],

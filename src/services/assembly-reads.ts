@@ -62,9 +62,10 @@ export class AssemblyReads {
     encoding: Exclude<TokenEncoding, 'CHARS_DIV_4'>,
     newest: NewestPage | null,
     transforms: HistoryTransforms,
+    framing = 1,
   ): Promise<LoadedWindow> {
     const count = session.messageCount;
-    const plan = new WindowPlan(budget, encoding, this.paging);
+    const plan = new WindowPlan(budget, encoding, this.paging, framing);
     const newestFirst: LightRow[] = [];
     // Rows read from the database, by session, for the rows cache.
     const fetched = new Map<string, LightRow[]>();

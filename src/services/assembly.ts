@@ -24,6 +24,7 @@ import {
   DEFAULT_WINDOW_PAGING,
   earlierDecisions,
   firstPageSize,
+  framingLowerBound,
   type EarlierWindow,
   type WindowPaging,
 } from '../domain/assembly/window.js';
@@ -132,6 +133,7 @@ export class AssemblyService {
             countable!,
             session.known?.newest ?? null,
             transforms,
+            framingLowerBound(options.format),
           )
         : this.reads.loadAll(
             session,
@@ -158,6 +160,7 @@ export class AssemblyService {
             id: compaction.id,
             uptoIndex: compaction.uptoIndex,
             summary: compaction.summary,
+            extractedContext: compaction.extractedContext,
             tokens: { O200K_BASE: compaction.tokensO200k, CL100K_BASE: compaction.tokensCl100k },
           }
         : null,

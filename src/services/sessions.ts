@@ -1,6 +1,6 @@
 import { uuidv7 } from '../db/ids.js';
 import { asSql, type Sql } from '../db/sql.js';
-import { createCompaction } from '../db/stores/compactions.js';
+import { createCompaction, latestCompaction } from '../db/stores/compactions.js';
 import { appendEvents, appendSubSessionWrappers, MAX_SUB_SESSION_DEPTH } from '../db/stores/events.js';
 import { findGenerating } from '../db/stores/messages.js';
 import * as sessionStore from '../db/stores/sessions.js';
@@ -13,7 +13,7 @@ import type { TextCaps } from '../domain/limits.js';
 import type { Timeline } from '../domain/timeline.js';
 import { countTokens } from '../domain/tokens.js';
 import { requiredKey, turnNotActive } from '../domain/turns.js';
-import type { Message, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
+import type { Compaction, Message, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
 import type { EventBus } from '../pubsub/bus.js';
 import type { AssemblyCaches } from '../caches/index.js';
 import { sessionDeletedEvent } from './event-stream.js';
@@ -187,13 +187,23 @@ export class SessionService extends SessionWrites {
     return forkSession(this, workspaceId, input, clientId);
   }
 
-  /** Records a summary that replaces messages [0, uptoIndex) in assembled contexts from now on. */
+  /** The compaction assembly applies to `session`: its own latest, else the latest it inherits (see db/stores/compactions.ts). */
+  applicableCompaction(session: Pick<Session, 'id' | 'lineage'>): Promise<Compaction | null> {
+    return latestCompaction(this.sql, session);
+  }
+
+  /** Records a summary (and structured context) that replaces messages [0, uptoIndex) in assembled contexts from now on. */
   async compactSession(
     workspaceId: string,
-    input: { sessionId: string; uptoIndex: number; summary: string },
+    input: { sessionId: string; uptoIndex: number; summary: string; extractedContext?: unknown },
     clientId?: string,
   ): Promise<Session> {
     if (!input.summary.trim()) throw badInput('compactSession: summary must not be empty.');
+    // Bounded like every JSON argument (depth, size: schema/validate-args.ts); an object, so the section reads as named facts.
+    const extractedContext =
+      input.extractedContext === undefined || input.extractedContext === null
+        ? undefined
+        : jsonObject(input.extractedContext, 'extractedContext');
     return this.write(async (tx, events) => {
       const session = await this.lock(tx, workspaceId, input.sessionId, clientId);
       if (!Number.isInteger(input.uptoIndex) || input.uptoIndex < 1 || input.uptoIndex > session.messageCount) {
@@ -210,6 +220,7 @@ export class SessionService extends SessionWrites {
         ordinal,
         uptoIndex: input.uptoIndex,
         summary: input.summary,
+        extractedContext,
         tokensO200k: countTokens(input.summary, 'O200K_BASE'),
         tokensCl100k: countTokens(input.summary, 'CL100K_BASE'),
       });

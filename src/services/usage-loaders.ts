@@ -18,6 +18,8 @@ export interface UsageLoaders {
   sessionOwn: DataLoader<string, UsageCounts>;
   /** A fork tree's usage, by root id. */
   tree: DataLoader<string, UsageCounts>;
+  /** What the sub-agent sessions a fork inherits spent (none for a session that is not a fork). */
+  inherited: DataLoader<string, UsageCounts>;
 }
 
 const toCounts = (row: UsageCounts): UsageCounts => ({
@@ -51,5 +53,6 @@ export function createUsageLoaders(sql: SqlClient): UsageLoaders {
     session: new DataLoader(async (ids) => summed('sessionId', await store.rolledUpUsageForSessions(sql, ids), ids)),
     sessionOwn: new DataLoader(async (ids) => summed('sessionId', await store.usageForSessions(sql, ids), ids)),
     tree: new DataLoader(async (ids) => summed('rootId', await store.rolledUpUsageForTrees(sql, ids), ids)),
+    inherited: new DataLoader(async (ids) => summed('sessionId', await store.inheritedUsageForSessions(sql, ids), ids)),
   };
 }

@@ -83,11 +83,26 @@ describe('completion decision', () => {
     });
   });
 
-  it('treats a repeated completion of an agent as a retry, and refuses ended turns and unknown agents', () => {
-    expect(decideCompletion(turn({ a: 'COMPLETED', b: 'ACTIVE' }), { agentId: 'a', success: false, error: null }, 'T')).toEqual({
+  it('treats a repeated completion with the same outcome as a retry, before and after the end, and refuses a contradicting one', () => {
+    expect(decideCompletion(turn({ a: 'COMPLETED', b: 'ACTIVE' }), { agentId: 'a', success: true, error: null }, 'T')).toEqual({
       kind: 'unchanged',
     });
-    expect(codeOf(() => decideCompletion(turn({ a: 'COMPLETED' }, 'COMPLETED'), { agentId: 'a', success: true, error: null }, 'T'))).toBe(
+    expect(codeOf(() => decideCompletion(turn({ a: 'COMPLETED', b: 'ACTIVE' }), { agentId: 'a', success: false, error: null }, 'T'))).toBe(
+      'BAD_USER_INPUT',
+    );
+    expect(decideCompletion(turn({ a: 'COMPLETED' }, 'COMPLETED'), { agentId: 'a', success: true, error: null }, 'T')).toEqual({
+      kind: 'unchanged',
+    });
+    expect(decideCompletion(turn({ a: 'FAILED' }, 'FAILED'), { agentId: 'a', success: false, error: 'again' }, 'T')).toEqual({
+      kind: 'unchanged',
+    });
+    expect(codeOf(() => decideCompletion(turn({ a: 'COMPLETED' }, 'COMPLETED'), { agentId: 'a', success: false, error: null }, 'T'))).toBe(
+      'TURN_NOT_ACTIVE',
+    );
+    expect(codeOf(() => decideCompletion(turn({ a: 'FAILED' }, 'FAILED'), { agentId: 'a', success: true, error: null }, 'T'))).toBe(
+      'TURN_NOT_ACTIVE',
+    );
+    expect(codeOf(() => decideCompletion(turn({ a: 'CANCELLED' }, 'CANCELLED'), { agentId: 'a', success: true, error: null }, 'T'))).toBe(
       'TURN_NOT_ACTIVE',
     );
     expect(codeOf(() => decideCompletion(turn({ a: 'ACTIVE' }), { agentId: 'z', success: true, error: null }, 'T'))).toBe('BAD_USER_INPUT');

@@ -13,6 +13,7 @@ export const COMPACTION_ROW_COLUMNS = {
   id: true,
   uptoIndex: true,
   summary: true,
+  extractedContext: true,
   tokensO200k: true,
   tokensCl100k: true,
 } as const satisfies Partial<ColumnSet<Compaction>>;

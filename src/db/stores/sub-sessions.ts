@@ -16,11 +16,23 @@ export interface AgentTreeRow {
 /**
  * The session and every sub-agent session nested below it (in its turns, their turns, …, at most
  * `maxDepth` levels), oldest first, at most `limit` rows: the timeline's shape, in one statement.
+ * A fork also holds the sub-sessions its ancestors made before its cut (cagent's fork carries
+ * them): those made in a turn of an ancestor its lineage sees, when that ancestor had at most the
+ * messages the fork sees of it (`parentMessageCount <= end`: made before the message at the cut
+ * existed, so never one made after the fork). They are shared, not copied, and sit at their
+ * position (positions are the same in every session that sees them), as children of the fork.
  */
 export async function readAgentTree(db: SqlTarget, sessionId: string, maxDepth: number, limit: number): Promise<AgentTreeRow[]> {
   const rows = await asSql(db).query<AgentTreeRow>(
     `WITH RECURSIVE tree(id, parent_session, anchor, count, created, depth) AS (
        SELECT s.id, NULL::text, 0, s."messageCount", s."createdAt", 0 FROM "Session" s WHERE s.id = $1
+       UNION ALL
+       SELECT s.id, top.id, coalesce(s."parentMessageCount", 0), s."messageCount", s."createdAt", 1
+       FROM "Session" top
+       CROSS JOIN LATERAL jsonb_array_elements(top.lineage) e
+       JOIN "Turn" pt ON pt."sessionId" = e->>'sessionId'
+       JOIN "Session" s ON s."parentTurnId" = pt.id
+       WHERE top.id = $1 AND coalesce(s."parentMessageCount", 0) <= (e->>'end')::int AND $2 > 0
        UNION ALL
        SELECT s.id, t."sessionId", coalesce(s."parentMessageCount", 0), s."messageCount", s."createdAt", tree.depth + 1
        FROM tree JOIN "Turn" t ON t."sessionId" = tree.id JOIN "Session" s ON s."parentTurnId" = t.id

@@ -108,3 +108,21 @@ export const rolledUpUsageForSessions = (sql: SqlClient, sessionIds: readonly st
 /** Usage over every turn of each fork tree (by root id), with the sub-agent sessions nested in them. */
 export const rolledUpUsageForTrees = (sql: SqlClient, rootIds: readonly string[]) =>
   rolledUpOverTree(sql, 'rootId', `SELECT m."rootId", m.id, 0 FROM "Session" m WHERE m."rootId" = ANY($1::text[])`, rootIds);
+
+/**
+ * The sub-agent sessions a fork's timeline inherits (see sub-sessions.ts, `INHERITED_SUB_SESSIONS`):
+ * one (top, sid, 1) row per sub-session made in a turn of an ancestor the fork's lineage sees
+ * before the cut. Their nested sub-sessions are added by `agentTree`.
+ */
+const INHERITED_BASE = `SELECT top.id, s.id, 1 FROM "Session" top
+    CROSS JOIN LATERAL jsonb_array_elements(top.lineage) e
+    JOIN "Turn" pt ON pt."sessionId" = e->>'sessionId'
+    JOIN "Session" s ON s."parentTurnId" = pt.id
+    WHERE top.id = ANY($1::text[]) AND coalesce(s."parentMessageCount", 0) <= (e->>'end')::int`;
+
+/**
+ * Usage of the sub-agent sessions each fork inherits from its ancestors (shared, not copied): part
+ * of the fork tree's usage once (they run in an ancestor's turns), never of the fork's own.
+ */
+export const inheritedUsageForSessions = (sql: SqlClient, sessionIds: readonly string[]) =>
+  rolledUpOverTree(sql, 'sessionId', INHERITED_BASE, sessionIds);

@@ -6,13 +6,18 @@
  * reading `payload.messages` or `payload.system` reads what it read before).
  *   OPENAI_CHAT        `tools: [{ type: 'function', function: { name, description, parameters } }]`
  *   ANTHROPIC_MESSAGES `tools: [{ name, description, input_schema }]`
+ *   OPENAI_RESPONSES   `tools: [{ type: 'function', name, description, parameters, strict: false }]`
+ *                      (the Responses API's flat shape; `strict` defaults to true there, which would
+ *                      require every property, and offset and length are optional)
+ *   GEMINI             `tools: [{ functionDeclarations: [{ name, description, parameters }] }]`
+ *                      (the schema without `additionalProperties`, which Gemini's schema subset lacks)
  *   GENERIC            `tools: [{ name, description, parameters }]` (the neutral shape most SDKs
- *                      take; the JSON Schema is the same in all three)
+ *                      take; the JSON Schema is the same in all of them)
  * The agent runs the tool by querying `attachment(id) { content(offset, length) { … } }`.
  *
  * TOKENS (the definitions are sent, so they are counted: in `toolTokenCount`, in `tokenCount`, and
  * as a fixed block in the maxTokens budget, like the system prompt):
- *   OPENAI_CHAT and GENERIC: OpenAI's published approximation (the OpenAI cookbook's
+ *   OPENAI_CHAT, OPENAI_RESPONSES and GENERIC: OpenAI's published approximation (the OpenAI cookbook's
  *     `num_tokens_for_tools`, which the API matches for gpt-4o): per function 7 (o200k) or 10
  *     (cl100k), plus the tokens of `name:description` (trailing period dropped), plus 3 when it has
  *     properties, plus per property 3 and the tokens of `key:type:description` (trailing period
@@ -20,6 +25,7 @@
  *   ANTHROPIC_MESSAGES (an estimate, as every Anthropic count here): the tool-use system prompt
  *     Anthropic documents for tool_choice auto (346 tokens) plus the tokens of each definition's
  *     canonical JSON.
+ *   GEMINI (content only, as every Gemini count here): the tokens of the declaration's canonical JSON.
  *   CHARS_DIV_4: the same structure, text counted as ceil(code points / 4).
  */
 import { countTokens } from '../tokens.js';
@@ -63,6 +69,8 @@ export const READ_ATTACHMENT_TOOL = {
 export type OpenAiTool = { function: { description: string; name: string; parameters: object }; type: 'function' };
 export type AnthropicTool = { description: string; input_schema: object; name: string };
 export type GenericTool = { description: string; name: string; parameters: object };
+export type OpenAiResponsesTool = { description: string; name: string; parameters: object; strict: false; type: 'function' };
+export type GeminiTool = { functionDeclarations: GenericTool[] };
 
 const definitions: Record<ContextFormat, readonly object[]> = {
   OPENAI_CHAT: [
@@ -81,6 +89,26 @@ const definitions: Record<ContextFormat, readonly object[]> = {
       input_schema: READ_ATTACHMENT_TOOL.parameters,
       name: READ_ATTACHMENT_TOOL.name,
     } satisfies AnthropicTool,
+  ],
+  OPENAI_RESPONSES: [
+    {
+      description: READ_ATTACHMENT_TOOL.description,
+      name: READ_ATTACHMENT_TOOL.name,
+      parameters: READ_ATTACHMENT_TOOL.parameters,
+      strict: false,
+      type: 'function',
+    } satisfies OpenAiResponsesTool,
+  ],
+  GEMINI: [
+    {
+      functionDeclarations: [
+        {
+          description: READ_ATTACHMENT_TOOL.description,
+          name: READ_ATTACHMENT_TOOL.name,
+          parameters: (({ additionalProperties: _, ...rest }) => rest)(READ_ATTACHMENT_TOOL.parameters),
+        },
+      ],
+    } satisfies GeminiTool,
   ],
   GENERIC: [
     {
@@ -134,7 +162,9 @@ export function attachmentToolTokens(format: ContextFormat, encoding: TokenEncod
     tokens =
       format === 'ANTHROPIC_MESSAGES'
         ? ANTHROPIC_TOOL_SYSTEM_PROMPT_TOKENS + definitions[format].reduce((sum, d) => sum + countTokens(canonicalJson(d), encoding), 0)
-        : openAiToolTokens([READ_ATTACHMENT_TOOL], encoding);
+        : format === 'GEMINI'
+          ? definitions[format].reduce((sum, d) => sum + countTokens(canonicalJson(d), encoding), 0)
+          : openAiToolTokens([READ_ATTACHMENT_TOOL], encoding);
     memo.set(key, tokens);
   }
   return tokens;

@@ -5,6 +5,8 @@
  * uptoIndex (call summarized, result kept) is repaired by `repairToolPairs`, which runs next.
  */
 import type { DomainCompaction } from '../types.js';
+import { canonicalJson } from './hash.js';
+import { escapeJsonForMarkup } from './turn-context.js';
 import type { Removal } from './types.js';
 import type { StepResult, WorkMessage } from './work.js';
 
@@ -13,11 +15,20 @@ export interface CompactionStepResult extends StepResult {
   summaryText: string | null;
 }
 
-/** The text of the summary block: a short header, then the stored summary as it is. */
+/**
+ * The text of the summary block: a short header, then the stored summary as it is, then, when the
+ * compaction has structured context, one compact JSON section escaped as the turn context is
+ * (keys sorted; <, >, & escaped, so no value can close the section):
+ *
+ *     <extracted_context>{"decisions":["use PGlite"],"files":["src/app.ts"]}</extracted_context>
+ */
 export function renderSummary(compaction: DomainCompaction): string {
   const n = compaction.uptoIndex;
   const range = n <= 1 ? 'message 0' : `messages 0-${n - 1}`;
-  return `Summary of the earlier conversation (${range}):\n\n${compaction.summary}`;
+  const text = `Summary of the earlier conversation (${range}):\n\n${compaction.summary}`;
+  const extracted = compaction.extractedContext;
+  if (extracted === null || extracted === undefined) return text;
+  return `${text}\n\n<extracted_context>${escapeJsonForMarkup(canonicalJson(extracted))}</extracted_context>`;
 }
 
 /**

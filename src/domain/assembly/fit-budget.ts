@@ -50,7 +50,7 @@ export function fitTokenBudget(list: readonly WorkMessage[], options: FitBudgetO
         : `no user message is left after the compaction${cut.minimalLeadCost > 0 ? ` (${cut.minimalLeadCost} for a leading user turn)` : ''}`;
     throw new DomainError(
       'CONTEXT_BUDGET_TOO_SMALL',
-      `maxTokens is ${maxTokens}, but the smallest possible context needs ${needed} tokens: ${what}, plus ${options.fixedParts.join(', ')}. Raise maxTokens to at least ${needed}, or shorten the system prompt, turn context or message.`,
+      `maxTokens is ${maxTokens}, but the smallest possible context needs ${needed} tokens: ${what}${options.fixedParts.length > 0 ? `, plus ${options.fixedParts.join(', ')}` : ''}. Raise maxTokens to at least ${needed}, or shorten the system prompt, turn context or message.`,
       { maxTokens, requiredTokens: needed },
     );
   }

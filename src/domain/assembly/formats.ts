@@ -2,7 +2,8 @@
  * Provider payload shapes and the framing overhead counted for each.
  *
  * FRAMING RULES (tokens added to content tokens; content = stored counts, or fresh counts for
- * stubs, blocks and attachments, in the requested encoding):
+ * stubs, blocks and attachments, in the requested encoding; a tool call's content is its name and
+ * its arguments text, counted apart, a tool result's its content):
  *
  * OPENAI_CHAT (exact for text): OpenAI's ChatML rendering, as gpt-tokenizer's `encodeChat` does it
  *   for gpt-4 / gpt-4o (cl100k / o200k): every payload message is
@@ -21,7 +22,15 @@
  *   each tool result part is its own `role: "tool"` payload message
  *   (4 tokens + content; the tool_call_id is not counted). A TOOL message's non-result parts become
  *   one extra `user` message (4 more). A message whose content is several parts (text plus
- *   attachments) is sent as an array of text parts and counted as the sum of its parts.
+ *   attachments) is sent as an array of text parts and counted as the sum of its parts. A tool
+ *   name the format maps (provider-rules.ts) is counted as sent.
+ *
+ * OPENAI_RESPONSES: the same model renders the same ChatML, so it is counted exactly as
+ *   OPENAI_CHAT (the two totals agree): a message item is 4 tokens + content (exact for text, as
+ *   above); OpenAI publishes no framing for `function_call` and `function_call_output` items, so
+ *   they are counted as their Chat Completions equivalents are (an assistant's calls: 4 for the
+ *   calling message, whether or not it has text, plus name, arguments and 3 per call; each output
+ *   4 + content; `call_id` not counted), the published approximation for tool traffic.
  *
  * GENERIC: counted exactly as OPENAI_CHAT (what a ChatML model sees), so the two totals agree.
  *
@@ -29,6 +38,12 @@
  *   every assembled message (system prompt, summary, SYSTEM messages, user, assistant, tool) costs
  *   4 tokens of framing, each tool_use block and each tool_result block 3 more, and the request
  *   3 (reply priming). Merging consecutive same-role messages is not credited back.
+ *
+ * GEMINI (content only): Gemini's tokenizer and its request framing are not published (its
+ *   countTokens endpoint is the only exact count), so nothing is added for framing, for the reply
+ *   or for the JSON keys of function parts: the count is the content in the chosen encoding (texts,
+ *   each call's name and arguments text, each result's content; the call name a functionResponse
+ *   repeats is not counted). Reply priming is 0.
  *
  * CHARS_DIV_4 uses the same structure with the same constants; only content is counted as
  * ceil(code points / 4).
@@ -40,6 +55,16 @@
  *   function:{name, arguments: the stored arguments text}}]}`; one `{role:'tool', tool_call_id, content}` per
  *   result. `content` is a string, or an array of `{type:'text', text}` when a message has several
  *   text parts (text plus attachment blocks).
+ * OPENAI_RESPONSES: `{ input }`, the Responses API's input items in conversation order: messages as
+ *   `{type:'message', role, content}` (content a string, or an array of `{type:'input_text', text}`,
+ *   `output_text` for the assistant, when a message has several text parts); an assistant's calls
+ *   as `{type:'function_call', call_id, name, arguments: the stored arguments text}` items after
+ *   its text; each result as `{type:'function_call_output', call_id, output}` after its call (the
+ *   API has no error flag: an error result is sent as its content). The system prompt, the summary
+ *   and SYSTEM messages are `{type:'message', role:'system'}` items where they stand, not
+ *   `instructions`: a SYSTEM message in the middle of a conversation keeps its place, several system
+ *   blocks need no joining (which would change what is counted), and items are what the API keeps
+ *   when responses are chained (`instructions` are not carried over by `previous_response_id`).
  * ANTHROPIC_MESSAGES: `{ system?, messages }`: `system` joins the system prompt, the summary and
  *   SYSTEM-role messages with blank lines; messages hold content blocks (`text`, `tool_use` with
  *   `input` the arguments text parsed (keys in the client's order), an object: non-object
@@ -49,33 +74,48 @@
  *   roles alternate and tool_result blocks sit first in the user message right after the tool_use.
  *   The first message is always a user turn: when the kept conversation would start with an
  *   assistant turn, a short placeholder user turn (`LEADING_USER_TEXT`) goes first.
+ * GEMINI: `{ systemInstruction?, contents }` (generateContent): `systemInstruction` is
+ *   `{ parts: [{ text }] }`, one part per system prompt, summary and SYSTEM message text;
+ *   `contents` are `{ role: 'user'|'model', parts }` with parts `{ text }`, `{ functionCall: { name,
+ *   args } }` (args the arguments object, as Anthropic's `input`) and `{ functionResponse: { name,
+ *   response } }` (name: the name of the call it answers, as sent; response `{ output: content }`,
+ *   or `{ error: content }` for an error result, the keys Gemini documents). TOOL messages are user
+ *   turns; consecutive same-role turns are merged, so roles alternate, and the function responses
+ *   of a round come first in the user turn right after the model turn that called, in the order of
+ *   the calls. Empty and whitespace-only text parts are left out; the first turn is a user turn, as
+ *   for Anthropic (the summary, else `LEADING_USER_TEXT`).
  * TOOLS: with `includeAttachmentTool`, each shape above also has `tools` (the read_attachment
  *   definition in the provider's shape; attachment-tool.ts has the shapes and how they are counted).
  * GENERIC: `{ messages: [{ role: 'system'|'user'|'assistant'|'tool', parts }] }` with parts
  *   `{type:'text', text}`, `{type:'toolCall', callId, name, arguments}`,
  *   `{type:'toolResult', callId, content, isError}`.
  *
- * PROVIDER RULES (every OPENAI_CHAT and ANTHROPIC_MESSAGES payload satisfies them for any stored
- * session; each is tested in test/unit/assembly/provider-rules.test.ts):
- * - Anthropic: the first message is a user turn and `messages` is never empty. Decision: map. The
- *   summary is that user turn when the kept conversation has none first (it is counted the same
- *   either way); without a summary, the placeholder `LEADING_USER_TEXT` is. A user message that
- *   sends no content block (empty or whitespace-only text) is not a user turn for this rule.
- * - Anthropic: text blocks must contain non-whitespace text. Decision: map. Whitespace-only text
- *   parts are left out of the payload (the message's decision says so); a message left with no
- *   block is left out of the payload.
+ * PROVIDER RULES (every provider payload satisfies them for any stored session; each is tested in
+ * test/unit/assembly/provider-rules.test.ts, and on generated sessions by the property test):
+ * - Anthropic and Gemini: the first message is a user turn and the message list is never empty.
+ *   Decision: map. The summary is that user turn when the kept conversation has none first (it is
+ *   counted the same either way); without a summary, the placeholder `LEADING_USER_TEXT` is. A
+ *   user message that sends no content block (empty or whitespace-only text) is not a user turn for
+ *   this rule.
+ * - Anthropic and Gemini: text blocks must contain text (Anthropic: non-whitespace text). Decision:
+ *   map. Whitespace-only text parts are left out of the payload (the message's decision says so);
+ *   a message left with no block is left out of the payload.
  * - Anthropic: final assistant content must not end with whitespace. Decision: map. The trailing
  *   whitespace of the payload's last text block is trimmed when the last message is the
  *   assistant's (its decision says so).
+ * - Gemini: roles alternate; a turn of function calls follows a user turn, and the next turn holds
+ *   exactly one function response per call. Decision: map (merging, ordering; the tool-pair
+ *   invariant keeps every round whole).
  * - Anthropic and OpenAI: tool call ids unique within the request. Decision: map. A call id used by
  *   an earlier call of the context is sent with the first suffix (`_2`, `_3`, …) still free, in its call and
  *   its round's results (its decision says so). Refusing at write time would refuse what models
  *   do (ids restart per response for some of them), and forks would make it a history-wide query.
- * - Anthropic `tool_use.id` must match ^[a-zA-Z0-9_-]+$; tool names ^[a-zA-Z0-9_-]{1,64}$ (OpenAI's
- *   function-name rule is the same). Decision: refuse at write time with BAD_USER_INPUT (no
- *   provider accepts them, see domain/parts.ts); a message stored before that check gets a
- *   deterministic stand-in (`safeCallId`, `safeToolName`: invalid characters become `_`, plus a
- *   hash of the original) and its decision says so. OPENAI_CHAT counts the stand-in name.
+ * - Call ids and tool names are stored as sent (any text without control characters, at most 256
+ *   characters; domain/parts.ts). Anthropic `tool_use.id` must match ^[a-zA-Z0-9_-]+$; Chat
+ *   Completions ids are at most 40 characters; names must match ^[a-zA-Z0-9_-]{1,64}$ (Anthropic
+ *   and both OpenAI APIs); Gemini names start with a letter or _ and hold up to 64 letters, digits,
+ *   _ . : or -. Decision: map (provider-rules.ts, `IDENTIFIER_RULES`), deterministically and
+ *   collision-free, stated in the decision and listed in `toolMappings`.
  * GENERIC is no provider's shape: it sends the stored ids, names and texts as they are.
  *
  * Payload objects are built with their keys in sorted order (the canonical order the hash uses), so
@@ -84,7 +124,7 @@
  * A message whose parts are immutable (a finished message's stored parts: see `markImmutable`)
  * always gives the same payload piece in a format, so the piece is built once, sealed (frozen, its
  * canonical JSON kept for the hash) and reused by every later payload. Sealed pieces are never
- * changed: merging Anthropic turns copies.
+ * changed: merging Anthropic and Gemini turns copies.
  */
 import { isImmutable, markImmutable } from '../immutable.js';
 import { toolArgumentsText } from '../tokens.js';
@@ -119,8 +159,12 @@ export function framingTokens(format: ContextFormat, role: MessageRole, parts: R
   return framingTokensFor(format, role, calls, results, others);
 }
 
+/** Tokens of the reply priming the request ends with (0 for GEMINI: content only). */
+export const replyPrimingTokens = (format: ContextFormat) => (format === 'GEMINI' ? 0 : REPLY_PRIMING_TOKENS);
+
 /** Framing tokens from part counts (a message's `ToolShape` has them). */
 export function framingTokensFor(format: ContextFormat, role: MessageRole, calls: number, results: number, others: number): number {
+  if (format === 'GEMINI') return 0;
   if (format === 'ANTHROPIC_MESSAGES') {
     return MESSAGE_FRAMING_TOKENS + TOOL_CALL_FRAMING_TOKENS * calls + ANTHROPIC_TOOL_RESULT_FRAMING_TOKENS * results;
   }
@@ -307,6 +351,141 @@ function trimFinalAssistant(out: AnthropicMessage[]): void {
   out[out.length - 1] = { content: [...last.content.slice(0, -1), { text: block.text.trimEnd(), type: 'text' }], role: last.role };
 }
 
+// ---------------------------------------------------------------- OpenAI Responses
+
+export type ResponsesText = { type: 'input_text' | 'output_text'; text: string };
+export type ResponsesItem =
+  | { type: 'message'; role: 'system' | 'user' | 'assistant'; content: string | ResponsesText[] }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string }
+  | { type: 'function_call_output'; call_id: string; output: string };
+export interface OpenAiResponsesPayload {
+  input: ResponsesItem[];
+}
+
+function responsesMessage(role: 'system' | 'user' | 'assistant', texts: string[]): ResponsesItem {
+  const type = role === 'assistant' ? ('output_text' as const) : ('input_text' as const);
+  const content = texts.length === 0 ? '' : texts.length === 1 ? texts[0] : texts.map((text) => ({ text, type }));
+  return { content, role, type: 'message' };
+}
+
+/** The Responses input items of one assembled message (calls and results are items of their own). */
+function responsesItemsOf(m: AssembledMessage): ResponsesItem[] {
+  const texts = textsOf(m.parts);
+  switch (m.role) {
+    case 'SYSTEM':
+      return [responsesMessage('system', texts)];
+    case 'USER':
+      return [responsesMessage('user', texts)];
+    case 'ASSISTANT': {
+      const out: ResponsesItem[] = [];
+      const hasCalls = m.parts.some((p) => p.type === 'toolCall');
+      if (texts.length > 0 || !hasCalls) out.push(responsesMessage('assistant', texts));
+      for (const p of m.parts) {
+        if (p.type === 'toolCall') out.push({ arguments: toolArgumentsText(p), call_id: p.callId, name: p.name, type: 'function_call' });
+      }
+      return out;
+    }
+    case 'TOOL': {
+      const out: ResponsesItem[] = [];
+      for (const p of m.parts) {
+        if (p.type === 'toolResult') out.push({ call_id: p.callId, output: p.content, type: 'function_call_output' });
+      }
+      if (texts.length > 0) out.push(responsesMessage('user', texts));
+      return out;
+    }
+  }
+}
+
+export function toOpenAiResponses(messages: readonly AssembledMessage[]): OpenAiResponsesPayload {
+  const out: ResponsesItem[] = [];
+  for (const m of messages) {
+    const piece = pieceOf('OPENAI_RESPONSES', m, responsesItemsOf, (list) => markImmutable(list.map(seal)));
+    for (let i = 0; i < piece.length; i++) out.push(piece[i]);
+  }
+  return { input: out };
+}
+
+// ---------------------------------------------------------------- Gemini
+
+export type GeminiPart =
+  | { text: string }
+  | { functionCall: { args: Record<string, unknown>; name: string } }
+  | { functionResponse: { name: string; response: { output: string } | { error: string } } };
+export interface GeminiContent {
+  role: 'user' | 'model';
+  parts: GeminiPart[];
+}
+export interface GeminiPayload {
+  contents: GeminiContent[];
+  systemInstruction?: { parts: Array<{ text: string }> };
+}
+
+/** The call id each function part stands for (Gemini sends none): orders a round's responses as its calls. */
+const geminiCallIds = new WeakMap<object, string>();
+
+/** The turn of one user, assistant or tool message (no empty text parts), as a turn of its own. */
+function geminiContentOf(m: AssembledMessage): GeminiContent {
+  const parts: GeminiPart[] = [];
+  for (const p of m.parts) {
+    if (p.type === 'text') {
+      if (hasVisibleText(p.text)) parts.push({ text: p.text });
+    } else if (p.type === 'toolCall') {
+      const part = { functionCall: { args: toolInputObject(toolArgumentsValue(p)), name: p.name } };
+      geminiCallIds.set(part, p.callId);
+      parts.push(part);
+    } else {
+      const part = {
+        functionResponse: { name: p.toolName ?? p.callId, response: p.isError ? { error: p.content } : { output: p.content } },
+      };
+      geminiCallIds.set(part, p.callId);
+      parts.push(part);
+    }
+  }
+  return { parts, role: m.role === 'ASSISTANT' ? 'model' : 'user' };
+}
+
+export function toGemini(messages: readonly AssembledMessage[]): GeminiPayload {
+  const system: Array<{ text: string }> = [];
+  const contents: GeminiContent[] = [];
+  // Whether contents' last turn was made here by merging (so it may be extended in place).
+  let lastMerged = false;
+  for (const m of messages) {
+    if (m.role === 'SYSTEM') {
+      for (const text of textsOf(m.parts)) if (hasVisibleText(text)) system.push({ text });
+      continue;
+    }
+    // Results carry the name of their call (provider rules), so TOOL turns are built every time.
+    const content = m.role === 'TOOL' ? geminiContentOf(m) : pieceOf('GEMINI', m, geminiContentOf);
+    if (content.parts.length === 0) continue;
+    const last = contents[contents.length - 1];
+    if (last && last.role === content.role) {
+      if (!lastMerged) contents[contents.length - 1] = { parts: [...last.parts], role: last.role };
+      contents[contents.length - 1].parts.push(...content.parts);
+      lastMerged = true;
+    } else {
+      contents.push(content);
+      lastMerged = false;
+    }
+  }
+  orderFunctionResponses(contents);
+  return system.length > 0 ? { contents, systemInstruction: { parts: system } } : { contents };
+}
+
+/**
+ * Puts the function responses of the user turn after each model turn that calls first, in the
+ * order of the calls (Gemini pairs them by position and name). Turns are copied, never changed.
+ */
+function orderFunctionResponses(contents: GeminiContent[]): void {
+  for (let i = 1; i < contents.length; i++) {
+    const calls = contents[i - 1].parts.flatMap((p) => ('functionCall' in p ? [geminiCallIds.get(p)] : []));
+    if (contents[i].role !== 'user' || calls.length === 0) continue;
+    const rank = (p: GeminiPart) => ('functionResponse' in p ? calls.indexOf(geminiCallIds.get(p)) : calls.length);
+    const parts = contents[i].parts;
+    const ordered = [...parts].sort((a, b) => rank(a) - rank(b));
+    if (ordered.some((p, k) => p !== parts[k])) contents[i] = { parts: ordered, role: 'user' };
+  }
+}
+
 // ---------------------------------------------------------------- Generic
 
 export type GenericPart =
@@ -353,7 +532,13 @@ export function buildPayload(format: ContextFormat, messages: readonly Assembled
     case 'GENERIC':
       payload = toGeneric(messages);
       break;
+    case 'OPENAI_RESPONSES':
+      payload = toOpenAiResponses(messages);
+      break;
+    case 'GEMINI':
+      payload = toGemini(messages);
+      break;
   }
-  // `tools` sorts after `messages` and `system`: the keys stay in canonical order.
+  // `tools` sorts after `contents`, `input`, `messages`, `system` and `systemInstruction`: the keys stay in canonical order.
   return tools && tools.length > 0 ? { ...payload, tools } : payload;
 }

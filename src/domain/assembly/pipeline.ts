@@ -14,9 +14,10 @@
  *                               REFERENCE blocks, attachmentMode)
  *   7. turn context block right before the last user message; system prompt and summary first
  *      (the session's leading system message between them when the compaction covers it)
- *      (ANTHROPIC_MESSAGES: a placeholder user turn first when the conversation would start with
- *      an assistant turn; it is reserved in step 5 only when the kept messages need it)
- * then the provider payload, the token total and the hash.
+ *      (ANTHROPIC_MESSAGES and GEMINI: a placeholder user turn first when the conversation would
+ *      start with an assistant turn; it is reserved in step 5 only when the kept messages need it)
+ * then the provider rules (provider-rules.ts: tool names are mapped before step 5, so their cost
+ * is the sent name's; call ids after step 7), the provider payload, the token total and the hash.
  */
 import { badInput } from '../errors.js';
 import { countTokens } from '../tokens.js';
@@ -28,10 +29,10 @@ import { createToolPairExplainer, DecisionLog } from './decisions.js';
 import { dropGenerating } from './drop-generating.js';
 import { elideOldToolResults } from './elide.js';
 import { fitTokenBudget } from './fit-budget.js';
-import { buildPayload, framingTokens, framingTokensFor, LEADING_USER_TEXT, REPLY_PRIMING_TOKENS } from './formats.js';
+import { buildPayload, framingTokens, framingTokensFor, LEADING_USER_TEXT, replyPrimingTokens } from './formats.js';
 import { contextHash } from './hash.js';
 import { capMaxMessages } from './max-messages.js';
-import { applyProviderRules, sendsAnthropicContent } from './provider-rules.js';
+import { applyProviderRules, mapToolNames, sendsAnthropicContent, startsWithUserTurn } from './provider-rules.js';
 import { assertToolInvariants, repairToolPairs } from './tool-rounds.js';
 import { renderTurnContext } from './turn-context.js';
 import type {
@@ -133,8 +134,9 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     options.system !== null && options.system.length > 0 ? syntheticBlock('system', 'SYSTEM', options.system, format, encoding) : null;
   const summaryBlock = compacted.summaryText !== null ? syntheticBlock('summary', 'SYSTEM', compacted.summaryText, format, encoding) : null;
   const turnContextBlock = turnContextText !== null ? syntheticBlock('turnContext', 'USER', turnContextText, format, encoding) : null;
-  const fixedParts = [`${REPLY_PRIMING_TOKENS} of reply priming`];
-  let fixedTokens = REPLY_PRIMING_TOKENS;
+  const priming = replyPrimingTokens(format);
+  const fixedParts = priming > 0 ? [`${priming} of reply priming`] : [];
+  let fixedTokens = priming;
   // Tool definitions are sent with the messages, so they are a fixed block of the budget too.
   const toolTokenCount = options.includeAttachmentTool ? attachmentToolTokens(format, encoding) : 0;
   if (toolTokenCount > 0) {
@@ -158,20 +160,28 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     mode: options.attachmentMode ?? 'INLINE',
     referenceId: input.attachmentReferenceId,
   });
-  // ANTHROPIC_MESSAGES must start with a user turn. With a summary, the summary is that turn when
-  // needed (same framing, already counted among the fixed blocks); otherwise a placeholder goes
-  // first.
-  const summaryLeads = format === 'ANTHROPIC_MESSAGES' && summaryBlock !== null;
+  // ANTHROPIC_MESSAGES and GEMINI must start with a user turn. With a summary, the summary is that
+  // turn when needed (same framing, already counted among the fixed blocks); otherwise a
+  // placeholder goes first.
+  const summaryLeads = startsWithUserTurn(format) && summaryBlock !== null;
   const leadBlock =
-    format === 'ANTHROPIC_MESSAGES' && !summaryLeads ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
+    startsWithUserTurn(format) && !summaryLeads ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
   const leadCost = leadBlock
     ? (first: WorkMessage | null) =>
         (first === null ? turnContextBlock === null : first.shape.role !== 'USER' || !sendsAnthropicContent(first.source.parts))
           ? leadBlock.tokenCount
           : 0
     : undefined;
+  // Tool names the format refuses, over every message that may be kept: their cost is the sent name's.
+  const names = mapToolNames(toolNamesOf(pinned ? [pinned, ...list] : list), format, encoding);
+  const nameDelta = (w: WorkMessage) => {
+    let delta = 0;
+    for (const p of w.source.parts) if (p.type === 'toolCall') delta += names.delta.get(p.name) ?? 0;
+    return delta;
+  };
   const costOf = (w: WorkMessage) =>
     workContentTokens(w, encoding) +
+    (names.delta.size > 0 && w.shape.calls.length > 0 ? nameDelta(w) : 0) +
     (w.shape.attachments > 0 ? resolver.resolve(w).tokens : 0) +
     framingTokensFor(format, w.shape.role, w.shape.calls.length, w.shape.results.length, w.shape.others);
   if (pinned) {
@@ -242,10 +252,10 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   }
   assertToolInvariants(messages, 'resolveAttachments+turnContext');
 
-  const mapped = applyProviderRules(messages, format, encoding);
+  const mapped = applyProviderRules(messages, format, names);
   messages = mapped.messages;
   const payload = buildPayload(format, messages, options.includeAttachmentTool ? attachmentToolDefinitions(format) : undefined);
-  let tokenCount = REPLY_PRIMING_TOKENS + toolTokenCount;
+  let tokenCount = priming + toolTokenCount;
   let elidedToolResultCount = 0;
   for (const m of messages) {
     tokenCount += m.tokenCount;
@@ -278,5 +288,14 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     contextHash: contextHash(payload, encoding, format),
     decisions,
     attachmentProblems: resolved.problems,
+    toolMappings: mapped.mappings,
   };
+}
+
+/** The tool names the messages call. */
+function* toolNamesOf(list: readonly WorkMessage[]): Iterable<string> {
+  for (const w of list) {
+    if (w.shape.calls.length === 0) continue;
+    for (const p of w.source.parts) if (p.type === 'toolCall') yield p.name;
+  }
 }

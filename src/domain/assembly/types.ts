@@ -6,13 +6,13 @@
 import type { HistoryTransforms } from '../transforms.js';
 import type { DomainCompaction, DomainMessage, MessageRole, ResolvedAttachment, TokenEncoding } from '../types.js';
 
-export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'ANTHROPIC_MESSAGES';
+export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'OPENAI_RESPONSES' | 'ANTHROPIC_MESSAGES' | 'GEMINI';
 
 /** How attachments reach the model: their text inlined, or a short reference block read with the read_attachment tool. */
 export type AttachmentMode = 'INLINE' | 'REFERENCE';
 export const ATTACHMENT_MODES: readonly AttachmentMode[] = ['INLINE', 'REFERENCE'];
 
-export const CONTEXT_FORMATS: readonly ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'ANTHROPIC_MESSAGES'];
+export const CONTEXT_FORMATS: readonly ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'OPENAI_RESPONSES', 'ANTHROPIC_MESSAGES', 'GEMINI'];
 export const TOKEN_ENCODINGS: readonly TokenEncoding[] = ['O200K_BASE', 'CL100K_BASE', 'CHARS_DIV_4'];
 
 export interface AssembleContextOptions {
@@ -78,11 +78,20 @@ export interface AssembleContextInput {
 export type AssembledPart =
   | { type: 'text'; text: string /** set when this text is a resolved attachment block */; attachmentId?: string }
   | { type: 'toolCall'; callId: string; name: string; arguments: unknown; argumentsJson?: string }
-  | { type: 'toolResult'; callId: string; content: string; isError: boolean /** true when stubbed */; elided?: boolean };
+  | {
+      type: 'toolResult';
+      callId: string;
+      content: string;
+      isError: boolean;
+      /** true when stubbed */
+      elided?: boolean;
+      /** GEMINI: the (sent) name of the call it answers, which its functionResponse names (provider-rules.ts). */
+      toolName?: string;
+    };
 
 /**
  * `system` is every synthetic block that is not the summary or the turn context: the system prompt
- * (role SYSTEM) and, for ANTHROPIC_MESSAGES only, the placeholder user turn (role USER, see
+ * (role SYSTEM) and, for ANTHROPIC_MESSAGES and GEMINI only, the placeholder user turn (role USER, see
  * `LEADING_USER_TEXT`) put first when the kept conversation would otherwise start with an
  * assistant turn, which that API rejects.
  */
@@ -118,6 +127,13 @@ export interface ContextDecision {
 }
 
 export type AttachmentProblemKind = 'MISSING' | 'UNREADABLE' | 'NOT_TEXT' | 'TRUNCATED' | 'CONTEXT_CAP_REACHED';
+
+/** A call id or tool name the payload sends differently from how it is stored (provider-rules.ts). */
+export interface ToolMapping {
+  kind: 'CALL_ID' | 'TOOL_NAME';
+  original: string;
+  sent: string;
+}
 
 export interface AttachmentProblem {
   attachmentId: string;
@@ -160,6 +176,8 @@ export interface AssembledContext {
   /** One per input message, in input order. */
   decisions: ContextDecision[];
   attachmentProblems: AttachmentProblem[];
+  /** Call ids and tool names sent differently from how they are stored, each pair once (absent in contexts recorded before it existed). */
+  toolMappings?: ToolMapping[];
 }
 
 /** A message removed by a pipeline step, with the decision and reason recorded for it. */

@@ -4,8 +4,8 @@
  *
  * The pipeline keeps messages newest first as a contiguous run, so a message cannot be kept once
  * even a lower bound of the cost of it and everything after it exceeds the budget. The lower bound
- * of a message: its stored content tokens plus one framing token (every format frames a message
- * with at least MESSAGE_FRAMING_TOKENS, see formats.ts); a tool result counted at most as its
+ * of a message: its stored content tokens plus one framing token (every format but GEMINI frames a
+ * message with at least MESSAGE_FRAMING_TOKENS, see formats.ts; GEMINI counts content only, so none); a tool result counted at most as its
  * elision stub (work.ts's `toolResultStubTokens`: it may be elided); a generating message (dropped)
  * as nothing; a tool round counted only once its assistant message is read and every call of it is
  * answered by the finished results right after it, and as nothing otherwise (the pipeline drops an
@@ -20,7 +20,7 @@ import type { MessageRole, TokenEncoding } from '../types.js';
 import { summarizedReason } from './compaction.js';
 import { budgetReason } from './fit-budget.js';
 import { MESSAGE_FRAMING_TOKENS } from './formats.js';
-import type { ContextDecision } from './types.js';
+import type { ContextDecision, ContextFormat } from './types.js';
 import { toolResultStubTokens } from './work.js';
 import { hiddenReason, type Hidden } from '../transforms.js';
 
@@ -49,8 +49,8 @@ export interface WindowRow {
   tokensCl100k: number | null;
 }
 
-/** Framing counted per message in the lower bound: at most what any format adds. */
-const FRAMING_LOWER_BOUND = Math.min(1, MESSAGE_FRAMING_TOKENS);
+/** Framing counted per message in the lower bound: at most what the format adds (GEMINI adds none: content only). */
+export const framingLowerBound = (format: ContextFormat) => (format === 'GEMINI' ? 0 : Math.min(1, MESSAGE_FRAMING_TOKENS));
 
 /**
  * The state of one window read: feed it rows newest first (`take`) until `done`; it says how large
@@ -69,6 +69,7 @@ export class WindowPlan {
     private readonly budget: number,
     private readonly encoding: Exclude<TokenEncoding, 'CHARS_DIV_4'>,
     private readonly paging: WindowPaging = DEFAULT_WINDOW_PAGING,
+    private readonly framing = 1,
   ) {
     this.stub = toolResultStubTokens(0, encoding);
   }
@@ -111,7 +112,7 @@ export class WindowPlan {
       const own = new Set(calls);
       for (const r of run) if (r.ids.length > 0 && r.ids.every((id) => own.has(id))) this.spent += r.cost;
     }
-    this.spent += tokens + FRAMING_LOWER_BOUND;
+    this.spent += tokens + this.framing;
     if (this.spent > this.budget) this.margin = this.paging.margin;
     return true;
   }

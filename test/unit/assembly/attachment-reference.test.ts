@@ -255,7 +255,9 @@ describe('the read_attachment tool in the payload', () => {
 describe('golden REFERENCE payloads (test/golden)', () => {
   const files: Record<ContextFormat, string> = {
     OPENAI_CHAT: 'context-openai-chat-reference.json',
+    OPENAI_RESPONSES: 'context-openai-responses-reference.json',
     ANTHROPIC_MESSAGES: 'context-anthropic-messages-reference.json',
+    GEMINI: 'context-gemini-reference.json',
     GENERIC: 'context-generic-reference.json',
   };
   for (const format of Object.keys(files) as ContextFormat[]) {

@@ -12,6 +12,7 @@ import {
   type AssembledMessage,
   type ContextFormat,
   type OpenAiChatPayload,
+  type OpenAiResponsesPayload,
 } from '../../../src/domain/assembly/index.js';
 import { goldenInput } from './golden-fixture.js';
 import { countTokens } from '../../../src/domain/tokens.js';
@@ -84,6 +85,47 @@ describe('OPENAI_CHAT token count equals gpt-tokenizer encodeChat of the payload
     expect(payload.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant', 'user']);
     const content = messages.reduce((n, m) => n + m.tokens!.O200K_BASE, 0);
     expect(r.tokenCount).toBe(content + 4 * payload.messages.length + 3 * 2 + 3);
+  });
+});
+
+describe('OPENAI_RESPONSES counts as OPENAI_CHAT; GEMINI counts content only', () => {
+  for (const encoding of ['O200K_BASE', 'CL100K_BASE'] as const) {
+    it(`${encoding}: OPENAI_RESPONSES text equals gpt-tokenizer encodeChat of its message items`, () => {
+      const r = runAssembly(
+        makeInput(
+          textConversation(),
+          { format: 'OPENAI_RESPONSES', encoding, system: 'You are precise.', turnContext: { cwd: '/repo' } },
+          { compaction: { id: 'c', uptoIndex: 2, summary: 'Generics were explained.', tokens: null } },
+        ),
+      );
+      const { input } = r.payload as OpenAiResponsesPayload;
+      expect(input.every((item) => item.type === 'message' && typeof item.content === 'string')).toBe(true);
+      const chat = input.map((item) => {
+        const m = item as Extract<typeof item, { type: 'message' }>;
+        return { role: m.role, content: m.content as string };
+      });
+      expect(r.tokenCount).toBe(encodeChat[encoding](chat).length);
+    });
+  }
+
+  it('with tool traffic, the OPENAI_RESPONSES total is the OPENAI_CHAT total; the GEMINI total is the content', () => {
+    const messages = [user(0, 'weather?'), calls(1, ['a', 'b'], 'Looking.'), results(2, ['a', 'b']), assistant(3, 'Done.'), user(4, 'ok')];
+    const count = (format: ContextFormat) => runAssembly(makeInput(messages, { format, system: 'sys' })).tokenCount;
+    expect(count('OPENAI_RESPONSES')).toBe(count('OPENAI_CHAT'));
+    const content = messages.reduce((n, m) => n + m.tokens!.O200K_BASE, 0) + countTokens('sys', 'O200K_BASE');
+    expect(count('GEMINI')).toBe(content);
+    for (const format of ['OPENAI_RESPONSES', 'GEMINI'] as const) {
+      const golden = runAssembly(goldenInput(format));
+      expect(golden.messages.reduce((n, m) => n + m.tokenCount, format === 'GEMINI' ? 0 : REPLY_PRIMING_TOKENS)).toBe(golden.tokenCount);
+    }
+    expect(runAssembly(goldenInput('OPENAI_RESPONSES')).tokenCount).toBe(runAssembly(goldenInput('OPENAI_CHAT')).tokenCount);
+  });
+
+  it('a GEMINI budget is content only: the exact total fits, one token less does not keep everything', () => {
+    const messages = textConversation();
+    const full = runAssembly(makeInput(messages, { format: 'GEMINI' })).tokenCount;
+    expect(runAssembly(makeInput(messages, { format: 'GEMINI', maxTokens: full })).droppedMessageCount).toBe(0);
+    expect(runAssembly(makeInput(messages, { format: 'GEMINI', maxTokens: full - 1 })).droppedMessageCount).toBeGreaterThan(0);
   });
 });
 
@@ -199,7 +241,9 @@ describe('provider shapes', () => {
 describe('golden payloads (test/golden)', () => {
   const files: Record<ContextFormat, string> = {
     OPENAI_CHAT: 'context-openai-chat.json',
+    OPENAI_RESPONSES: 'context-openai-responses.json',
     ANTHROPIC_MESSAGES: 'context-anthropic-messages.json',
+    GEMINI: 'context-gemini.json',
     GENERIC: 'context-generic.json',
   };
   for (const format of Object.keys(files) as ContextFormat[]) {

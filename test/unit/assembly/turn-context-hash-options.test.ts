@@ -106,7 +106,7 @@ describe('validateAssembleOptions', () => {
 
   it('refuses an unknown encoding or format and a turnContext that is not an object', () => {
     refuses({ encoding: 'P50K_BASE' }, 'encoding');
-    refuses({ format: 'GEMINI' }, 'format');
+    refuses({ format: 'MISTRAL' }, 'format');
     refuses({ turnContext: [1, 2] }, 'turnContext');
     refuses({ turnContext: 'cwd=/repo' }, 'turnContext');
     refuses({ system: 42 }, 'system');
