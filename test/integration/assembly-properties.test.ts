@@ -1,7 +1,10 @@
 /**
  * Property test of assembleContext (issue 12): random session graphs (forks of forks, compactions,
  * parallel tool calls, unanswered and still-generating calls, reused call ids, unicode, attachments,
- * generating messages), built through the API, assembled through the API, and checked against an
+ * generating messages, call ids and tool names in the shapes real providers produce: OpenAI `call_…`
+ * and `fc_…`, Anthropic `toolu_…`, Kimi `functions.x:N`, Mistral 9-character ids, dotted MCP and
+ * Gemini names), built through the API, assembled in every format through the API (each provider's
+ * rules checked on every case, test/helpers/provider-payloads.ts), and checked against an
  * independent model of the session graph, an independent token count (js-tiktoken, not the
  * server's gpt-tokenizer) and an independent greedy newest-first packer.
  *
@@ -14,6 +17,7 @@ import cl100kRanks from 'js-tiktoken/ranks/cl100k_base';
 import o200kRanks from 'js-tiktoken/ranks/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { payloadViolations } from '../helpers/provider-payloads.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
 const SEED = Number(process.env.PROPERTY_SEED ?? 20261123);
@@ -108,8 +112,31 @@ function clientJson(value: unknown, style: Style): string {
   return `{${keys.map((k) => `${clientJson(k, style)}${style.spaced ? ': ' : ':'}${clientJson((value as Record<string, unknown>)[k], style)}`).join(sep)}}`;
 }
 
+/** The id shapes real providers produce (the counter keeps ids of one message distinct). */
+const ID_SHAPES = {
+  openai: (n: number) => `call_${n.toString(36).padStart(6, '0')}Xq9vB2kLmN4pR7sT1uW3yZ`,
+  responses: (n: number) => `fc_${n.toString(16).padStart(8, '0')}67f0e50a1476a6c35006912c58dc9f881919`,
+  anthropic: (n: number) => `toolu_01${n.toString(36).padStart(6, '0')}A09q90qw90lq917835lq9`,
+  kimi: (n: number, name: string) => `functions.${name}:${n}`,
+  mistral: (n: number) => n.toString(36).padStart(9, 'aB3'),
+  plain: (n: number) => `call_${n}`,
+};
 const callArb = fc.record({
-  name: fc.constantFrom('search', 'get_weather', 'run-query', 'T'.repeat(64)),
+  name: fc.constantFrom(
+    'search',
+    'get_weather',
+    'run-query',
+    'T'.repeat(64),
+    'weather.lookup',
+    'weather_lookup',
+    'calc.v2',
+    'mcp__github__create_issue',
+    'github.repos:list',
+    'ns/tool run',
+    '1st-tool',
+    'U'.repeat(70),
+  ),
+  idShape: fc.constantFrom(...(Object.keys(ID_SHAPES) as Array<keyof typeof ID_SHAPES>)),
   args: argsValueArb,
   /** json: argumentsJson text; string: `arguments` given as JSON text; value: `arguments` as a value. */
   mode: fc.constantFrom('json', 'string', 'value'),
@@ -150,7 +177,7 @@ const opArb = fc.oneof(
   fc.record({ op: fc.constant('compact' as const), session: fc.nat(), upto: fc.nat(), summary: textArb }),
 );
 const askArb = fc.record({
-  format: fc.constantFrom('GENERIC', 'OPENAI_CHAT', 'OPENAI_CHAT', 'ANTHROPIC_MESSAGES'),
+  format: fc.constantFrom('GENERIC', 'OPENAI_CHAT', 'OPENAI_CHAT', 'OPENAI_RESPONSES', 'ANTHROPIC_MESSAGES', 'GEMINI'),
   encoding: fc.constantFrom<Encoding>('O200K_BASE', 'O200K_BASE', 'CL100K_BASE', 'CHARS_DIV_4'),
   keepToolCallRounds: fc.integer({ min: 0, max: 3 }),
   maxMessages: fc.option(fc.integer({ min: 1, max: 8 }), { freq: 3 }),
@@ -232,9 +259,10 @@ const ASSEMBLE = `mutation($input: AssembleContextInput!) {
     tokenCount summaryIncluded hasCompression payload
     messages {
       role kind sourceMessageId sourceIndex tokenCount
-      parts { __typename ... on ToolResultPart { callId content isError } ... on ToolCallPart { callId name argumentsJson } }
+      parts { __typename ... on TextPart { text } ... on ToolResultPart { callId content isError } ... on ToolCallPart { callId name argumentsJson } }
     }
     decisions { messageId decision reason }
+    toolMappings { kind original sent }
   }
 }`;
 
@@ -280,7 +308,8 @@ class GraphBuilder {
       const used = new Set<string>();
       const ids = turn.calls.map((c) => {
         const earlier = earlierIds().filter((id) => !used.has(id));
-        const id = c.reuseId && earlier.length > 0 ? earlier[c.result.length % earlier.length] : `call_${++this.callNo}`;
+        const id =
+          c.reuseId && earlier.length > 0 ? earlier[c.result.length % earlier.length] : ID_SHAPES[c.idShape](++this.callNo, c.name);
         used.add(id);
         return id;
       });
@@ -359,17 +388,29 @@ interface Assembled {
   tokenCount: number;
   summaryIncluded: boolean;
   hasCompression: boolean;
-  payload: { messages: unknown[]; system?: string };
+  payload: { messages: unknown[]; system?: string } & Record<string, unknown>;
   messages: Array<{
     role: string;
     kind: string;
     sourceMessageId: string | null;
     sourceIndex: number | null;
     tokenCount: number;
-    parts: Array<{ __typename: string; callId?: string; content?: string; isError?: boolean; name?: string; argumentsJson?: string }>;
+    parts: Array<{
+      __typename: string;
+      text?: string;
+      callId?: string;
+      content?: string;
+      isError?: boolean;
+      name?: string;
+      argumentsJson?: string;
+    }>;
   }>;
   decisions: Array<{ messageId: string; decision: string; reason: string }>;
+  toolMappings: Array<{ kind: string; original: string; sent: string }>;
 }
+
+/** Reply priming: none for GEMINI (content only). */
+const primingOf = (format: string) => (format === 'GEMINI' ? 0 : 3);
 
 const TOOL_ID = /^[a-zA-Z0-9_-]+$/;
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -455,7 +496,12 @@ const stats = {
   tooSmall: 0,
   refusedNoUser: 0,
   openAiCounted: 0,
+  responsesCounted: 0,
+  geminiCounted: 0,
   argumentsChecked: 0,
+  rulesChecked: 0,
+  namesMapped: 0,
+  idsMapped: 0,
 };
 
 async function checkSession(session: ModelSession, ask: Plan['ask'], builder: GraphBuilder) {
@@ -491,7 +537,8 @@ async function checkSession(session: ModelSession, ask: Plan['ask'], builder: Gr
   // eligible list (the messages kept without a budget), in the formats without a lead placeholder.
   const pinned = pinnedModel ? u.messages.find((m) => m.sourceMessageId === pinnedModel.id) : undefined;
   const eligible = u.messages.filter((m) => m.kind === 'MESSAGE' && m !== pinned);
-  const fixed = 3 + u.messages.filter((m) => m.kind !== 'MESSAGE' || m === pinned).reduce((n, m) => n + m.tokenCount, 0);
+  const fixed =
+    primingOf(ask.format) + u.messages.filter((m) => m.kind !== 'MESSAGE' || m === pinned).reduce((n, m) => n + m.tokenCount, 0);
   let forcedAt = -1;
   for (let i = eligible.length - 1; i >= 0; i--) {
     if (eligible[i].role === 'USER') {
@@ -507,7 +554,8 @@ async function checkSession(session: ModelSession, ask: Plan['ask'], builder: Gr
     const r = await gql<{ assembleContext: Assembled }, unknown>(app, ASSEMBLE, { input: { ...base, maxTokens } });
     stats.assemblies++;
     stats.budgeted++;
-    const packable = ask.format !== 'ANTHROPIC_MESSAGES';
+    // ANTHROPIC_MESSAGES and GEMINI may put a placeholder user turn first: not a plain packing.
+    const packable = ask.format !== 'ANTHROPIC_MESSAGES' && ask.format !== 'GEMINI';
     if (r.errors?.length) {
       expect(r.errors[0].extensions?.code, r.errors[0].message).toBe('CONTEXT_BUDGET_TOO_SMALL');
       if (packable) expect(fixed + forcedCost, r.errors[0].message).toBeGreaterThan(maxTokens);
@@ -548,7 +596,10 @@ function checkContext(
   compaction: ModelCompaction | null,
   pinnedModel: ModelMessage | null,
 ) {
-  expect(r.tokenCount).toBe(r.messages.reduce((n, m) => n + m.tokenCount, 3));
+  expect(r.tokenCount).toBe(r.messages.reduce((n, m) => n + m.tokenCount, primingOf(ask.format)));
+  // Every provider's documented rules, on every case.
+  expect(payloadViolations(ask.format as never, r.payload), ask.format).toEqual([]);
+  stats.rulesChecked++;
   expect(r.hasCompression).toBe(compaction !== null);
   expect(r.summaryIncluded).toBe(compaction !== null);
   const decisionOf = new Map(r.decisions.map((d) => [d.messageId, d]));
@@ -578,6 +629,21 @@ function checkContext(
     const calls = source!.parts.filter((p) => p.type === 'toolCall');
     const gotCalls = m.parts.filter((p) => p.__typename === 'ToolCallPart');
     expect(gotCalls.map((p) => p.argumentsJson)).toEqual(calls.map((p) => p.argumentsText));
+    // Stored as sent; sent as the provider accepts, every change listed and stated in the decision.
+    calls.forEach((c, k) => {
+      const sent = gotCalls[k];
+      if (ask.format === 'GENERIC') expect([sent.callId, sent.name]).toEqual([c.callId, c.name]);
+      if (sent.name !== c.name) {
+        expect(r.toolMappings).toContainEqual({ kind: 'TOOL_NAME', original: c.name, sent: sent.name });
+        expect(decisionOf.get(m.sourceMessageId!)?.reason).toContain(`tool name "${c.name}" sent as "${sent.name}"`);
+        stats.namesMapped++;
+      }
+      if (sent.callId !== c.callId) {
+        expect(r.toolMappings).toContainEqual({ kind: 'CALL_ID', original: c.callId, sent: sent.callId });
+        expect(decisionOf.get(m.sourceMessageId!)?.reason).toContain(`tool call id "${c.callId}" sent as "${sent.callId}"`);
+        stats.idsMapped++;
+      }
+    });
     for (const c of calls) expectedArgs.push(c.argumentsText!);
     const results = source!.parts.filter((p) => p.type === 'toolResult');
     const gotResults = m.parts.filter((p) => p.__typename === 'ToolResultPart');
@@ -587,6 +653,19 @@ function checkContext(
     });
   }
   stats.argumentsChecked += expectedArgs.length;
+  // Collision-free: one sent name never stands for two tools.
+  const namesBySent = new Map<string, string>();
+  for (const m of r.messages) {
+    if (m.kind !== 'MESSAGE') continue;
+    const source = byId.get(m.sourceMessageId!)!;
+    const calls = source.parts.filter((p) => p.type === 'toolCall');
+    m.parts
+      .filter((p) => p.__typename === 'ToolCallPart')
+      .forEach((p, k) => {
+        expect(namesBySent.get(p.name!) ?? calls[k].name, `"${p.name}" stands for one tool`).toBe(calls[k].name);
+        namesBySent.set(p.name!, calls[k].name!);
+      });
+  }
 
   if (ask.format === 'OPENAI_CHAT') {
     const payload = r.payload.messages as OpenAiMessage[];
@@ -606,6 +685,69 @@ function checkContext(
       expect(at).toBe(payload.length);
       expect(r.tokenCount).toBe(total);
       stats.openAiCounted++;
+    }
+  } else if (ask.format === 'OPENAI_RESPONSES') {
+    const items = r.payload.input as Array<Record<string, string>>;
+    expect(items.filter((i) => i.type === 'function_call').map((i) => i.arguments)).toEqual(expectedArgs);
+    // Counted as Chat Completions counts the same conversation (formats.ts): each message's items.
+    if (ask.encoding !== 'CHARS_DIV_4') {
+      const enc = ask.encoding as keyof typeof encoders;
+      const textOf = (item: Record<string, unknown>) =>
+        typeof item.content === 'string'
+          ? count(item.content, enc)
+          : (item.content as Array<{ text: string }>).reduce((n, p) => n + count(p.text, enc), 0);
+      let at = 0;
+      let total = 3;
+      for (const m of r.messages) {
+        const calls = m.parts.filter((p) => p.__typename === 'ToolCallPart').length;
+        const results = m.parts.filter((p) => p.__typename === 'ToolResultPart').length;
+        const texts = m.parts.length - calls - results;
+        let own = 0;
+        if (m.role === 'TOOL') {
+          for (const item of items.slice(at, at + results)) own += 4 + count(item.output, enc);
+          at += results;
+          if (texts > 0) own += 4 + textOf(items[at++]);
+        } else if (m.role === 'ASSISTANT' && calls > 0) {
+          own += 4;
+          if (texts > 0) own += textOf(items[at++]);
+          for (const item of items.slice(at, at + calls)) own += count(item.name, enc) + count(item.arguments, enc) + 3;
+          at += calls;
+        } else {
+          own += 4 + textOf(items[at++]);
+        }
+        expect(m.tokenCount, `tokenCount of ${m.kind} ${m.sourceIndex ?? ''} (${m.role})`).toBe(own);
+        total += own;
+      }
+      expect(at).toBe(items.length);
+      expect(r.tokenCount).toBe(total);
+      stats.responsesCounted++;
+    }
+  } else if (ask.format === 'GEMINI') {
+    const contents = r.payload.contents as Array<{ parts: Array<{ functionCall?: { args: unknown } }> }>;
+    const args = contents.flatMap((c) => c.parts.flatMap((p) => (p.functionCall ? [p.functionCall.args] : [])));
+    expect(args).toEqual(
+      expectedArgs.map((text) => {
+        const v = JSON.parse(text);
+        return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : { value: v };
+      }),
+    );
+    // Content only (formats.ts): texts, call names (as sent) and arguments, result contents; no framing.
+    if (ask.encoding !== 'CHARS_DIV_4') {
+      const enc = ask.encoding as keyof typeof encoders;
+      for (const m of r.messages) {
+        const own = m.parts.reduce(
+          (n, p) =>
+            n +
+            (p.__typename === 'ToolCallPart'
+              ? count(p.name!, enc) + count(p.argumentsJson!, enc)
+              : p.__typename === 'ToolResultPart'
+                ? count(p.content!, enc)
+                : count(p.text ?? '', enc)),
+          0,
+        );
+        expect(m.tokenCount, `tokenCount of ${m.kind} ${m.sourceIndex ?? ''} (${m.role})`).toBe(own);
+      }
+      stats.geminiCounted++;
     }
   } else if (ask.format === 'ANTHROPIC_MESSAGES') {
     const messages = r.payload.messages as Array<{ role: string; content: AnthropicBlock[] }>;
@@ -646,6 +788,10 @@ describe('assembleContext over random session graphs (property, issue 12)', () =
     );
     console.log(`property cases (seed ${SEED}): ${JSON.stringify(stats)}`);
     expect(stats.openAiCounted).toBeGreaterThan(0);
+    expect(stats.responsesCounted).toBeGreaterThan(0);
+    expect(stats.geminiCounted).toBeGreaterThan(0);
+    expect(stats.namesMapped).toBeGreaterThan(0);
+    expect(stats.idsMapped).toBeGreaterThan(0);
     expect(stats.packed).toBeGreaterThan(0);
   });
 });
