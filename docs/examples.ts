@@ -27,8 +27,10 @@ export const APPENDED_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05
 /** The USER message at index 2, returned as the forkSession example's excludedMessage. */
 export const FORK_POINT_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTA=';
 
+/** The session of the Kimi K2 transcript (call ids `functions.get_weather:0`, the tool `weather.lookup`), returned by its createSession example. */
+export const KIMI_SESSION_ID = 'U2Vzc2lvbjowMTk2ZjVjMi03YzAwLTdjM2UtOWIxYS0yZjZkMWU0YzhhMDk=';
 /** Placeholders that stand for an ID a mutation example returns; later examples use it. */
-export const RETURNED_IDS = [TURN_ID, APPENDED_MESSAGE_ID, FORK_POINT_MESSAGE_ID];
+export const RETURNED_IDS = [TURN_ID, APPENDED_MESSAGE_ID, FORK_POINT_MESSAGE_ID, KIMI_SESSION_ID];
 
 /** The conversation the examples' session holds (the test seeds it with createSession). */
 export const SEEDED_MESSAGES = [
@@ -40,7 +42,10 @@ export const SEEDED_MESSAGES = [
 
 const SUMMARY = 'The user wants a weekend in Lisbon: Alfama, the castle, Belém.';
 /** How assembleContext frames a compaction summary. */
-const SUMMARY_TEXT = `Summary of the earlier conversation (messages 0-1):\n\n${SUMMARY}`;
+const EXTRACTED = { city: 'Lisbon', days: 3 };
+const SUMMARY_TEXT = `Summary of the earlier conversation (messages 0-1):\n\n${SUMMARY}\n\n<extracted_context>{"city":"Lisbon","days":3}</extracted_context>`;
+const KIMI_DECISION = (format: string) =>
+  `Kept. In the ${format} payload: tool call id "functions.get_weather:0" sent as "functions_get_weather_0_79ac1aaa" (${format} call ids are 1-64 letters, digits, _ or -); tool name "weather.lookup" sent as "weather_lookup" (${format} tool names are 1-64 letters, digits, _ or -); tool call id "functions.get_weather:1" sent as "functions_get_weather_1_26c478f3" (${format} call ids are 1-64 letters, digits, _ or -).`;
 
 export interface ApiExample {
   /** The root field shown: a field of Mutation or Subscription (every one has an example), or of Query. */
@@ -177,15 +182,20 @@ export const EXAMPLES: ApiExample[] = [
   {
     field: 'compactSession',
     kind: 'mutation',
-    summary: 'Records a summary of messages [0, 2). The messages stay; from now on `assembleContext` sends the summary in their place.',
+    summary:
+      'Records a summary of messages [0, 2) with the structured context extracted beside it. The messages stay; from now on `assembleContext` sends the summary in their place, the extracted context after it as one escaped JSON section (see the next example). Forks made later inherit both.',
     document: `mutation CompactSession($input: CompactSessionInput!) {
   compactSession(input: $input) {
     id
     messageCount
+    compaction {
+      uptoIndex
+      extractedContext
+    }
   }
 }`,
-    variables: { input: { sessionId: SESSION_ID, uptoIndex: 2, summary: SUMMARY } },
-    response: { compactSession: { id: SESSION_ID, messageCount: 5 } },
+    variables: { input: { sessionId: SESSION_ID, uptoIndex: 2, summary: SUMMARY, extractedContext: EXTRACTED } },
+    response: { compactSession: { id: SESSION_ID, messageCount: 5, compaction: { uptoIndex: 2, extractedContext: EXTRACTED } } },
   },
   {
     field: 'assembleContext',
@@ -217,7 +227,7 @@ export const EXAMPLES: ApiExample[] = [
     },
     response: {
       assembleContext: {
-        tokenCount: 94,
+        tokenCount: 112,
         truncated: false,
         summaryIncluded: true,
         contextHash: '007e7efa7898028cc8c0bf716af128e3459f45a4c4f3a8758df325d90599e21a',
@@ -683,6 +693,143 @@ export const EXAMPLES: ApiExample[] = [
           totalLength: 96,
           hasMore: true,
           nextOffset: 54,
+        },
+      },
+    },
+  },
+  {
+    field: 'createSession',
+    kind: 'mutation',
+    summary:
+      'Stores a transcript as the model produced it: Kimi K2 names its calls `functions.get_weather:0`, and the tool is the MCP-style `weather.lookup`. Call ids and tool names are kept exactly as sent (any text up to 256 characters without control characters); each `assembleContext` format maps what its provider refuses (next examples).',
+    document: `mutation CreateKimiSession($input: CreateSessionInput!) {
+  createSession(input: $input) {
+    id
+    messageCount
+  }
+}`,
+    variables: {
+      input: {
+        title: 'Beach weather',
+        messages: [
+          { role: 'USER', text: 'Weather in Lisbon and Porto?' },
+          {
+            role: 'ASSISTANT',
+            parts: [
+              { toolCall: { callId: 'functions.get_weather:0', name: 'weather.lookup', arguments: { city: 'Lisbon' } } },
+              { toolCall: { callId: 'functions.get_weather:1', name: 'weather.lookup', arguments: { city: 'Porto' } } },
+            ],
+          },
+          {
+            role: 'TOOL',
+            parts: [
+              { toolResult: { callId: 'functions.get_weather:0', content: '24 °C, sunny' } },
+              { toolResult: { callId: 'functions.get_weather:1', content: '19 °C, showers' } },
+            ],
+          },
+          { role: 'ASSISTANT', text: 'Lisbon: 24 °C and sunny. Porto: 19 °C with showers.' },
+          { role: 'USER', text: 'Which one for a beach day?' },
+        ],
+      },
+    },
+    response: { createSession: { id: KIMI_SESSION_ID, messageCount: 5 } },
+  },
+  {
+    field: 'assembleContext',
+    kind: 'mutation',
+    summary:
+      "The Kimi transcript for OpenAI's Responses API (`format: OPENAI_RESPONSES`): `payload.input` holds message items, one `function_call` item per call (`arguments` is the stored JSON text) and each `function_call_output` after its call. OpenAI refuses the dotted name and the ids, so they are sent cleaned (an id with a short hash of the original, so two ids never collide); `toolMappings` lists each pair to map the model's answer back, and the decision of each message concerned says what was sent. The system prompt is a `system` message item rather than `instructions`, so its place and the exact count are kept; the count is the Chat Completions one.",
+    document: `mutation AssembleForResponses($input: AssembleContextInput!) {
+  assembleContext(input: $input) {
+    tokenCount
+    toolMappings {
+      kind
+      original
+      sent
+    }
+    decisions {
+      index
+      reason
+    }
+    payload
+  }
+}`,
+    variables: { input: { sessionId: KIMI_SESSION_ID, format: 'OPENAI_RESPONSES', system: 'You are a travel planner.' } },
+    response: {
+      assembleContext: {
+        tokenCount: 101,
+        toolMappings: [
+          { kind: 'CALL_ID', original: 'functions.get_weather:0', sent: 'functions_get_weather_0_79ac1aaa' },
+          { kind: 'TOOL_NAME', original: 'weather.lookup', sent: 'weather_lookup' },
+          { kind: 'CALL_ID', original: 'functions.get_weather:1', sent: 'functions_get_weather_1_26c478f3' },
+        ],
+        decisions: [
+          { index: 0, reason: 'Kept.' },
+          { index: 1, reason: KIMI_DECISION('OPENAI_RESPONSES') },
+          {
+            index: 2,
+            reason:
+              'Kept. In the OPENAI_RESPONSES payload: its result for tool call id "functions.get_weather:0" sent as "functions_get_weather_0_79ac1aaa"; its result for tool call id "functions.get_weather:1" sent as "functions_get_weather_1_26c478f3".',
+          },
+          { index: 3, reason: 'Kept.' },
+          { index: 4, reason: 'Kept: the newest user message is always kept.' },
+        ],
+        payload: {
+          input: [
+            { content: 'You are a travel planner.', role: 'system', type: 'message' },
+            { content: 'Weather in Lisbon and Porto?', role: 'user', type: 'message' },
+            { arguments: '{"city":"Lisbon"}', call_id: 'functions_get_weather_0_79ac1aaa', name: 'weather_lookup', type: 'function_call' },
+            { arguments: '{"city":"Porto"}', call_id: 'functions_get_weather_1_26c478f3', name: 'weather_lookup', type: 'function_call' },
+            { call_id: 'functions_get_weather_0_79ac1aaa', output: '24 °C, sunny', type: 'function_call_output' },
+            { call_id: 'functions_get_weather_1_26c478f3', output: '19 °C, showers', type: 'function_call_output' },
+            { content: 'Lisbon: 24 °C and sunny. Porto: 19 °C with showers.', role: 'assistant', type: 'message' },
+            { content: 'Which one for a beach day?', role: 'user', type: 'message' },
+          ],
+        },
+      },
+    },
+  },
+  {
+    field: 'assembleContext',
+    kind: 'mutation',
+    summary:
+      "The same transcript for Gemini (`format: GEMINI`): `systemInstruction` and `contents` with roles `user` and `model`; each `functionResponse` answers its call by the call's name, in the user turn right after the model turn that called, in call order. Gemini accepts dotted names and takes no call ids, so nothing is mapped (`toolMappings` is empty). The count is content only: Gemini publishes no framing, so none is added.",
+    document: `mutation AssembleForGemini($input: AssembleContextInput!) {
+  assembleContext(input: $input) {
+    tokenCount
+    toolMappings {
+      original
+      sent
+    }
+    payload
+  }
+}`,
+    variables: { input: { sessionId: KIMI_SESSION_ID, format: 'GEMINI', system: 'You are a travel planner.' } },
+    response: {
+      assembleContext: {
+        tokenCount: 64,
+        toolMappings: [],
+        payload: {
+          contents: [
+            { parts: [{ text: 'Weather in Lisbon and Porto?' }], role: 'user' },
+            {
+              parts: [
+                { functionCall: { args: { city: 'Lisbon' }, name: 'weather.lookup' } },
+                { functionCall: { args: { city: 'Porto' }, name: 'weather.lookup' } },
+              ],
+              role: 'model',
+            },
+            {
+              parts: [
+                { functionResponse: { name: 'weather.lookup', response: { output: '24 °C, sunny' } } },
+                { functionResponse: { name: 'weather.lookup', response: { output: '19 °C, showers' } } },
+              ],
+              role: 'user',
+            },
+            { parts: [{ text: 'Lisbon: 24 °C and sunny. Porto: 19 °C with showers.' }], role: 'model' },
+            { parts: [{ text: 'Which one for a beach day?' }], role: 'user' },
+          ],
+          systemInstruction: { parts: [{ text: 'You are a travel planner.' }] },
         },
       },
     },

@@ -43,7 +43,8 @@
  *   countTokens endpoint is the only exact count), so nothing is added for framing, for the reply
  *   or for the JSON keys of function parts: the count is the content in the chosen encoding (texts,
  *   each call's name and arguments text, each result's content; the call name a functionResponse
- *   repeats is not counted). Reply priming is 0.
+ *   repeats is not counted; a whitespace-only text part the payload leaves out is still counted, a
+ *   few tokens over at most). Reply priming is 0.
  *
  * CHARS_DIV_4 uses the same structure with the same constants; only content is counted as
  * ceil(code points / 4).

@@ -157,8 +157,8 @@ export function applyProviderRules(input: readonly AssembledMessage[], format: C
   const note = (m: AssembledMessage, text: string) => {
     if (m.sourceMessageId === null) return;
     const list = notes.get(m.sourceMessageId);
-    if (list) list.push(text);
-    else notes.set(m.sourceMessageId, [text]);
+    if (!list) notes.set(m.sourceMessageId, [text]);
+    else if (!list.includes(text)) list.push(text);
   };
   const mapped = new Set<string>();
   const record = (kind: ToolMapping['kind'], original: string, sent: string) => {
