@@ -175,6 +175,22 @@ describe(`transcripts stored as sent, assembled for every provider (${backend.la
   });
 });
 
+describe(`a recorded context keeps its mapping (${backend.label})`, () => {
+  it('Turn.context.toolMappings reads back what the payload sent', async () => {
+    const id = (await gqlOk<{ createSession: { id: string } }, unknown>(app, CREATE, { input: { messages: KIMI } })).createSession.id;
+    const turnId = (await gqlOk<{ startTurn: { id: string } }, unknown>(app, START, { input: { sessionId: id, agentIds: ['a'] } }))
+      .startTurn.id;
+    const ctx = await assemble(id, { format: 'ANTHROPIC_MESSAGES', turnId });
+    const read = await gqlOk<{ node: { context: { toolMappings: unknown[]; contextHash: string } } }, unknown>(
+      app,
+      `query R($id: ID!) { node(id: $id) { ... on Turn { context { contextHash toolMappings { kind original sent } } } } }`,
+      { id: turnId },
+    );
+    expect(read.node.context).toEqual({ contextHash: ctx.contextHash, toolMappings: ctx.toolMappings });
+    expect(ctx.toolMappings.length).toBe(3);
+  });
+});
+
 describe(`OPENAI_RESPONSES and GEMINI through the API (${backend.label})`, () => {
   it('OPENAI_RESPONSES counts as OPENAI_CHAT; GEMINI counts content only', async () => {
     const id = (await gqlOk<{ createSession: { id: string } }, unknown>(app, CREATE, { input: { messages: KIMI } })).createSession.id;
