@@ -149,7 +149,7 @@ export function decideCompletion(
     if (recorded && (recorded.status === 'COMPLETED' || recorded.status === 'FAILED')) {
       throw new DomainError(
         'TURN_NOT_ACTIVE',
-        `Turn ${clientId} is ${turn.status}, and agent "${input.agentId}" completed it with success: ${recorded.status === 'COMPLETED'}; a completion with success: ${input.success} contradicts it and changes nothing.`,
+        `Turn ${clientId} is ${turn.status}, and agent "${input.agentId}" is recorded as ${recorded.status}; a completion with success: ${input.success} contradicts it and changes nothing.`,
         { turnId: clientId, status: turn.status, agentId: input.agentId },
       );
     }

@@ -322,7 +322,7 @@ describe(`retry-safe turns (${backend.label})`, () => {
     ] as const) {
       const error = await gqlError(app, COMPLETE, { input: { turnId, agentId, success } });
       expect(error.code).toBe('TURN_NOT_ACTIVE');
-      expect(error.message).toContain(`agent "${agentId}" completed it with success: ${!success}`);
+      expect(error.message).toContain(`agent "${agentId}" is recorded as ${success ? 'FAILED' : 'COMPLETED'}`);
     }
     expect(await eventTypes(sessionId)).toEqual(before);
     // A cancelled turn's agents never completed: a completion after the cancel is refused.
