@@ -211,3 +211,29 @@ describe('searchMessages across workspaces', () => {
     }
   });
 });
+
+const SessionsByTitle = graphql(`
+  query SessionsByTitle($titleContains: String) {
+    sessions(first: 50, titleContains: $titleContains) {
+      edges {
+        node {
+          title
+        }
+      }
+    }
+  }
+`);
+
+describe('sessions(titleContains:)', () => {
+  it('filters by title, ignoring case, with % and _ taken literally', async () => {
+    await create('Budget 100% done', ['x']);
+    await create('Budget 1000 done', ['x']);
+    await create('snake_case title', ['x']);
+    const titles = async (titleContains: string) =>
+      (await gqlOk(app, SessionsByTitle, { titleContains })).sessions.edges.map((e) => e.node.title);
+    expect(await titles('budget')).toEqual(['Budget 1000 done', 'Budget 100% done']);
+    expect(await titles('0% d')).toEqual(['Budget 100% done']);
+    expect(await titles('e_c')).toEqual(['snake_case title']);
+    expect((await gqlError(app, SessionsByTitle, { titleContains: 'x'.repeat(201) })).code).toBe('BAD_USER_INPUT');
+  });
+});
