@@ -4,7 +4,7 @@
 //
 // Usage: node scripts/build-explorer.mjs [--no-check]
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -30,6 +30,15 @@ export async function buildExplorer() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  if (!existsSync(join(root, 'explorer', 'generated'))) {
+    const codegen = join(root, 'node_modules', '.bin', 'graphql-codegen');
+    if (!existsSync(codegen)) {
+      // An install without dev dependencies: the server runs, and /explorer says it is not built.
+      console.warn('explorer: not built (its typed documents need @graphql-codegen/cli, a dev dependency).');
+      process.exit(0);
+    }
+    execFileSync(codegen, ['--config', 'codegen.ts', '--silent'], { cwd: root, stdio: 'inherit' });
+  }
   if (!process.argv.includes('--no-check')) {
     execFileSync(
       process.execPath,

@@ -16,7 +16,7 @@ interface TreeNode {
 /** Most sessions drawn: a larger tree is cut (and says so). */
 const MAX_SESSIONS = 60;
 const SVG = 'http://www.w3.org/2000/svg';
-const COLUMN = 150;
+const COLUMN = 180;
 const TOP = 36;
 
 function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Record<string, string | number>, ...children: (Node | string)[]) {
@@ -53,8 +53,8 @@ async function readTree(rootId: string): Promise<{ root: TreeNode; cut: boolean 
   return { root, cut };
 }
 
-/** "A long title (fork 3)" → "A long…(fork 3)": the fork number stays visible. */
-const shortTitle = (title: string) => (title.length <= 22 ? title : `${title.slice(0, 9)}…${title.slice(-12)}`);
+/** "A very long title (fork 3)" → "A very l…title (fork 3)": the fork number stays visible. */
+const shortTitle = (title: string) => (title.length <= 28 ? title : `${title.slice(0, 13)}…${title.slice(-14)}`);
 
 export function forkTree(rootId: string, currentId: string): HTMLElement {
   const box = h('div', { class: 'fork-tree' }, h('p', { class: 'muted' }, 'Loading the fork tree…'));
@@ -82,8 +82,10 @@ export function forkTree(rootId: string, currentId: string): HTMLElement {
         const group = svg('a', { href: sessionHref(node.id), class: node.id === currentId ? 'current' : '' });
         group.append(svg('title', {}, `${node.title} · ${node.messageCount} messages`));
         if (parent !== null) {
+          // From the parent's last message before the cut; a cut inside what the parent itself
+          // inherited starts at the parent's head.
           const px = x(parent);
-          const from = y(Math.max(0, start - 1));
+          const from = y(Math.max(start - 1, columns[parent].node.forkIndex ?? 0));
           group.append(
             svg('path', { d: `M${px},${from} C${px},${y(start)} ${x(column)},${from} ${x(column)},${y(start)}`, class: 'branch' }),
           );
