@@ -51,6 +51,8 @@ function live(): Client {
     lazy: true,
     retryAttempts: Number.POSITIVE_INFINITY,
     shouldRetry: () => true,
+    // A person is watching: try again after about 0.5 s, then back off up to 10 s.
+    retryWait: (retries) => new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 500 * 2 ** retries) + Math.random() * 500)),
   });
   return client;
 }

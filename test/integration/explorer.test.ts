@@ -7,7 +7,7 @@
 // fails, unless EXPLORER_BROWSER=skip is set (for a machine that cannot have it; never in CI).
 import { existsSync, mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page, type WebSocketRoute } from 'playwright-core';
 import { graphql } from '../generated/index.js';
 import { API_KEYS, createTestApp, dropTestDatabases, gqlOk, type TestApp, TWO_WORKSPACES } from '../helpers/app.js';
 import { CompleteAgent, ReportUsage, StartTurn } from '../helpers/turn-documents.js';
@@ -104,7 +104,7 @@ describe.skipIf(skip).each([
     await dropTestDatabases();
   });
 
-  it('finds a session by title, shows its messages, fork and active turn, and follows the turn live', async () => {
+  it('finds a session by title, shows its messages, fork and active turn, follows the turn live and resumes after a reconnect', async () => {
     const title = `Voyage ${label}`;
     const { createSession } = await gqlOk(
       app,
@@ -144,6 +144,18 @@ describe.skipIf(skip).each([
     const turnId = startTurn.id;
     await gqlOk(app, ReportUsage, { input: { turnId, agentId: 'planner', inputTokens: 1200, outputTokens: 80, callId: 'a' } }, { apiKey });
 
+    // Every graphql-ws socket of the page goes through here, so the test can cut it and read what the page sends.
+    const sockets: WebSocketRoute[] = [];
+    const subscribes: { afterSequence?: number | null }[] = [];
+    await page.routeWebSocket(/\/graphql$/, (socket) => {
+      const server = socket.connectToServer();
+      sockets.push(socket);
+      socket.onMessage((message) => {
+        const parsed = JSON.parse(String(message)) as { type: string; payload?: { variables?: { afterSequence?: number | null } } };
+        if (parsed.type === 'subscribe') subscribes.push(parsed.payload?.variables ?? {});
+        server.send(message);
+      });
+    });
     await page.goto(new URL('/explorer', app.url).href);
     if (keys) {
       await page.getByRole('alert').waitFor();
@@ -204,6 +216,20 @@ describe.skipIf(skip).each([
     expect(await planner.locator('[data-field="status"]').textContent()).toBe('completed');
     expect(await page.locator(`article.turn[data-id="${turnId}"] tfoot [data-field="output"]`).textContent()).toBe('758');
     await screenshot('completed');
+
+    // The connection drops; what happens meanwhile arrives after the reconnect, once, because the
+    // page subscribes again after the last sequence it saw.
+    const { startTurn: second } = await gqlOk(app, StartTurn, { input: { sessionId, agentIds: ['planner'] } }, { apiKey });
+    await page.locator(`article.turn[data-id="${second.id}"]`).waitFor({ timeout: LIVE_MS });
+    for (const socket of sockets.splice(0)) await socket.close({ code: 1012, reason: 'restarting' });
+    await gqlOk(app, ReportUsage, { input: { turnId: second.id, agentId: 'planner', inputTokens: 777, callId: 'c' } }, { apiKey });
+    const secondPlanner = page.locator(`article.turn[data-id="${second.id}"] tr[data-agent="planner"]`);
+    // The page reconnects after 0.5 to 1 s.
+    await secondPlanner.locator('[data-field="input"]', { hasText: '777' }).waitFor({ timeout: 5_000 });
+    expect(subscribes.length).toBe(2);
+    expect(subscribes[0].afterSequence).toBeNull();
+    expect(subscribes[1].afterSequence).toBeGreaterThan(0);
+    expect(await page.locator('article.turn').count()).toBe(2);
 
     // The next context, message by message.
     await page.getByRole('button', { name: 'Assemble' }).click();
