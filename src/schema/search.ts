@@ -1,6 +1,7 @@
 import type { SearchHit } from '../services/search.js';
 import {
-  HIGHLIGHT_SOURCE_CHARS,
+  HIGHLIGHT_SCAN_CHARS,
+  HIGHLIGHT_WINDOW_CHARS,
   SEARCH_DEFAULT_PAGE,
   SEARCH_MAX_PAGE,
   SEARCH_QUERY_MAX_CHARS,
@@ -24,7 +25,7 @@ const MessageSearchEdge = builder.objectRef<SearchHit>('MessageSearchEdge').impl
       resolve: async (hit, _, ctx) => (await ctx.loaders.sessionById.load(hit.message.sessionId))!,
     }),
     highlight: t.exposeString('highlight', {
-      description: `The matching text around its best match (up to 35 words; a short text whole), HTML-escaped, each match wrapped in <mark>…</mark>: safe to insert as HTML. Taken from the message's first ${HIGHLIGHT_SOURCE_CHARS.toLocaleString('en-US')} characters (the replacement, for a redacted message); when the match lies further on, the text's start.`,
+      description: `The matching text around its best match (up to 35 words; a short text whole), HTML-escaped, each match wrapped in <mark>…</mark>: safe to insert as HTML. Cut from ${HIGHLIGHT_WINDOW_CHARS.toLocaleString('en-US')} characters of the text (the replacement, for a redacted message) around the first place a query word shows in its first ${HIGHLIGHT_SCAN_CHARS.toLocaleString('en-US')} characters; from its start when there is none.`,
     }),
     rank: t.exposeFloat('rank', { description: "Relevance (PostgreSQL's ts_rank): higher is better. Hits come best first, then newest." }),
     matchedRedaction: t.boolean({

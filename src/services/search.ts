@@ -11,10 +11,19 @@ export const SEARCH_DEFAULT_PAGE = 20;
 /** Largest page: each hit's highlight is computed by the database. */
 export const SEARCH_MAX_PAGE = 50;
 /**
- * The highlight is taken from a hit's first this many characters: a match further on still ranks
- * the message, and its highlight then shows the text's start.
+ * A hit's highlight is cut from a window of this many characters around the first place one of
+ * the query's words shows in its first HIGHLIGHT_SCAN_CHARS (else from its start).
  */
-export const HIGHLIGHT_SOURCE_CHARS = 20_000;
+export const HIGHLIGHT_WINDOW_CHARS = 800;
+export const HIGHLIGHT_SCAN_CHARS = 10_000;
+/** Query words are looked for by a prefix this long, so a stemmed match ("cheap" for "cheaper") is found too. */
+const TERM_PREFIX = 5;
+
+/** The query's words as the headline window looks for them (see HeadlineWindow). */
+export function windowTerms(query: string): string[] {
+  const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return [...new Set(words.map((word) => word.slice(0, TERM_PREFIX)))];
+}
 
 export interface SearchHit {
   cursor: string;
@@ -101,7 +110,11 @@ export class MessageSearchService {
     if (!Number.isInteger(size) || size < 0 || size > SEARCH_MAX_PAGE) throw badInput(`first must be from 0 to ${SEARCH_MAX_PAGE}.`);
     const position = after ? decodeCursor(after) : null;
     if (size === 0) return { hits: [], hasNextPage: false };
-    const rows = await searchMessages(this.sql.reads, workspaceId, text, position, size + 1, HIGHLIGHT_SOURCE_CHARS);
+    const rows = await searchMessages(this.sql.reads, workspaceId, text, position, size + 1, {
+      terms: windowTerms(text),
+      scanChars: HIGHLIGHT_SCAN_CHARS,
+      chars: HIGHLIGHT_WINDOW_CHARS,
+    });
     return {
       hits: rows.slice(0, size).map((row) => ({
         cursor: encodeCursor({ rank: row.rank, createdAt: row.message.createdAt, id: row.message.id }),

@@ -169,6 +169,14 @@ describe('searchMessages', () => {
     expect(seen).toEqual(all.map((e) => e.message.id));
   });
 
+  it('highlights a match deep inside a long message, from a bounded window of it', async () => {
+    const filler = 'lorem ipsum dolor sit amet '.repeat(300);
+    await create('Long read', [`${filler}the axolotl regrows its limbs ${filler}`]);
+    const [hit] = (await search('axolotl')).edges;
+    expect(hit.highlight).toContain('<mark>axolotl</mark> regrows its limbs');
+    expect(hit.highlight.length).toBeLessThan(1_000);
+  });
+
   it('escapes HTML in highlights', async () => {
     await create('Markup', ['<script>alert("ibex")</script> & ibex']);
     const [hit] = (await search('ibex')).edges;

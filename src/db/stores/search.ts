@@ -51,11 +51,22 @@ const REDACTED_IN_ITS_SESSION = `(
   ORDER BY t.ordinal DESC LIMIT 1
 ) = 'REDACT'`;
 
+/** Where a hit's headline is cut from: a window of its text around the first place a query word shows. */
+export interface HeadlineWindow {
+  /** The query's words, lower-case, cut to a prefix (so "cheaper" is found by "cheap…" too). */
+  terms: string[];
+  /** How far into the text to look for them (the window is at the start when none shows there). */
+  scanChars: number;
+  /** The window's length; it starts a fifth of it before the place found. */
+  chars: number;
+}
+
 /**
  * One page of the workspace's messages matching `query` (websearch syntax: words, "phrases", or,
  * -not), best rank first, then newest, then by id; `limit` rows after `after`. A query of stop
- * words only matches nothing. ts_headline parses the whole text it is given (its cost grows with
- * it), so it is given the first `headlineChars` characters of each hit of the page only.
+ * words only matches nothing. ts_headline parses the whole text it is given, and on PGlite it runs
+ * on the server's thread, so it runs for the page's rows only, each on a window of `window.chars`
+ * characters found by lower() and strpos() over at most `window.scanChars`.
  */
 export function searchMessages(
   sql: SqlClient,
@@ -63,7 +74,7 @@ export function searchMessages(
   query: string,
   after: SearchPosition | null,
   limit: number,
-  headlineChars: number,
+  window: HeadlineWindow,
 ): Promise<SearchHitRow[]> {
   const p = new SqlParams();
   const q = p.add(query);
@@ -97,9 +108,15 @@ export function searchMessages(
          LIMIT ${p.add(limit, '::int')}
        )
        SELECT ${columnList(MESSAGE_COLUMNS, 'm')}, page.rank, page.replacement,
-         ts_headline('english', translate(left(coalesce(page.replacement, m.text), ${p.add(headlineChars, '::int')}), ${p.add(`<>${HIT_START}${HIT_END}`)}, ${p.add(LESS_THAN + GREATER_THAN)}),
+         ts_headline('english',
+           translate(substr(src.text, greatest(1, coalesce(hit.at, 1) - ${p.add(Math.floor(window.chars / 5), '::int')}), ${p.add(window.chars, '::int')}),
+             ${p.add(`<>${HIT_START}${HIT_END}`)}, ${p.add(LESS_THAN + GREATER_THAN)}),
            q.query, ${p.add(HEADLINE_OPTIONS)}) AS headline
-       FROM page JOIN "Message" m ON m.id = page.id, q
+       FROM page JOIN "Message" m ON m.id = page.id
+         CROSS JOIN LATERAL (SELECT coalesce(page.replacement, m.text) AS text) src
+         CROSS JOIN LATERAL (SELECT lower(left(src.text, ${p.add(window.scanChars, '::int')})) AS text) low
+         CROSS JOIN LATERAL (SELECT min(nullif(strpos(low.text, term), 0)) AS at FROM unnest(${p.add(window.terms, '::text[]')}) term) hit,
+         q
        ORDER BY page.rank DESC, page."createdAt" DESC, page.id DESC`,
       p.values,
     )
