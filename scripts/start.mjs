@@ -21,7 +21,7 @@ const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const stamp = join(root, 'dist', '.build-started');
 // What the build reads: a change to any of these (a new mtime, or a file added to or removed from
 // a folder, which touches the folder) means dist/ may be stale.
-const inputs = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+const inputs = ['src', 'explorer', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
 
 /**
  * Whether dist/ was built, successfully, from the sources as they are: even an incremental tsc run
@@ -52,6 +52,15 @@ if (existsSync(tsc) && !upToDate()) {
   if (build.status !== 0) {
     console.error('session-graph: the build failed (npm run build); not starting.');
     process.exit(build.status ?? 1);
+  }
+  // The explorer page needs its typed documents (explorer/generated/, written by codegen, a dev
+  // dependency): without them the server runs and /explorer says it is not built.
+  if (existsSync(join(root, 'explorer', 'generated'))) {
+    const page = spawnSync(process.execPath, [join(root, 'scripts', 'build-explorer.mjs'), '--no-check'], { cwd: root, stdio: 'inherit' });
+    if (page.status !== 0) {
+      console.error('session-graph: the explorer page did not build (node scripts/build-explorer.mjs); not starting.');
+      process.exit(page.status ?? 1);
+    }
   }
   // When this build started: a source changed after it (even during it) is newer and rebuilds.
   writeFileSync(stamp, `${startedAt}\n`);

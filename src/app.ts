@@ -19,6 +19,7 @@ import { createHttpFastPath, type FastPathOptions, type FastPathStats } from './
 import { assertFastPathHonours, fastPathCovers } from './http/fast-path-contract.js';
 import { corsFor, createHttpServer } from './http/server.js';
 import { useGraphQLWebSocket } from './http/websocket.js';
+import { useExplorer } from './http/explorer.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
 import { configureSchemaChecks } from './schema/builder.js';
@@ -146,6 +147,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
   const jit = useQueryJit(config.queryJit);
   const plugins = [
     useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),
+    // The explorer is a playground too: served exactly where GraphiQL is.
+    ...(config.graphiql ? [useExplorer()] : []),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
     // CSRF prevention refuses only bodies of a type a browser sends without a preflight: the fast

@@ -121,7 +121,7 @@ export interface AppConfig {
   corsOrigins: string[];
   /** Requests (HTTP operations and WebSocket subscribes) per key, or per IP without a key, per window; 0 turns limiting off. */
   rateLimit: { requests: number; windowMs: number };
-  /** GraphiQL and introspection. */
+  /** GraphiQL, the explorer page (`/explorer`) and introspection. */
   graphiql: boolean;
   /** How long a shutdown waits for in-flight requests before cutting their connections. */
   shutdownGraceMs: number;
@@ -191,7 +191,10 @@ export const SETTINGS = {
   },
   RATE_LIMIT: { integer: 3_000, min: 0, meaning: 'requests per window per API key (per client IP without one); `0` turns limiting off' },
   RATE_LIMIT_WINDOW_MS: { integer: 60_000, min: 1, meaning: 'rate-limit window' },
-  GRAPHIQL: { shown: '`false` in production, else `true`', meaning: 'GraphiQL on a browser GET, and introspection' },
+  GRAPHIQL: {
+    shown: '`false` in production, else `true`',
+    meaning: 'GraphiQL on a browser GET, the explorer page at `/explorer`, and introspection',
+  },
   MAX_STRING_CHARS: {
     min: 1024,
     shown: '`1048576` on PostgreSQL, `262144` on PGlite',

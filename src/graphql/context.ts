@@ -10,6 +10,7 @@ import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
 import type { AssemblyService } from '../services/assembly.js';
 import { RequestLoaders, type LoaderSources } from '../services/loaders.js';
 import { ReadService, type EventEntityMemo } from '../services/reads.js';
+import { MessageSearchService } from '../services/search.js';
 import type { SessionService } from '../services/sessions.js';
 import type { TransformService } from '../services/transforms.js';
 import type { TurnService } from '../services/turns.js';
@@ -56,6 +57,7 @@ export interface RequestContext {
   assembly: AssemblyService;
   turns: TurnService;
   reads: ReadService;
+  search: MessageSearchService;
 }
 
 /** What the event and subscription helpers use (every resolver receives the whole `RequestContext`: Pothos has one context type per builder). */
@@ -69,6 +71,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
   const { db, auth, caps, sessions, transforms, assembly, turns } = runtime;
   const sources: LoaderSources = { prisma: db.prisma, sql: db.sql, sessionRows: runtime.sessionRows, pages: runtime.caches.pages };
   const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities);
+  const search = new MessageSearchService(db.sql);
   return async (source) => {
     const workspaceId = await auth.workspaceFor(source.authorization);
     return {
@@ -82,6 +85,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
       assembly,
       turns,
       reads,
+      search,
     };
   };
 }

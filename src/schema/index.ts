@@ -13,6 +13,7 @@ import './assembly.js';
 import './events.js';
 import './transforms.js';
 import './turn-events.js';
+import './search.js';
 import { lexicographicSortSchema } from '../packages/index.js';
 
 /**

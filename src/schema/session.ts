@@ -1,5 +1,6 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE } from '../domain/pagination.js';
+import { badInput } from '../domain/errors.js';
 import { builder } from './builder.js';
 import { parseGlobalId } from './ids.js';
 import { Message, Session } from './refs.js';
@@ -233,6 +234,10 @@ builder.queryFields((t) => ({
         rootsOnly: t.arg.boolean({ required: false, description: 'Only sessions that are not forks.' }),
         parentId: t.arg.id({ required: false, description: 'Only direct forks of this session.' }),
         kind: t.arg({ type: SessionKindEnum, required: false, description: 'Only sessions of this kind.' }),
+        titleContains: t.arg.string({
+          required: false,
+          description: `Only sessions whose title contains this text, ignoring case (at most ${TITLE_FILTER_MAX} characters).`,
+        }),
       },
       totalCount: (_, args, ctx) => ctx.prisma.session.count({ where: sessionsWhere(args, ctx.workspaceId) }),
       resolve: (query, _, args, ctx) =>
@@ -243,12 +248,22 @@ builder.queryFields((t) => ({
   ),
 }));
 
+const TITLE_FILTER_MAX = 200;
+// Prisma sends `contains` to ILIKE as it is: its wildcards and escape character are escaped here.
+
 function sessionsWhere(
-  args: { rootsOnly?: boolean | null; parentId?: string | number | null; kind?: 'ROOT' | 'FORK' | 'SUB_AGENT' | null },
+  args: {
+    rootsOnly?: boolean | null;
+    parentId?: string | number | null;
+    kind?: 'ROOT' | 'FORK' | 'SUB_AGENT' | null;
+    titleContains?: string | null;
+  },
   workspaceId: string,
 ) {
+  if ((args.titleContains?.length ?? 0) > TITLE_FILTER_MAX) throw badInput(`titleContains must be at most ${TITLE_FILTER_MAX} characters.`);
   return {
     workspaceId,
+    ...(args.titleContains ? { title: { contains: args.titleContains.replace(/[\\%_]/g, '\\$&'), mode: 'insensitive' as const } } : {}),
     ...(args.kind ? { kind: args.kind } : {}),
     ...(args.rootsOnly ? { parentId: null } : {}),
     ...(args.parentId !== null && args.parentId !== undefined

@@ -92,8 +92,24 @@ describe(`browsers: CORS, CSRF, JSON-only mutations (${backend.label})`, () => {
     expect(await sessionCount(app)).toBe(before);
   });
 
-  it('GRAPHIQL=false serves no GraphiQL page and refuses introspection, keeping __typename', async () => {
+  it('serves the explorer page where GraphiQL is: built files only, talking to this origin only', async () => {
+    const page = await app.yoga.fetch('http://localhost/explorer');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
+    const html = await page.text();
+    expect(html).toContain('src="/explorer/explorer.js"');
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+    const script = await app.yoga.fetch('http://localhost/explorer/explorer.js');
+    expect(script.headers.get('content-type')).toContain('text/javascript');
+    expect((await script.text()).length).toBeGreaterThan(1_000);
+    expect((await app.yoga.fetch('http://localhost/explorer/nothing.js')).status).toBe(404);
+    expect((await app.yoga.fetch('http://localhost/explorer', { method: 'POST' })).status).toBe(405);
+  });
+
+  it('GRAPHIQL=false serves no GraphiQL page and no explorer, and refuses introspection, keeping __typename', async () => {
     const closed = await make({ config: { graphiql: false } });
+    expect((await closed.yoga.fetch('http://localhost/explorer')).status).toBe(404);
     const page = await closed.yoga.fetch('http://localhost/graphql', { headers: { accept: 'text/html' } });
     expect(await page.text()).not.toMatch(/graphiql/i);
     const introspection = await gql(closed, '{ __schema { queryType { name } } }');

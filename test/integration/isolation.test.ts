@@ -121,6 +121,13 @@ const probes: Record<string, Probe[]> = {
   'Query.sessions': [
     { query: 'query($p: ID) { sessions(first: 50, parentId: $p) { edges { node { id title } } } }', variables: () => ({ p: ids.session }) },
     { query: 'query { sessions(first: 50) { edges { node { id title } } } }', variables: () => ({}) },
+    { query: 'query { sessions(first: 50, titleContains: "secret") { edges { node { id title } } } }', variables: () => ({}) },
+  ],
+  'Query.searchMessages': [
+    {
+      query: 'query { searchMessages(query: "secret or question") { edges { node: session { id } highlight } } }',
+      variables: () => ({}),
+    },
   ],
   'Mutation.appendMessages': [
     {

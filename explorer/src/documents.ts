@@ -1,0 +1,283 @@
+// Every operation the explorer sends: typed by `npm run codegen` (explorer/generated/).
+import { graphql } from '../generated/index.js';
+
+export const SessionList = graphql(`
+  query ExplorerSessions($first: Int!, $after: String, $titleContains: String) {
+    sessions(first: $first, after: $after, titleContains: $titleContains) {
+      totalCount
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      edges {
+        node {
+          id
+          title
+          kind
+          createdAt
+          updatedAt
+          messageCount
+          activeTurn {
+            id
+          }
+        }
+      }
+    }
+  }
+`);
+
+export const SearchMessages = graphql(`
+  query ExplorerSearch($query: String!, $first: Int, $after: String) {
+    searchMessages(query: $query, first: $first, after: $after) {
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      edges {
+        highlight
+        message {
+          id
+          index
+          role
+          createdAt
+        }
+        session {
+          id
+          title
+          kind
+        }
+      }
+    }
+  }
+`);
+
+export const TurnFields = graphql(`
+  fragment ExplorerTurn on Turn {
+    id
+    number
+    status
+    startedAt
+    completedAt
+    error
+    usage {
+      ...ExplorerUsage
+    }
+    agents {
+      agentId
+      status
+      error
+      usage {
+        ...ExplorerUsage
+      }
+    }
+    subSessions(first: 20) {
+      edges {
+        node {
+          id
+          title
+          agentId
+          messageCount
+        }
+      }
+    }
+  }
+`);
+
+export const UsageFields = graphql(`
+  fragment ExplorerUsage on Usage {
+    inputTokens
+    outputTokens
+    cacheReadTokens
+    cacheWriteTokens
+    totalTokens
+    cost
+  }
+`);
+
+export const MessageFields = graphql(`
+  fragment ExplorerMessage on Message {
+    id
+    index
+    role
+    text
+    generating
+    tokenCount
+    agentId
+    createdAt
+    hidden
+    hiddenReason
+    redacted
+    redaction {
+      replacement
+    }
+    parts {
+      __typename
+      ... on ToolCallPart {
+        callId
+        name
+        arguments
+      }
+      ... on ToolResultPart {
+        callId
+        content
+        isError
+      }
+      ... on AttachmentPart {
+        attachment {
+          name
+          mimeType
+          size
+        }
+      }
+    }
+  }
+`);
+
+export const SessionView = graphql(`
+  query ExplorerSession($id: ID!, $after: String) {
+    session(id: $id) {
+      id
+      title
+      kind
+      createdAt
+      messageCount
+      forkIndex
+      agentId
+      parent {
+        id
+        title
+      }
+      parentTurn {
+        id
+        number
+        session {
+          id
+          title
+        }
+      }
+      root {
+        id
+      }
+      messages(first: 200, after: $after) {
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
+        edges {
+          node {
+            ...ExplorerMessage
+          }
+        }
+      }
+      activeTurn {
+        ...ExplorerTurn
+      }
+      turns(last: 5) {
+        totalCount
+        edges {
+          node {
+            ...ExplorerTurn
+          }
+        }
+      }
+    }
+  }
+`);
+
+export const SessionForks = graphql(`
+  query ExplorerForks($id: ID!) {
+    session(id: $id) {
+      id
+      title
+      messageCount
+      forkIndex
+      forks(first: 50) {
+        edges {
+          node {
+            id
+            title
+            messageCount
+            forkIndex
+          }
+        }
+      }
+    }
+  }
+`);
+
+export const ForkSession = graphql(`
+  mutation ExplorerFork($input: ForkSessionInput!) {
+    forkSession(input: $input) {
+      session {
+        id
+        title
+      }
+      excludedMessage {
+        id
+        text
+      }
+    }
+  }
+`);
+
+export const AppendMessage = graphql(`
+  mutation ExplorerAppend($input: AppendMessagesInput!) {
+    appendMessages(input: $input) {
+      messages {
+        id
+      }
+    }
+  }
+`);
+
+export const AssembleContext = graphql(`
+  mutation ExplorerAssemble($input: AssembleContextInput!) {
+    assembleContext(input: $input) {
+      format
+      encoding
+      tokenCount
+      maxTokens
+      truncated
+      droppedMessageCount
+      summaryIncluded
+      elidedToolResultCount
+      contextHash
+      messages {
+        kind
+        role
+        sourceIndex
+        tokenCount
+        text
+      }
+      decisions {
+        index
+        decision
+        reason
+      }
+    }
+  }
+`);
+
+export const SessionEvents = graphql(`
+  subscription ExplorerEvents($sessionId: ID!, $afterSequence: Int) {
+    sessionEvents(sessionId: $sessionId, afterSequence: $afterSequence) {
+      __typename
+      sequence
+      ... on MessageAdded {
+        message {
+          ...ExplorerMessage
+        }
+      }
+      ... on MessageUpdated {
+        message {
+          ...ExplorerMessage
+        }
+      }
+      ... on TurnEvent {
+        turn {
+          ...ExplorerTurn
+        }
+      }
+    }
+  }
+`);

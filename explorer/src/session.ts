@@ -1,0 +1,189 @@
+// One session: its header, fork tree, live turns, messages (with "fork here") and the next context.
+import { follow, request } from './api.js';
+import { AppendMessage, SessionEvents, SessionView } from './documents.js';
+import { count, h, time } from './format.js';
+import type { ExplorerMessageFragment, ExplorerSessionQuery } from '../generated/graphql.js';
+import { forkTree } from './fork-tree.js';
+import { contextPanel } from './context.js';
+import { renderTurn } from './turn.js';
+import { errorBox, sessionHref } from './sessions.js';
+import { forkHere, takeDraft } from './fork.js';
+
+type SessionData = NonNullable<ExplorerSessionQuery['session']>;
+
+/** Shows session `id` (scrolled to `messageId` when given); returns what stops its live stream. */
+export function showSession(main: HTMLElement, id: string, messageId?: string): () => void {
+  const messages = h('ol', { class: 'messages' });
+  const turns = h('div', { class: 'turns' });
+  const live = h('span', { class: 'badge', id: 'live' }, 'connecting…');
+  let stopped = false;
+  let stop = () => {};
+
+  const upsert = (list: HTMLElement, key: string, element: HTMLElement, before = false) => {
+    const existing = list.querySelector(`[data-id="${CSS.escape(key)}"]`);
+    if (existing) existing.replaceWith(element);
+    else if (before) list.prepend(element);
+    else list.append(element);
+  };
+
+  // Subscribed before the first read: an event that lands meanwhile is in the read or comes after
+  // it; each carries the whole message or turn, so applying it again changes nothing.
+  stop = follow(
+    SessionEvents,
+    { sessionId: id, afterSequence: null },
+    (data) => data.sessionEvents.sequence,
+    ({ sessionEvents: event }) => {
+      live.textContent = 'live';
+      if ((event.__typename === 'MessageAdded' || event.__typename === 'MessageUpdated') && event.message) {
+        upsert(messages, event.message.id, renderMessage(event.message, id));
+      } else if ('turn' in event && event.turn) {
+        upsert(turns, event.turn.id, renderTurn(event.turn), true);
+      }
+    },
+    (error) => {
+      live.textContent = 'disconnected';
+      messages.before(errorBox(error));
+    },
+    () => (live.textContent = 'live'),
+  );
+
+  void (async () => {
+    try {
+      const { session } = await request(SessionView, { id });
+      if (stopped) return;
+      if (!session) {
+        main.replaceChildren(h('p', { class: 'error' }, 'No such session in this workspace.'), h('a', { href: '#/' }, 'All sessions'));
+        return;
+      }
+      main.replaceChildren(
+        header(session, live),
+        h('section', { class: 'panel' }, h('h2', {}, 'Fork tree'), forkTree(session.root.id, session.id)),
+        h('section', { class: 'panel' }, h('h2', {}, 'Turns'), turns),
+        takeDraft(session.id, (text) => sendDraft(session.id, text)) ?? '',
+        h('section', { class: 'panel' }, h('h2', {}, `Messages (${count(session.messageCount)})`), messages),
+        contextPanel(session.id),
+      );
+      const shown = [...session.turns.edges.map((e) => e.node)].reverse();
+      if (session.activeTurn && !shown.some((t) => t.id === session.activeTurn!.id)) shown.unshift(session.activeTurn);
+      for (const turn of shown) upsert(turns, turn.id, renderTurn(turn));
+      if (shown.length === 0) turns.append(h('p', { class: 'muted' }, 'No turns yet.'));
+      await loadMessages(session, messages, session.messages);
+      if (messageId) {
+        const target = messages.querySelector(`[data-id="${CSS.escape(messageId)}"]`);
+        target?.classList.add('target');
+        target?.scrollIntoView({ block: 'center' });
+      }
+    } catch (error) {
+      main.replaceChildren(errorBox(error));
+    }
+  })();
+  main.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
+  return () => {
+    stopped = true;
+    stop();
+  };
+}
+
+async function loadMessages(session: SessionData, list: HTMLElement, page: SessionData['messages']) {
+  for (const { node } of page.edges) {
+    if (!list.querySelector(`[data-id="${CSS.escape(node.id)}"]`)) list.append(renderMessage(node, session.id));
+  }
+  if (page.pageInfo.hasNextPage) {
+    const more = h('button', { type: 'button' }, 'More messages');
+    more.addEventListener('click', async () => {
+      more.remove();
+      const next = await request(SessionView, { id: session.id, after: page.pageInfo.endCursor });
+      if (next.session) await loadMessages(session, list, next.session.messages);
+    });
+    list.after(more);
+  }
+}
+
+async function sendDraft(sessionId: string, text: string) {
+  await request(AppendMessage, { input: { sessionId, messages: [{ role: 'USER', text }] } });
+}
+
+function header(session: SessionData, live: HTMLElement): HTMLElement {
+  const origin = session.parent
+    ? h(
+        'span',
+        {},
+        'forked from ',
+        h('a', { href: sessionHref(session.parent.id) }, session.parent.title),
+        ` at message #${session.forkIndex}`,
+      )
+    : session.parentTurn
+      ? h(
+          'span',
+          {},
+          `sub-agent ${session.agentId ?? ''} in turn ${session.parentTurn.number} of `,
+          h('a', { href: sessionHref(session.parentTurn.session.id) }, session.parentTurn.session.title),
+        )
+      : null;
+  return h(
+    'header',
+    { class: 'session' },
+    h('a', { href: '#/' }, '← All sessions'),
+    h(
+      'h1',
+      {},
+      session.title || '(untitled)',
+      ' ',
+      h('span', { class: `badge kind-${session.kind.toLowerCase()}` }, session.kind.toLowerCase()),
+    ),
+    h('p', { class: 'muted' }, 'created ', time(session.createdAt), origin ? ' · ' : '', origin, ' · ', live),
+  );
+}
+
+function renderPart(part: ExplorerMessageFragment['parts'][number]): HTMLElement | null {
+  switch (part.__typename) {
+    case 'ToolCallPart':
+      return h(
+        'details',
+        { class: 'tool-call' },
+        h('summary', {}, `tool call ${part.name}`, h('code', {}, ` ${part.callId}`)),
+        h('pre', {}, JSON.stringify(part.arguments, null, 2)),
+      );
+    case 'ToolResultPart':
+      return h(
+        'details',
+        { class: part.isError ? 'tool-result failed' : 'tool-result' },
+        h('summary', {}, part.isError ? 'tool result: failed ' : 'tool result ', h('code', {}, part.callId)),
+        h('pre', {}, part.content),
+      );
+    case 'AttachmentPart':
+      return h(
+        'div',
+        { class: 'attachment' },
+        `attachment: ${part.attachment.name} (${part.attachment.mimeType}, ${count(part.attachment.size)} bytes)`,
+      );
+    default:
+      return null;
+  }
+}
+
+function renderMessage(m: ExplorerMessageFragment, sessionId: string): HTMLElement {
+  const badges = [
+    m.hidden ? h('span', { class: 'badge hidden', title: m.hiddenReason ?? '' }, `hidden: ${m.hiddenReason ?? ''}`) : null,
+    m.redacted ? h('span', { class: 'badge redacted' }, 'redacted') : null,
+    m.generating ? h('span', { class: 'badge live' }, 'generating') : null,
+    m.agentId ? h('span', { class: 'badge' }, m.agentId) : null,
+  ];
+  return h(
+    'li',
+    { class: `message role-${m.role.toLowerCase()}`, 'data-id': m.id, value: m.index + 1 },
+    h(
+      'div',
+      { class: 'meta' },
+      h('strong', {}, m.role.toLowerCase()),
+      ` #${m.index} · `,
+      time(m.createdAt),
+      ` · ${count(m.tokenCount)} tokens `,
+      ...badges,
+      m.role === 'USER' ? forkHere(sessionId, m.index) : null,
+    ),
+    m.redacted ? h('p', { class: 'replacement' }, `sent as: ${m.redaction?.replacement ?? ''}`) : null,
+    m.text ? h('div', { class: 'text' }, m.text) : null,
+    ...m.parts.map(renderPart),
+  );
+}
