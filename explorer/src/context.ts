@@ -5,7 +5,7 @@ import { count, h } from './format.js';
 import type { ContextFormat } from '../generated/graphql.js';
 import { errorBox } from './sessions.js';
 
-const FORMATS: ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'ANTHROPIC_MESSAGES'];
+const FORMATS: ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'OPENAI_RESPONSES', 'ANTHROPIC_MESSAGES', 'GEMINI'];
 
 export function contextPanel(sessionId: string): HTMLElement {
   const format = h('select', { 'aria-label': 'Format' }, ...FORMATS.map((f) => h('option', { value: f }, f)));
