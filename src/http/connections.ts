@@ -17,6 +17,14 @@ interface Tracked {
  */
 const DRAIN_QUIET_MS = 500;
 const DRAIN_CHECK_MS = 25;
+const ACCEPT_QUIET_MS = 100;
+const ACCEPT_MAX_MS = 1_000;
+
+/** Resolves in the check phase after a timer of DRAIN_CHECK_MS: a poll phase (accepts, reads) has just run. */
+const afterPoll = async () => {
+  await new Promise((resolve) => setTimeout(resolve, DRAIN_CHECK_MS));
+  await new Promise((resolve) => setImmediate(resolve));
+};
 
 /** The answer to a request still unanswered when the shutdown grace ends. */
 const STOPPING_BODY = JSON.stringify({
@@ -47,15 +55,18 @@ const progressOf = (socket: Socket) => socket.bytesRead + (socket.bytesWritten ?
  *   completed write: one write of a response is taken by the kernel whole or not at all.
  * - **A drain that loses nothing** (`drain`): Node's `server.close()` closes every connection
  *   with no parsed request at once (`closeIdleConnections`), resetting requests whose bytes were
- *   sent but not yet read. Here the listener stops, every request on an open connection is read
+ *   sent but not yet read. Here the listener stops once the kernel's queued connections are
+ *   accepted, every request on an open connection is read
  *   and answered, its response closes its connection, and an idle connection is closed only once
  *   it has been quiet for DRAIN_QUIET_MS.
  */
 export function trackConnections(server: Server, idleMs: number) {
   const sockets = new Map<Socket, Tracked>();
   let draining = false;
+  let lastAcceptAt = 0;
 
   server.on('connection', (socket: Socket) => {
+    lastAcceptAt = Date.now();
     sockets.set(socket, { open: new Set(), progress: progressOf(socket), progressAt: Date.now() });
     socket.once('close', () => sockets.delete(socket));
   });
@@ -96,8 +107,8 @@ export function trackConnections(server: Server, idleMs: number) {
     /** Whether `drain` has begun (responses then close their connection). */
     draining: () => draining,
     /**
-     * Stops accepting (after one more turn of the loop, so connections already queued by the
-     * kernel are accepted and read), serves what arrives on open connections, and resolves once
+     * Stops accepting (once no connection has come for ACCEPT_QUIET_MS, so those the kernel had
+     * queued are accepted and read), serves what arrives on open connections, and resolves once
      * every connection is closed. When `graceMs` ends, each request still open is answered 503
      * with a SERVICE_UNAVAILABLE body (if its headers are not sent yet), and every connection is
      * destroyed.
@@ -106,8 +117,10 @@ export function trackConnections(server: Server, idleMs: number) {
       draining = true;
       const started = Date.now();
       for (const tracked of sockets.values()) tracked.progressAt = started;
-      // Two turns: a poll phase runs in between, accepting the kernel's queued connections.
-      for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+      // The listener stays open until no connection has come for ACCEPT_QUIET_MS (at most
+      // ACCEPT_MAX_MS), each check right after a poll phase: closing it resets every connection the
+      // kernel has queued and the busy loop has not accepted yet, requests already sent on them.
+      while (Date.now() - lastAcceptAt < ACCEPT_QUIET_MS && Date.now() - started < ACCEPT_MAX_MS) await afterPoll();
       // net.Server's close stops the listener without http.Server's closeIdleConnections.
       if (server.listening) NetServer.prototype.close.call(server);
       while (sockets.size > 0) {
@@ -132,7 +145,9 @@ export function trackConnections(server: Server, idleMs: number) {
             if (tracked.open.size === 0 && stillFor(socket, tracked, now) >= DRAIN_QUIET_MS) socket.destroy();
           }
         }
-        await new Promise((resolve) => setTimeout(resolve, DRAIN_CHECK_MS));
+        // The check runs in the check phase, right after a poll phase: whatever a client had sent
+        // by then has been read (and its request begun), even after the loop was held up.
+        await afterPoll();
       }
       clearInterval(watchdog);
       // http.Server's own close: stops its timeout checks (there is nothing left for its idle sweep).
