@@ -208,7 +208,8 @@ export const SETTINGS = {
   SHUTDOWN_GRACE_MS: {
     integer: 10_000,
     min: 0,
-    meaning: 'on SIGTERM, how long requests already sent may take; those still unanswered then get 503 `SERVICE_UNAVAILABLE` and their connections are closed',
+    meaning:
+      'on SIGTERM, how long requests already sent may take; those still unanswered then get 503 `SERVICE_UNAVAILABLE` and their connections are closed',
   },
   HEADERS_TIMEOUT_MS: { integer: 10_000, min: 1, meaning: 'a client must send its request headers within this time (else 408)' },
   REQUEST_TIMEOUT_MS: { integer: 30_000, min: 1, meaning: '… and its whole request, body included' },

@@ -146,6 +146,7 @@ describe('the server process (npm start)', () => {
       query: 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }',
       variables: { input: { sessionId, messages: [{ role: 'USER', text }] } },
     });
+    const sent: Promise<void>[] = [];
     const answers = Array.from(
       { length: 30 },
       () =>
@@ -165,9 +166,12 @@ describe('the server process (npm start)', () => {
             },
           );
           req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+          // Sent: connected, and the whole request handed to the kernel.
+          sent.push(new Promise((done) => req.once('finish', done)));
           req.end(body);
         }),
     );
+    await Promise.all(sent);
     await new Promise((resolve) => setTimeout(resolve, 20));
     const exited = stop(running);
     const results = await Promise.all(answers);
