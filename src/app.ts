@@ -57,8 +57,9 @@ export interface App {
   warm(): Promise<void>;
   /**
    * Graceful stop: stops accepting, completes every subscription (SSE `complete`, WebSocket 1001),
-   * lets in-flight requests finish for up to `shutdownGraceMs`, then closes pub/sub and the
-   * database. Idempotent.
+   * reads and answers every request already on an open connection (`Connection: close`) for up
+   * to `shutdownGraceMs`, answering 503 SERVICE_UNAVAILABLE to those still running then, and
+   * closes pub/sub and the database. Idempotent.
    */
   close(): Promise<void>;
 }
@@ -202,13 +203,9 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     caps,
     maskError,
   });
-  const server = createHttpServer(
-    config.timeouts,
-    () => stopping,
-    (req, res) => {
-      if (!fastPath.handle(req, res)) void yoga(req, res);
-    },
-  );
+  const { server, connections } = createHttpServer(config.timeouts, (req, res) => {
+    if (!fastPath.handle(req, res)) void yoga(req, res);
+  });
   const webSocket = useGraphQLWebSocket({
     server,
     yoga,
@@ -250,17 +247,14 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     close() {
       closing ??= (async () => {
         stopping = true;
-        // Stop accepting; requests already running (on any connection) go on until the grace ends.
-        const drained = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
-        server.closeIdleConnections();
+        // Stop accepting; every request on an open connection is read and answered (503 once the
+        // grace ends), each response closing its connection.
+        const drained = connections.drain(config.shutdownGraceMs);
         // SSE streams end with `complete`; graphql-ws operations with a complete message, then 1001.
         subscriptions.completeAll();
         await new Promise((resolve) => setImmediate(resolve));
         await webSocket.close();
-        server.closeIdleConnections();
-        const force = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
         await drained;
-        clearTimeout(force);
         await runtime.turns.stop();
         await limiter.close();
         await bus.close();

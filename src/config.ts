@@ -211,7 +211,8 @@ export const SETTINGS = {
   SHUTDOWN_GRACE_MS: {
     integer: 10_000,
     min: 0,
-    meaning: 'on SIGTERM, how long in-flight requests may take before their connections are cut',
+    meaning:
+      'on SIGTERM, how long requests already sent may take; those still unanswered then get 503 `SERVICE_UNAVAILABLE` and their connections are closed',
   },
   HEADERS_TIMEOUT_MS: { integer: 10_000, min: 1, meaning: 'a client must send its request headers within this time (else 408)' },
   REQUEST_TIMEOUT_MS: { integer: 30_000, min: 1, meaning: '… and its whole request, body included' },
@@ -223,7 +224,8 @@ export const SETTINGS = {
   IDLE_TIMEOUT_MS: {
     integer: 60_000,
     min: 0,
-    meaning: 'a socket with no traffic either way for this long (a client that stopped reading a response) is destroyed; `0`: never',
+    meaning:
+      'a socket with no progress either way for this long (nothing read, nothing taken by the client: one that stopped reading a response included) is destroyed within a tenth of it; a request the server is still working on is not idle; `0`: never',
   },
   CACHE_MEMORY_MB: {
     min: 1,

@@ -3,11 +3,12 @@
  * sent over real HTTP to a listening app (the rule: nothing blocks the loop for more than 50 ms),
  * and the token counter on long pieces against gpt-tokenizer's own (quadratic) merge.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { clearMergeCache, encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { LONG_TEXT } from '../../src/domain/token-precount.js';
 import { createBpeCounter } from '../../src/domain/tokens.js';
 import { HUGE_TEXT, pathologicalInputs, sendWhileSampling } from '../../test/helpers/pathological.js';
-import { round, type Row, type Scenario } from '../lib.js';
+import { type BenchContext, round, type Row, type Scenario } from '../lib.js';
 
 /** Wall time, and CPU time (the honest figure when the machine is shared and the wall clock is not). */
 function timed(fn: () => unknown) {
@@ -76,8 +77,47 @@ const pathological: Scenario = {
         note: `${answer}; answered in ${round(totalMs, 0)} ms`,
       });
     }
+    rows.push(await largeResponse(ctx, url, 10 * 1024 * 1024));
     return rows;
   },
 };
+
+/**
+ * The longest stall while the server builds and sends one page of `bytes` of message text
+ * (messages at the string cap). The client only counts the bytes it reads, so the stall sampled
+ * in this shared process is the server's.
+ */
+async function largeResponse(ctx: BenchContext, url: string, bytes: number): Promise<Row> {
+  const { createSession } = await ctx.gql<{ createSession: { id: string } }>(
+    'mutation { createSession(input: { title: "large" }) { id } }',
+  );
+  const text = 'y'.repeat(ctx.app.runtime.caps.stringLength);
+  const count = Math.ceil(bytes / text.length);
+  for (let i = 0; i < count; i++) {
+    await ctx.gql('mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }', {
+      input: { sessionId: createSession.id, messages: [{ role: 'USER', text }] },
+    });
+  }
+  const body = JSON.stringify({
+    query: `query ($id: ID!) { session(id: $id) { messages(first: ${count}) { edges { node { text } } } } }`,
+    variables: { id: createSession.id },
+  });
+  const histogram = monitorEventLoopDelay({ resolution: 5 });
+  histogram.enable();
+  const started = performance.now();
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  let received = 0;
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) received += chunk.length;
+  const totalMs = performance.now() - started;
+  histogram.disable();
+  const mb = round(received / 1024 / 1024, 1);
+  return {
+    metric: `stall.large-response-${round(bytes / 1024 / 1024, 0)}-mib`,
+    value: round(histogram.max / 1e6, 1),
+    unit: 'ms',
+    target: { op: '<=', value: 50 },
+    note: `messages(first: ${count}) of ${text.length}-character texts, ${mb} MiB answered in ${round(totalMs, 0)} ms`,
+  };
+}
 
 export default pathological;

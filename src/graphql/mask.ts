@@ -7,11 +7,18 @@ import { GraphQLError } from '../packages/index.js';
 import { asClientError } from './client-errors.js';
 import { DomainError, domainErrorOf, toGraphQLError } from './errors.js';
 
+/** `Retry-After` of a request refused for an outage: a short wait, the database usually returns within seconds. */
+export const OUTAGE_RETRY_AFTER_SECONDS = 2;
+
 /**
  * What a client sees of an error (Yoga's `maskedErrors`, the fast path, and the stream mask of
  * WebSocket subscriptions): a domain refusal with its code, a client error as BAD_USER_INPUT, an
  * outage as a retryable SERVICE_UNAVAILABLE, anything else as INTERNAL_SERVER_ERROR with an id
- * under which the cause is logged.
+ * under which the cause is logged. An outage that refused the request before execution (no
+ * `path`: the key check, the context) carries Yoga's `http` extension: HTTP 503 with `Retry-After`
+ * for a client that accepts `application/graphql-response+json`, which the GraphQL-over-HTTP spec
+ * allows when no execution began (`spec: true`: Yoga keeps 200 for `application/json`, and strips
+ * the extension from the body).
  */
 export function createErrorMask(logger: Logger): (error: unknown) => GraphQLError {
   return (error) => {
@@ -36,7 +43,11 @@ export function createErrorMask(logger: Logger): (error: unknown) => GraphQLErro
     if (outage) {
       // Retryable for the client; the cause (kept off the response) goes to the log under errorId.
       logger.warn('dependency unavailable', { errorId, error: (outage as { cause?: unknown }).cause ?? original ?? error });
-      return toGraphQLError(new DomainError(outage.code, outage.message, { ...outage.details, errorId }), located);
+      const refused = toGraphQLError(new DomainError(outage.code, outage.message, { ...outage.details, errorId }), located);
+      if (!located?.path) {
+        refused.extensions.http = { status: 503, spec: true, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } };
+      }
+      return refused;
     }
     logger.error('unexpected error', { errorId, error: original ?? error });
     return new GraphQLError(`Unexpected error (id ${errorId}); it has been logged.`, {

@@ -26,6 +26,14 @@ export interface QueryLimits {
   maxTokens: number;
   /** Nesting of `{`, `[` and `(` in the document text, checked before the (recursive) parser runs. */
   maxNesting: number;
+  /**
+   * Fragment definitions in one document. graphql-js's validation costs time in the number of
+   * distinct fragments (OverlappingFieldsCanBeMerged compares them pairwise), not in the tokens:
+   * this bound, not the token cap, keeps checking any accepted document to a few milliseconds.
+   */
+  maxFragments: number;
+  /** Fragment spreads written in the whole document, and spread in one operation with fragments expanded once per use. */
+  maxFragmentSpreads: number;
 }
 
 export const DEFAULT_QUERY_LIMITS: QueryLimits = {
@@ -35,6 +43,8 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = {
   maxFields: 2_000,
   maxTokens: 20_000,
   maxNesting: 128,
+  maxFragments: 64,
+  maxFragmentSpreads: 2_000,
 };
 
 const tooComplex = (problem: string) =>
@@ -50,9 +60,11 @@ interface Measure {
   introspectionDepth: number;
   fields: number;
   aliases: number;
+  /** Fragment spreads, each fragment expanded at every use. */
+  spreads: number;
 }
 
-const EMPTY: Measure = { depth: 0, fullDepth: 0, introspectionDepth: 0, fields: 0, aliases: 0 };
+const EMPTY: Measure = { depth: 0, fullDepth: 0, introspectionDepth: 0, fields: 0, aliases: 0, spreads: 0 };
 
 /**
  * The measure of each operation of a document: a plain walk of the syntax tree (no schema, no type
@@ -86,6 +98,7 @@ function measureOperations(document: DocumentNode): Measure[] {
     const add = (m: Measure, levels: number, introspection: boolean) => {
       total.fields += m.fields;
       total.aliases += m.aliases;
+      total.spreads += m.spreads;
       total.fullDepth = Math.max(total.fullDepth, levels + m.fullDepth);
       if (introspection) {
         total.depth = Math.max(total.depth, levels);
@@ -104,6 +117,7 @@ function measureOperations(document: DocumentNode): Measure[] {
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         add(measure(selection.selectionSet), 0, false);
       } else {
+        total.spreads++;
         add(fragmentMeasure(selection.name.value), 0, false);
       }
     }
@@ -123,6 +137,11 @@ export function operationFields(document: DocumentNode): number {
  * graph is cheap per level, but unbounded nesting is not.
  */
 export function queryLimitProblems(document: DocumentNode, limits: QueryLimits): string[] {
+  // The document-wide counts first: one flat pass, so a document refused by them is never walked
+  // fragment by fragment.
+  const { fragments, spreads } = fragmentCounts(document);
+  if (fragments > limits.maxFragments) return [fragmentsProblem(fragments, limits)];
+  if (spreads > limits.maxFragmentSpreads) return [spreadsProblem(spreads, limits)];
   const problems: string[] = [];
   for (const m of measureOperations(document)) {
     const problem =
@@ -134,10 +153,33 @@ export function queryLimitProblems(document: DocumentNode, limits: QueryLimits):
             ? `has ${m.aliases} aliases (at most ${limits.maxAliases})`
             : m.fields > limits.maxFields
               ? `selects ${m.fields} fields (at most ${limits.maxFields})`
-              : null;
+              : m.spreads > limits.maxFragmentSpreads
+                ? `spreads fragments ${m.spreads} times, expanded (at most ${limits.maxFragmentSpreads})`
+                : null;
     if (problem) problems.push(problem);
   }
   return problems;
+}
+
+const fragmentsProblem = (fragments: number, limits: QueryLimits) => `defines ${fragments} fragments (at most ${limits.maxFragments})`;
+const spreadsProblem = (spreads: number, limits: QueryLimits) =>
+  `spreads fragments ${spreads} times (at most ${limits.maxFragmentSpreads})`;
+
+/** Fragment definitions and spreads written in a document (not expanded): a walk of its syntax tree. */
+function fragmentCounts(document: DocumentNode): { fragments: number; spreads: number } {
+  let fragments = 0;
+  let spreads = 0;
+  const count = (set: SelectionSetNode) => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FRAGMENT_SPREAD) spreads++;
+      else if (selection.selectionSet) count(selection.selectionSet);
+    }
+  };
+  for (const def of document.definitions) {
+    if (def.kind === Kind.FRAGMENT_DEFINITION) fragments++;
+    if (def.kind === Kind.FRAGMENT_DEFINITION || def.kind === Kind.OPERATION_DEFINITION) count(def.selectionSet);
+  }
+  return { fragments, spreads };
 }
 
 /** The limits as a validation rule (`queryLimitProblems`, reported with QUERY_TOO_COMPLEX). */
@@ -148,21 +190,44 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   };
 }
 
+/** What a linear scan of a document's text finds, before any parsing. */
+export interface DocumentShape {
+  /** The deepest nesting of `{`, `[` and `(`. */
+  nesting: number;
+  /** The keyword `fragment` outside any bracket: fragment definitions (an operation or type named `fragment` counts too). */
+  fragments: number;
+  /** `...`: fragment spreads and inline fragments. */
+  spreads: number;
+}
+
+const isNameChar = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f;
+
 /**
- * The deepest nesting of `{`, `[` and `(` in a GraphQL document, strings, block strings and
- * comments skipped. graphql-js parses recursively: 10,000 nested selections or list literals
- * overflow its stack. This linear scan runs first, so such a document is refused, not crashed on.
+ * The shape of a GraphQL document's text, strings, block strings and comments skipped. graphql-js
+ * parses recursively (10,000 nested selections or list literals overflow its stack), and parsing
+ * a document of thousands of fragments costs tens of milliseconds under the token cap: this scan
+ * runs first, so such a document is refused before the parser allocates anything.
  */
-export function documentNesting(text: string): number {
+export function documentShape(text: string): DocumentShape {
   let depth = 0;
-  let deepest = 0;
+  let nesting = 0;
+  let fragments = 0;
+  let spreads = 0;
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x7b || c === 0x5b || c === 0x28) {
-      if (++depth > deepest) deepest = depth;
+      if (++depth > nesting) nesting = depth;
     } else if (c === 0x7d || c === 0x5d || c === 0x29) {
       if (depth > 0) depth--;
+    } else if (c === 0x2e) {
+      if (text.startsWith('...', i)) {
+        spreads++;
+        i += 2;
+      }
+    } else if (c === 0x66 && depth === 0 && text.startsWith('fragment', i) && !isNameChar(text.charCodeAt(i + 8))) {
+      if (i === 0 || !isNameChar(text.charCodeAt(i - 1))) fragments++;
+      i += 7;
     } else if (c === 0x23) {
       // # comment to the end of the line
       while (i + 1 < n && text.charCodeAt(i + 1) !== 0x0a && text.charCodeAt(i + 1) !== 0x0d) i++;
@@ -175,20 +240,25 @@ export function documentNesting(text: string): number {
         i++;
         while (i < n && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a) i += text.charCodeAt(i) === 0x5c ? 2 : 1;
       }
+    } else if (isNameChar(c)) {
+      // The rest of a name, so `fragment` is only found where a name starts.
+      while (i + 1 < n && isNameChar(text.charCodeAt(i + 1))) i++;
     }
   }
-  return deepest;
+  return { nesting, fragments, spreads };
 }
 
 /**
- * Parsing with limits: the nesting scan, then graphql-js's parser with `maxTokens`. A syntax error
+ * Parsing with limits: the text's shape (nesting, fragments, spreads), then graphql-js's parser with `maxTokens`. A syntax error
  * is the client's: it answers BAD_USER_INPUT (graphql-js gives it no code).
  */
 export function limitedParse(limits: QueryLimits) {
   return (source: string | Source, options?: ParseOptions) => {
     const text = typeof source === 'string' ? source : source.body;
-    const nesting = documentNesting(text);
+    const { nesting, fragments, spreads } = documentShape(text);
     if (nesting > limits.maxNesting) throw tooComplex(`nests brackets ${nesting} deep (at most ${limits.maxNesting})`);
+    if (fragments > limits.maxFragments) throw tooComplex(fragmentsProblem(fragments, limits));
+    if (spreads > limits.maxFragmentSpreads) throw tooComplex(spreadsProblem(spreads, limits));
     try {
       return parse(source, { ...options, maxTokens: limits.maxTokens });
     } catch (error) {

@@ -40,6 +40,27 @@ export interface FastPathOptions {
 const send = (response: Response, res: ServerResponse, req: IncomingMessage | undefined) =>
   sendNodeResponse(response, res, req as IncomingMessage, true);
 
+/** The largest write of a response body (see `writeInChunks`). */
+const WRITE_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * A 200 JSON body written a chunk at a time, the next one only once the socket has taken the last
+ * (`drain`): each completed write is progress the idle rule (`trackConnections`) sees, so a client
+ * that reads a large answer slowly is not mistaken for one that stopped reading.
+ */
+function writeInChunks(res: ServerResponse, body: Buffer) {
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
+  let offset = 0;
+  const pump = () => {
+    while (offset + WRITE_CHUNK_BYTES < body.length) {
+      const more = res.write(body.subarray(offset, (offset += WRITE_CHUNK_BYTES)));
+      if (!more) return void res.once('drain', pump);
+    }
+    res.end(body.subarray(offset));
+  };
+  pump();
+}
+
 /** The JSON body types this path reads (as UTF-8): a subset of what `useJsonPostsOnly` accepts. */
 const UTF8_JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 const PARAM_KEYS = new Set(['query', 'variables', 'operationName', 'extensions']);
@@ -131,11 +152,15 @@ export function createHttpFastPath(options: FastPathOptions) {
 
   const answer = (res: ServerResponse, result: ExecutionResult) => {
     stats.answered++;
+    // Already answered: the shutdown's grace ended first (503), or the client is gone.
+    if (res.writableEnded || res.destroyed) return;
     if (result.errors === undefined && result.extensions === undefined) {
       // What processRegularResult makes of a result without errors: 200, and the same JSON.
       const body = ((result as { stringify?: (r: ExecutionResult) => string }).stringify ?? JSON.stringify)(result);
-      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-      res.end(body);
+      if (body.length <= WRITE_CHUNK_BYTES / 3) {
+        res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+        res.end(body);
+      } else writeInChunks(res, Buffer.from(body));
       return;
     }
     return send(processRegularResult(result, yoga.fetchAPI, 'application/json'), res, undefined);

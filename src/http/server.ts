@@ -1,31 +1,29 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AppConfig } from '../config.js';
+import { trackConnections } from './connections.js';
 
 /**
- * The one `http.Server` of the app, with Node's timeouts from the config. While `stopping()`, every
- * response closes its connection, and a keep-alive connection whose request was in flight at
- * shutdown is closed once it is idle, so it cannot hold the drain open.
+ * The one `http.Server` of the app, with Node's timeouts from the config and its connections
+ * tracked (`trackConnections`: the idle rule, and `drain` for shutdown). While draining, every
+ * response closes its connection (`Connection: close`).
  */
 export function createHttpServer(
   timeouts: AppConfig['timeouts'],
-  stopping: () => boolean,
   handle: (req: IncomingMessage, res: ServerResponse) => void,
-): Server {
+): { server: Server; connections: ReturnType<typeof trackConnections> } {
   // connectionsCheckingInterval is how often Node enforces headersTimeout and requestTimeout.
   const server = createServer({ connectionsCheckingInterval: Math.min(1_000, timeouts.headersMs) }, (req, res) => {
-    if (stopping()) res.setHeader('connection', 'close');
-    res.on('finish', () => {
-      if (stopping()) setImmediate(() => server.closeIdleConnections());
-    });
+    if (connections.draining()) res.setHeader('connection', 'close');
     handle(req, res);
   });
   server.headersTimeout = timeouts.headersMs;
   server.requestTimeout = timeouts.requestMs;
   server.keepAliveTimeout = timeouts.keepAliveMs;
-  // A client that stops reading a large response stalls its socket; SSE streams ping every 12 s
-  // and WebSockets leave this timer once upgraded, so only dead or stalled sockets hit it.
-  server.timeout = timeouts.idleMs;
-  return server;
+  // Idle sockets are the tracker's (Node's socket timeout restarts on every queued write, so a
+  // response stuck in the write buffer never tripped it). SSE streams ping every 12 s.
+  server.timeout = 0;
+  const connections = trackConnections(server, timeouts.idleMs);
+  return { server, connections };
 }
 
 /**

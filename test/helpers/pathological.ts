@@ -26,6 +26,17 @@ function fragmentBomb(n: number) {
   return `{ sessions(first: 1) { edges { node { ...F${n} } } } } ${fragments.join(' ')}`;
 }
 
+/**
+ * `fragment F1 on Query { ...F0 }` … `n` deep: linear in size and under the token cap, but
+ * graphql-js's validation of it costs time per distinct fragment. `tag` makes distinct documents
+ * (each one parsed and judged on its own, none served from a cache).
+ */
+export function fragmentChain(n: number, tag = '') {
+  const fragments = [`fragment ${tag}F0 on Query { __typename }`];
+  for (let i = 1; i < n; i++) fragments.push(`fragment ${tag}F${i} on Query { ...${tag}F${i - 1} }`);
+  return `{ ...${tag}F${n - 1} } ${fragments.join(' ')}`;
+}
+
 /** A deterministic base64 blob of `chars` characters: long pieces of mixed letters and digits. */
 export const base64Text = (chars: number) =>
   Buffer.from(Array.from({ length: (chars * 3) / 4 }, (_, i) => (i * 2654435761) >>> 24)).toString('base64');
@@ -58,6 +69,7 @@ export function pathologicalInputs(cap: number): PathologicalInput[] {
       code: 'BAD_USER_INPUT',
     },
     { name: 'fragment bomb, n = 22', query: fragmentBomb(22), variables: () => '{}', code: 'QUERY_TOO_COMPLEX' },
+    { name: 'flat fragment chain, 2,000 deep', query: fragmentChain(2_000), variables: () => '{}', code: 'QUERY_TOO_COMPLEX' },
     {
       name: '500 aliased __schema',
       query: `{ ${Array.from({ length: 500 }, (_, i) => `s${i}: __schema { types { name fields { name } } }`).join(' ')} }`,

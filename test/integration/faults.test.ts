@@ -64,6 +64,29 @@ describe.runIf(postgresBin)('a PostgreSQL outage (a private server, stopped and 
       // A key that cannot be checked is not called invalid.
       const keyed = await gql(app, READ, { id: createSession.id }, { apiKey: 'unknown-key-0123456789abcdef' });
       expect(keyed.errors?.[0]?.extensions).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
+      // Refused before execution: 503 with Retry-After for a client that accepts the GraphQL
+      // response type (the fast path hands such a request to Yoga), 200 for application/json.
+      for (const [accept, status] of [
+        ['application/graphql-response+json', 503],
+        ['application/graphql-response+json, application/json;q=0.9', 503],
+        ['application/json', 200],
+        [undefined, 200],
+      ] as const) {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer unknown-key-0123456789abcdef',
+            ...(accept ? { accept } : {}),
+          },
+          body: JSON.stringify({ query: READ, variables: { id: createSession.id } }),
+        });
+        const body = (await response.json()) as { errors: { extensions: Record<string, unknown> }[] };
+        expect([accept, response.status]).toEqual([accept, status]);
+        if (status === 503) expect(response.headers.get('retry-after')).toBe('2');
+        expect(body.errors[0].extensions).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
+        expect(body.errors[0].extensions.http).toBeUndefined();
+      }
       // An unknown key over WebSocket: the check itself cannot run, so "try again later", not 4403 or 4500.
       const client = wsClient(url, { Authorization: 'Bearer unknown-key-0123456789abcdef' });
       const sub = subscribeWs(client, EVENTS, { id: createSession.id }, (d) => d);

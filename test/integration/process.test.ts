@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'sg-process-'));
@@ -57,10 +59,10 @@ function stop(running: Running): Promise<number | null> {
   });
 }
 
-async function post(url: string, query: string, variables?: unknown) {
+async function post(url: string, query: string, variables?: unknown, key?: string) {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
     body: JSON.stringify({ query, variables }),
   });
   // biome-ignore lint/suspicious/noExplicitAny: the process test reads the untyped response by path
@@ -111,6 +113,79 @@ describe('the server process (npm start)', () => {
       stream += decoder.decode(value, { stream: true });
     }
     expect(stream).toContain('event: complete');
+    expect(await exited).toBe(0);
+  }, 300_000);
+
+  it('on SIGTERM 20 ms after 30 requests sent to a busy server, answers every one (none reset), completes subscriptions and exits 0', async () => {
+    const key = 'deploy-key-0123456789abcdef';
+    const running = await start({ DATA_DIR: 'memory://', NODE_ENV: 'production', API_KEYS: `deploy:${key}`, SHUTDOWN_GRACE_MS: '10000' });
+    const authorization = `Bearer ${key}`;
+    const created = await post(
+      running.url,
+      'mutation { createSession(input: {title: "deploy", messages: [{role: USER, text: "x"}]}) { id } }',
+      undefined,
+      key,
+    );
+    const sessionId = created.data!.createSession.id as string;
+    const events = 'subscription ($id: ID!) { sessionEvents(sessionId: $id, afterSequence: 0) { sequence } }';
+    const client = wsClient(running.url, { Authorization: authorization });
+    const wsClosed = new Promise<number>((resolve) => client.on('closed', (event) => resolve((event as { code: number }).code)));
+    const ws = subscribeWs(client, events, { id: sessionId }, (d) => d);
+    await ws.collector.until((e) => e.length >= 1);
+    const sse = await fetch(running.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization },
+      body: JSON.stringify({ query: events, variables: { id: sessionId } }),
+    });
+    const sseText = new Response(sse.body).text();
+
+    // Each request on a connection of its own, sent in one burst: appends of a long text (the
+    // server counts its tokens) keep the server busy, so most are still unread when SIGTERM lands.
+    const text = 'lorem ipsum dolor sit amet '.repeat(8_000);
+    const body = JSON.stringify({
+      query: 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }',
+      variables: { input: { sessionId, messages: [{ role: 'USER', text }] } },
+    });
+    const sent: Promise<void>[] = [];
+    const answers = Array.from(
+      { length: 30 },
+      () =>
+        new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
+          const req = httpRequest(
+            running.url,
+            {
+              method: 'POST',
+              agent: false,
+              headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization },
+            },
+            (res) => {
+              let answer = '';
+              res.on('data', (chunk) => (answer += chunk));
+              res.on('end', () => resolve({ status: res.statusCode!, body: answer }));
+              res.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+            },
+          );
+          req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+          // Sent: connected, and the whole request handed to the kernel.
+          sent.push(new Promise((done) => req.once('finish', done)));
+          req.end(body);
+        }),
+    );
+    await Promise.all(sent);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const exited = stop(running);
+    const results = await Promise.all(answers);
+    expect(results.filter((r) => 'error' in r)).toEqual([]);
+    for (const result of results as { status: number; body: string }[]) {
+      if (result.status === 503) expect(JSON.parse(result.body).errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
+      else {
+        expect(result.status).toBe(200);
+        expect(JSON.parse(result.body).errors).toBeUndefined();
+      }
+    }
+    expect(await sseText).toContain('event: complete');
+    expect(await wsClosed).toBe(1001);
+    await client.dispose();
     expect(await exited).toBe(0);
   }, 300_000);
 

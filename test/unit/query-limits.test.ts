@@ -1,6 +1,6 @@
 import { buildSchema, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_QUERY_LIMITS, documentNesting, limitedParse, queryLimitsRule } from '../../src/graphql/query-limits.js';
+import { DEFAULT_QUERY_LIMITS, documentShape, limitedParse, queryLimitsRule } from '../../src/graphql/query-limits.js';
 
 const schema = buildSchema(`
   type Query { node: Node }
@@ -42,15 +42,38 @@ describe('query limits', () => {
     expect(codes(`{ __type(name: "Node") { ${'ofType { '.repeat(20)}name${' }'.repeat(20)} } }`)[0][1]).toMatch(/in introspection/);
   });
 
+  it('counts fragment definitions and spreads across the whole document before measuring', () => {
+    const chain = (n: number) =>
+      `{ ...F${n - 1} } fragment F0 on Query { node { id } } ${Array.from({ length: n - 1 }, (_, i) => `fragment F${i + 1} on Query { ...F${i} }`).join(' ')}`;
+    expect(codes(chain(DEFAULT_QUERY_LIMITS.maxFragments))).toEqual([]);
+    expect(codes(chain(2_000))).toEqual([
+      ['QUERY_TOO_COMPLEX', 'This operation defines 2000 fragments (at most 64); split it into smaller ones.'],
+    ]);
+    const repeated = `{ node { ${'...A '.repeat(2_001)} } } fragment A on Node { id }`;
+    expect(codes(repeated)[0][1]).toMatch(/spreads fragments 2001 times \(at most 2000\)/);
+    // One spread in the operation and 2^11 - 2 below it once expanded: each fragment is written with two.
+    expect(codes(bomb(10), { ...DEFAULT_QUERY_LIMITS, maxFields: 10_000 })[0][1]).toMatch(/spreads fragments 2047 times, expanded/);
+  });
+
+  it('counts fragment definitions and spreads in the text, outside strings and comments, before parsing', () => {
+    const text = '{ a(s: "fragment ...") ...F ... on Q { b } } # fragment ...\nfragment F on Q { ...G } query fragmentless { c }';
+    expect(documentShape(text)).toEqual({ nesting: 2, fragments: 1, spreads: 3 });
+    expect(() => limitedParse(DEFAULT_QUERY_LIMITS)(`{ a } ${'fragment F on Q { a } '.repeat(65)}`)).toThrow(
+      /defines 65 fragments \(at most 64\)/,
+    );
+    expect(() => limitedParse(DEFAULT_QUERY_LIMITS)(`{ ${'...F '.repeat(2_001)} }`)).toThrow(/spreads fragments 2001 times/);
+  });
+
   it('survives a fragment cycle (graphql-js reports the cycle itself)', () => {
     expect(codes('{ node { ...A } } fragment A on Node { child { ...B } } fragment B on Node { child { ...A } }')).toEqual([]);
   });
 
   it('measures bracket nesting outside strings, block strings and comments', () => {
-    expect(documentNesting('{ a { b(x: [[1]]) } }')).toBe(5);
-    expect(documentNesting('{ a(s: "{{{\\"{{") }')).toBe(2);
-    expect(documentNesting('{ a(s: """ {{{ \\""" {{ """) }')).toBe(2);
-    expect(documentNesting('# {{{{\n{ a }')).toBe(1);
+    const nesting = (text: string) => documentShape(text).nesting;
+    expect(nesting('{ a { b(x: [[1]]) } }')).toBe(5);
+    expect(nesting('{ a(s: "{{{\\"{{") }')).toBe(2);
+    expect(nesting('{ a(s: """ {{{ \\""" {{ """) }')).toBe(2);
+    expect(nesting('# {{{{\n{ a }')).toBe(1);
     expect(() => limitedParse(DEFAULT_QUERY_LIMITS)(`{ ${'a { '.repeat(200)}${'}'.repeat(200)} }`)).toThrow(/nests brackets/);
   });
 });

@@ -1,0 +1,88 @@
+import { request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { backend, createTestApp, dropTestDatabases, gqlOk, type TestApp } from '../helpers/app.js';
+
+const apps: TestApp[] = [];
+afterAll(async () => {
+  for (const app of apps) await app.close();
+  await dropTestDatabases();
+});
+
+const CREATE = 'mutation { createSession(input: { title: "big" }) { id } }';
+const APPEND = 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }';
+
+describe(`connections (${backend.label})`, () => {
+  it('destroys a socket whose client stopped reading a ~10 MB response within 1.6 × IDLE_TIMEOUT_MS of its last progress', async () => {
+    const idleMs = 1_500;
+    const app = await createTestApp({ config: { timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs } } });
+    apps.push(app);
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, CREATE);
+    const text = 'y'.repeat(Math.min(backend.caps.stringLength, 256 * 1024));
+    const count = Math.ceil((10 * 1024 * 1024) / text.length);
+    for (let i = 0; i < count; i++) {
+      await gqlOk(app, APPEND, { input: { sessionId: createSession.id, messages: [{ role: 'USER', text }] } });
+    }
+
+    // The server's side of the connection, watched with the tracker's own counters.
+    let serverSocket: Socket | undefined;
+    app.server.once('request', (req) => (serverSocket = req.socket));
+    const { port } = new URL(app.url);
+    const body = JSON.stringify({
+      query: `query ($id: ID!) { session(id: $id) { messages(first: ${count}) { edges { node { text } } } } }`,
+      variables: { id: createSession.id },
+    });
+    const client = connect(Number(port), '127.0.0.1');
+    // Never read: the response fills the kernel's buffers and then the server's write buffer.
+    client.pause();
+    client.write(
+      `POST /graphql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    let lastProgress = { at: performance.now(), flushed: -1, queued: 0 };
+    const watch = setInterval(() => {
+      if (!serverSocket) return;
+      const flushed = serverSocket.bytesWritten - serverSocket.writableLength;
+      if (flushed !== lastProgress.flushed) lastProgress = { at: performance.now(), flushed, queued: serverSocket.writableLength };
+      else lastProgress.queued = serverSocket.writableLength;
+    }, 20);
+    await new Promise<void>((resolve) => {
+      const wait = () => (serverSocket ? serverSocket.once('close', () => resolve()) : setTimeout(wait, 10));
+      wait();
+    });
+    clearInterval(watch);
+    const stuckFor = performance.now() - lastProgress.at;
+    client.destroy();
+    // The response was stuck in the server's write buffer, far from finished.
+    expect(lastProgress.queued).toBeGreaterThan(0);
+    expect(lastProgress.flushed).toBeLessThan(8 * 1024 * 1024);
+    expect(stuckFor).toBeGreaterThanOrEqual(idleMs * 0.8);
+    expect(stuckFor).toBeLessThanOrEqual(idleMs * 1.6);
+  }, 240_000);
+
+  it('answers 503 SERVICE_UNAVAILABLE to a request still unfinished when the shutdown grace ends, and closes', async () => {
+    const app = await createTestApp({ config: { shutdownGraceMs: 500 } });
+    const received = new Promise<void>((resolve) => app.server.once('request', () => resolve()));
+    const body = JSON.stringify({ query: '{ __typename }' });
+    const answer = new Promise<{ status: number; headers: Record<string, unknown>; text: string }>((resolve, reject) => {
+      const req = httpRequest(
+        app.url,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text }));
+        },
+      );
+      req.on('error', reject);
+      // Half the body: the request is open and cannot finish.
+      req.write(body.slice(0, 5));
+    });
+    await received;
+    await app.close();
+    const { status, headers, text } = await answer;
+    expect(status).toBe(503);
+    expect(headers.connection).toBe('close');
+    expect(headers['retry-after']).toBe('2');
+    expect(JSON.parse(text).errors[0].extensions).toEqual({ code: 'SERVICE_UNAVAILABLE', retryable: true });
+  }, 60_000);
+});
