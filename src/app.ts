@@ -20,6 +20,7 @@ import { assertFastPathHonours, fastPathCovers } from './http/fast-path-contract
 import { corsFor, createHttpServer } from './http/server.js';
 import { useGraphQLWebSocket } from './http/websocket.js';
 import { useQueryLimits } from './graphql/query-limits.js';
+import { useKeyScopes } from './graphql/key-scopes.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
@@ -156,6 +157,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     // any body that is not one JSON object of GraphQL's keys to Yoga, unread by envelop.
     fastPathCovers(useRequestParseErrors(caps), ['onRequestParse']),
     useQueryLimits(),
+    useKeyScopes(),
     sharing,
     subscriptions.plugin(),
     jit,

@@ -13,7 +13,11 @@ export type ErrorCode =
   | 'CONTEXT_BUDGET_TOO_SMALL'
   | 'QUERY_TOO_COMPLEX'
   | 'RATE_LIMITED'
-  | 'SERVICE_UNAVAILABLE';
+  | 'SERVICE_UNAVAILABLE'
+  | 'FORBIDDEN'
+  | 'EVENTS_EXPIRED'
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'PERSISTED_QUERY_ONLY';
 
 /**
  * An expected refusal, with its contract code and the details a client can act on. Plain data:

@@ -1,6 +1,6 @@
 import { initContextCache } from '../packages/index.js';
 import type { WorkspaceAuth } from '../auth/workspace-auth.js';
-import type { AppConfig } from '../config.js';
+import type { AppConfig, KeyScope } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Logger } from '../logger.js';
@@ -46,6 +46,8 @@ export interface AppRuntime {
  */
 export interface RequestContext {
   workspaceId: string;
+  /** What the request's key may do (`useKeyScopes` refuses a mutation with READ). */
+  scope: KeyScope;
   /** The client the Pothos Prisma plugin resolves relations and connections with (`builder.ts`). */
   prisma: PrismaClient;
   loaders: RequestLoaders;
@@ -70,10 +72,11 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
   const sources: LoaderSources = { prisma: db.prisma, sql: db.sql, sessionRows: runtime.sessionRows, pages: runtime.caches.pages };
   const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities);
   return async (source) => {
-    const workspaceId = await auth.workspaceFor(source.authorization);
+    const { workspaceId, scope } = await auth.grantFor(source.authorization);
     return {
       ...initContextCache(),
       workspaceId,
+      scope,
       prisma: db.prisma,
       loaders: new RequestLoaders(sources, workspaceId),
       caps,
