@@ -34,6 +34,8 @@ import { type SharingStats, useSubscriptionSharing } from './live/sharing.js';
 import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
+import { EventRetention } from './services/event-retention.js';
+import { eventSweepInterval } from './config.js';
 
 export interface App {
   yoga: YogaServerInstance<Record<string, unknown>, RequestContext>;
@@ -115,10 +117,18 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
         sweepIntervalMs: config.turnSweepIntervalMs,
       }),
       eventEntities: new EventMemo(),
+      retention:
+        config.eventRetentionMs === null
+          ? null
+          : new EventRetention(db.sql, logger, {
+              retentionMs: config.eventRetentionMs,
+              sweepIntervalMs: eventSweepInterval(config.eventRetentionMs),
+            }),
     };
     limiter = createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
     const app = serve(runtime, limiter, options.plugins ?? []);
     runtime.turns.startSweeper();
+    runtime.retention?.start();
     return app;
   } catch (error) {
     await limiter?.close();
@@ -261,6 +271,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
         await drained;
         clearTimeout(force);
         await runtime.turns.stop();
+        await runtime.retention?.stop();
         await limiter.close();
         await bus.close();
         await db.close();

@@ -13,6 +13,7 @@ import { ReadService, type EventEntityMemo } from '../services/reads.js';
 import type { SessionService } from '../services/sessions.js';
 import type { TransformService } from '../services/transforms.js';
 import type { TurnService } from '../services/turns.js';
+import type { EventRetention } from '../services/event-retention.js';
 
 /**
  * The long-lived parts of one app instance, shared by every request: configuration, logger,
@@ -38,6 +39,8 @@ export interface AppRuntime {
   sessionRows: SessionRowsCache;
   /** What events point at (message, session), read once per instance per event by every subscriber. */
   eventEntities: EventEntityMemo;
+  /** The event log's sweeper and replay check (EVENT_RETENTION_MS); null: events are kept for ever. */
+  retention: EventRetention | null;
 }
 
 /**
@@ -70,7 +73,7 @@ export type EventsContext = Pick<RequestContext, 'workspaceId' | 'loaders' | 're
 export function requestContexts(runtime: AppRuntime): (source: { authorization?: string | null }) => Promise<RequestContext> {
   const { db, auth, caps, sessions, transforms, assembly, turns } = runtime;
   const sources: LoaderSources = { prisma: db.prisma, sql: db.sql, sessionRows: runtime.sessionRows, pages: runtime.caches.pages };
-  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities);
+  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities, runtime.retention);
   return async (source) => {
     const { workspaceId, scope } = await auth.grantFor(source.authorization);
     return {

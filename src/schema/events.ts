@@ -151,7 +151,7 @@ eventType(
 export async function workspaceSessionStream(ctx: EventsContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
   // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
-  const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null);
+  const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null, String(rawSessionId));
   if (!stream) throw notFound('Session', String(rawSessionId));
   return stream;
 }
