@@ -19,6 +19,7 @@ import { createHttpFastPath, type FastPathOptions, type FastPathStats } from './
 import { assertFastPathHonours, fastPathCovers } from './http/fast-path-contract.js';
 import { corsFor, createHttpServer } from './http/server.js';
 import { useGraphQLWebSocket } from './http/websocket.js';
+import { ServerMetrics } from './http/metrics.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { useKeyScopes } from './graphql/key-scopes.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
@@ -47,6 +48,8 @@ export interface App {
   jit: QueryJitStats;
   /** How many HTTP requests the fast path answered, and how many it read and handed to Yoga. */
   fastPath: FastPathStats;
+  /** What `/metrics` serves. */
+  metrics: ServerMetrics;
   /**
    * Starts listening; resolves with the URL of the GraphQL endpoint. Then starts `warm()`. Already
    * listening: resolves with the URL it listens on.
@@ -91,7 +94,8 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   try {
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
-    bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
+    const metrics = new ServerMetrics(config.metricsToken);
+    bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger, observer: metrics.bus });
     const auth = new WorkspaceAuth(db.sql, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax), {
       required: config.authRequired,
     });
@@ -126,7 +130,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
             }),
     };
     limiter = createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
-    const app = serve(runtime, limiter, options.plugins ?? []);
+    const app = serve(runtime, limiter, metrics, options.plugins ?? []);
     runtime.turns.startSweeper();
     runtime.retention?.start();
     return app;
@@ -138,7 +142,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   }
 }
 
-function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]): App {
+function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics, extraPlugins: Plugin[]): App {
   const { config, caps, logger, db, bus } = runtime;
   const createContext = requestContexts(runtime);
   const endpoint = '/graphql';
@@ -157,6 +161,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
   const jit = useQueryJit(config.queryJit);
   const plugins = [
     useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),
+    ...metrics.plugins(),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
     // CSRF prevention refuses only bodies of a type a browser sends without a preflight: the fast
@@ -210,6 +215,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     limiter,
     caps,
     maskError,
+    countResult: (result) => metrics.countResult(result),
   });
   const server = createHttpServer(
     config.timeouts,
@@ -230,6 +236,14 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     subscriptions,
     streamMask: createStreamMask(maskError),
     hideInternalErrors: config.production,
+    metrics,
+  });
+  metrics.attach({
+    liveSubscriptions: () => subscriptions.size,
+    webSocketConnections: () => webSocket.connections(),
+    pingDatabase: () => db.ping(),
+    pingPubSub: () => bus.ping(),
+    timeoutMs: config.readyTimeoutMs,
   });
 
   let listeningAt: string | undefined;
@@ -241,6 +255,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     sharing: sharing.stats,
     jit: jit.stats,
     fastPath: fastPath.stats,
+    metrics,
     listen(port = config.port, host = config.host) {
       if (listeningAt) return Promise.resolve(listeningAt);
       return new Promise((resolve, reject) => {

@@ -34,6 +34,8 @@ export interface FastPathOptions {
   caps: TextCaps;
   /** What a client sees of an error `execute` threw (the app's masking). */
   maskError: (error: unknown) => GraphQLError;
+  /** Counts the result of a request this path answers, as the metrics' `onResultProcess` counts Yoga's (ServerMetrics). */
+  countResult?: (result: ExecutionResult) => void;
 }
 
 /** Writes a Fetch `Response` to Node's response as Yoga's own Node adapter does (one `writeHead`). */
@@ -93,7 +95,7 @@ class NodeHeaders {
  * request over the rate limit gets the same 429 as Yoga's `useRateLimit` gives.
  */
 export function createHttpFastPath(options: FastPathOptions) {
-  const { yoga, endpoint, limiter, caps, maskError } = options;
+  const { yoga, endpoint, limiter, caps, maskError, countResult } = options;
   const stats: FastPathStats = { answered: 0, handedOver: 0 };
 
   /**
@@ -131,6 +133,7 @@ export function createHttpFastPath(options: FastPathOptions) {
 
   const answer = (res: ServerResponse, result: ExecutionResult) => {
     stats.answered++;
+    countResult?.(result);
     if (result.errors === undefined && result.extensions === undefined) {
       // What processRegularResult makes of a result without errors: 200, and the same JSON.
       const body = ((result as { stringify?: (r: ExecutionResult) => string }).stringify ?? JSON.stringify)(result);
