@@ -20,6 +20,7 @@ import { assertFastPathHonours, fastPathCovers } from './http/fast-path-contract
 import { corsFor, createHttpServer } from './http/server.js';
 import { useGraphQLWebSocket } from './http/websocket.js';
 import { ServerMetrics } from './http/metrics.js';
+import { loadTrustedDocuments, TrustedDocuments } from './http/trusted-documents.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { useKeyScopes } from './graphql/key-scopes.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
@@ -149,6 +150,18 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
   const subscriptions = new SubscriptionTracker();
   let stopping = false;
   const maskError = createErrorMask(logger);
+  // Documents sent as text stay allowed, with trusted documents on, to full-scope keys where GraphiQL is on.
+  const trusted = config.trustedDocuments
+    ? new TrustedDocuments(
+        loadTrustedDocuments(config.trustedDocuments),
+        async (authorization) =>
+          config.graphiql &&
+          (await runtime.auth.grantFor(authorization).then(
+            (g) => g.scope === 'FULL',
+            () => false,
+          )),
+      )
+    : null;
 
   const sharing = useSubscriptionSharing<RequestContext>({
     scopeOf: (ctx) => ctx.workspaceId,
@@ -164,6 +177,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     ...metrics.plugins(),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
+    // The fast path takes no request while trusted documents are on (`off` below).
+    ...(trusted ? [fastPathCovers(trusted.plugin(), ['onParams'])] : []),
     // CSRF prevention refuses only bodies of a type a browser sends without a preflight: the fast
     // path takes only JSON bodies (`isJsonBodyType`), which it lets through.
     fastPathCovers(useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'graphql-require-preflight'] }), ['onRequestParse']),
@@ -190,6 +205,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     landingPage: false,
     // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
     multipart: false,
+    // A trusted document's name (TRUSTED_DOCUMENTS); without them, `documentId` is refused as any unknown key.
+    extraParamNames: trusted ? ['documentId'] : [],
     // useRequestParseErrors refuses a declared length over the cap and cuts off a body sent without one.
     maxRequestBodySize: false,
     cors: (request) => corsFor(request.headers.get('origin'), config.corsOrigins),
@@ -216,6 +233,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     caps,
     maskError,
     countResult: (result) => metrics.countResult(result),
+    off: trusted !== null,
   });
   const server = createHttpServer(
     config.timeouts,
@@ -237,6 +255,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     streamMask: createStreamMask(maskError),
     hideInternalErrors: config.production,
     metrics,
+    trusted,
   });
   metrics.attach({
     liveSubscriptions: () => subscriptions.size,

@@ -15,9 +15,7 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   | 'SERVICE_UNAVAILABLE'
   | 'FORBIDDEN'
-  | 'EVENTS_EXPIRED'
-  | 'PERSISTED_QUERY_NOT_FOUND'
-  | 'PERSISTED_QUERY_ONLY';
+  | 'EVENTS_EXPIRED';
 
 /**
  * An expected refusal, with its contract code and the details a client can act on. Plain data:

@@ -36,6 +36,11 @@ export interface FastPathOptions {
   maskError: (error: unknown) => GraphQLError;
   /** Counts the result of a request this path answers, as the metrics' `onResultProcess` counts Yoga's (ServerMetrics). */
   countResult?: (result: ExecutionResult) => void;
+  /**
+   * Take nothing: every request is Yoga's. Trusted documents (TRUSTED_DOCUMENTS) resolve a
+   * request's document in Yoga's `onParams`, which this path does not run.
+   */
+  off?: boolean;
 }
 
 /** Writes a Fetch `Response` to Node's response as Yoga's own Node adapter does (one `writeHead`). */
@@ -193,7 +198,7 @@ export function createHttpFastPath(options: FastPathOptions) {
     stats,
     /** Takes the request and answers it (true), or leaves it untouched for Yoga (false). */
     handle(req: IncomingMessage, res: ServerResponse): boolean {
-      if (!takes(req)) return false;
+      if (options.off || !takes(req)) return false;
       const chunks: Buffer[] = [];
       // A client gone before its body ended: nothing to answer (without a listener, the stream's
       // error would be thrown).

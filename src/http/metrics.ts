@@ -22,8 +22,8 @@ export const METRICS_PATH = '/metrics';
 
 /**
  * The server's Prometheus metrics, one registry per app: Yoga's Prometheus plugin for operations
- * (`graphql_envelop_request` and `graphql_envelop_request_duration` by operation name and type, the
- * execute and subscribe phases), the process's default metrics, and the server's own:
+ * (`graphql_envelop_request` and `graphql_envelop_request_duration` by operation name and type),
+ * the process's default metrics, and the server's own:
  * errors by `extensions.code`, live subscriptions and WebSocket connections, events published,
  * delivered and their delivery lag, and the database's and pub/sub's round trips.
  *
@@ -142,11 +142,12 @@ export class ServerMetrics {
       metrics: {
         graphql_envelop_request: true,
         graphql_envelop_request_duration: true,
-        graphql_envelop_phase_execute: true,
-        graphql_envelop_phase_subscribe: true,
         // Off: phases the fast path can run a second time for a request it hands to Yoga (parse,
-        // validate, context), Yoga's request hooks it does not run (HTTP duration), a summary, and
-        // work per request nothing here needs (the deprecated-field walk, resolver timing).
+        // validate, context), Yoga's request hooks it does not run (HTTP duration), the execute and
+        // subscribe phases (the request duration already measures them), a summary, and work per
+        // request nothing here needs (the deprecated-field walk, resolver timing).
+        graphql_envelop_phase_execute: false,
+        graphql_envelop_phase_subscribe: false,
         graphql_envelop_phase_parse: false,
         graphql_envelop_phase_validate: false,
         graphql_envelop_phase_context: false,

@@ -17,6 +17,7 @@ import { useWebSocketServer } from '../live/ws-server.js';
 import { authorizationFrom, rateLimitedBody, takeRate } from './guards.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { ServerMetrics } from './metrics.js';
+import type { TrustedDocuments } from './trusted-documents.js';
 
 /** WebSocket close code 1001 (RFC 6455 "going away"): the server is shutting down. */
 const CLOSE_GOING_AWAY = 1001;
@@ -38,6 +39,8 @@ export interface GraphQLWebSocketOptions {
   hideInternalErrors: boolean;
   /** Counts the errors of the results and refusals sent over the socket, as Yoga's path counts its own. */
   metrics?: Pick<ServerMetrics, 'countResult' | 'countErrors'>;
+  /** Trusted documents: a subscribe message names one (its `query` empty), or sends text only where allowed. */
+  trusted?: TrustedDocuments | null;
 }
 
 /**
@@ -48,7 +51,7 @@ export interface GraphQLWebSocketOptions {
  * tracked for shutdown). `close()` completes every operation and closes every socket with 1001.
  */
 export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
-  const { server, yoga, limiter, auth, logger, sharing, subscriptions, streamMask, metrics } = options;
+  const { server, yoga, limiter, auth, logger, sharing, subscriptions, streamMask, metrics, trusted } = options;
   /** A refusal of a subscribe message, counted. */
   const refused = (errors: readonly GraphQLError[]) => {
     metrics?.countErrors(errors);
@@ -100,6 +103,14 @@ export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
           const { message, extensions } = rateLimitedBody(decision.retryAfterSeconds);
           const { code, ...details } = extensions;
           return refused([toGraphQLError(new DomainError(code, message, details))]);
+        }
+        if (trusted) {
+          try {
+            (params as { query: string }).query = shareQueryText(await trusted.resolve(params as never, authorization));
+          } catch (error) {
+            if (error instanceof DomainError) return refused([toGraphQLError(error)]);
+            throw error;
+          }
         }
         const {
           schema: envelopedSchema,
