@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Plugin, YogaServerInstance } from 'graphql-yoga';
+import type { Tracing } from './graphql/tracing.js';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
 import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
@@ -78,6 +79,8 @@ export interface BuildAppOptions {
    * build fails.
    */
   plugins?: Plugin[];
+  /** OpenTelemetry traces (`startTracing`): a span per operation, its statements under it. Flushed and stopped by `close`. */
+  tracing?: Tracing;
 }
 
 /**
@@ -131,7 +134,17 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
             }),
     };
     limiter = createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
-    const app = serve(runtime, limiter, metrics, options.plugins ?? []);
+    if (options.tracing) {
+      const tracing = options.tracing;
+      db.queries.statementSpans = (sql) => tracing.statementSpan(sql);
+    }
+    // After the query compiler's plugin: the operation span wraps whichever execute it chose.
+    const app = serve(runtime, limiter, metrics, [...(options.tracing ? [options.tracing.plugin] : []), ...(options.plugins ?? [])]);
+    if (options.tracing) {
+      const tracing = options.tracing;
+      const close = app.close;
+      app.close = () => close().finally(() => tracing.shutdown());
+    }
     runtime.turns.startSweeper();
     runtime.retention?.start();
     return app;
