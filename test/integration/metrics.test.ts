@@ -106,6 +106,22 @@ describe(`/metrics (${backend.label})`, () => {
     expect(Object.values(fastInvalid.errorCodes)).toEqual([1]);
     const missing = await increments(app, () => gql(app, MISSING));
     expect(missing.errorCodes).toEqual({ NOT_FOUND: 1 });
+
+    // Over graphql-ws the same operation counts the same.
+    const client = wsClient(app.url);
+    try {
+      const run = (query: string) =>
+        new Promise<void>((done) => client.subscribe({ query }, { next: () => {}, error: () => done(), complete: () => done() }));
+      const overWs = await increments(app, () => run(LIST));
+      expect({ requests: overWs.requests, durations: overWs.durations, errorCodes: overWs.errorCodes }).toEqual({
+        requests: 1,
+        durations: 1,
+        errorCodes: {},
+      });
+      expect((await increments(app, () => run(MISSING))).errorCodes).toEqual({ NOT_FOUND: 1 });
+    } finally {
+      await client.dispose();
+    }
   });
 
   it('gauges live subscriptions and WebSocket connections; counts events published and delivered, with their delivery lag', async () => {
