@@ -1,5 +1,5 @@
 import { deleteEventsBefore, firstKeptSequence } from '../db/stores/events.js';
-import type { SqlClient } from '../db/sql.js';
+import type { Sql } from '../db/sql.js';
 import { DomainError } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 
@@ -26,7 +26,7 @@ export class EventRetention {
   private stopped = false;
 
   constructor(
-    private readonly sql: SqlClient,
+    private readonly sql: Sql,
     private readonly logger: Logger,
     readonly options: EventRetentionOptions,
   ) {}
@@ -63,7 +63,8 @@ export class EventRetention {
    * sequence. `rawSessionId` is how the client named the session.
    */
   async checkReplay(sessionId: string, afterSequence: number, rawSessionId: string): Promise<void> {
-    const first = await firstKeptSequence(this.sql, sessionId);
+    // A read: on PGlite it leaves the caches kept until the next write alone.
+    const first = await firstKeptSequence(this.sql.reads, sessionId);
     if (first === null || afterSequence >= first - 1) return;
     throw eventsExpired(rawSessionId, afterSequence, first);
   }
