@@ -190,7 +190,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     ...metrics.plugins(),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
-    // The fast path takes no request while trusted documents are on (`off` below).
+    // The fast path takes only a request naming a listed document without text, and runs that
+    // document, found with the plugin's own lookup (`trustedDocument` below).
     ...(trusted ? [fastPathCovers(trusted.plugin(), ['onParams'])] : []),
     // CSRF prevention refuses only bodies of a type a browser sends without a preflight: the fast
     // path takes only JSON bodies (`isJsonBodyType`), which it lets through.
@@ -246,7 +247,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     caps,
     maskError,
     countResult: (result) => metrics.countResult(result),
-    off: trusted !== null,
+    trustedDocument: trusted ? (params) => trusted.documentFor(params) : undefined,
   });
   const server = createHttpServer(
     config.timeouts,

@@ -37,10 +37,13 @@ export interface FastPathOptions {
   /** Counts the result of a request this path answers, as the metrics' `onResultProcess` counts Yoga's (ServerMetrics). */
   countResult?: (result: ExecutionResult) => void;
   /**
-   * Take nothing: every request is Yoga's. Trusted documents (TRUSTED_DOCUMENTS) resolve a
-   * request's document in Yoga's `onParams`, which this path does not run.
+   * Trusted documents (TRUSTED_DOCUMENTS) on: the manifest's document a request names by
+   * `documentId` or `extensions.persistedQuery` (null: it names none, or one the manifest lacks).
+   * This path then takes only requests without document text that name a listed document, and
+   * runs that document, as Yoga's persisted operations plugin would (`TrustedDocuments`); every
+   * other request (text, an unknown id) is Yoga's, which refuses or allows it.
    */
-  off?: boolean;
+  trustedDocument?: (params: Record<string, unknown>) => string | null;
 }
 
 /** Writes a Fetch `Response` to Node's response as Yoga's own Node adapter does (one `writeHead`). */
@@ -51,16 +54,29 @@ const send = (response: Response, res: ServerResponse, req: IncomingMessage | un
 const UTF8_JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 const PARAM_KEYS = new Set(['query', 'variables', 'operationName', 'extensions']);
 
-/** The request's operation, if it is one this path takes: a JSON object of GraphQL-over-HTTP's keys. */
-function paramsOf(body: string): { query: string; variables?: Record<string, unknown> | null; operationName?: string | null } | null {
+/**
+ * The request's operation, if it is one this path takes: a JSON object of GraphQL-over-HTTP's keys;
+ * with trusted documents, one that names a listed document (`documentId` allowed) and sends no text.
+ */
+function paramsOf(
+  body: string,
+  trustedDocument: FastPathOptions['trustedDocument'],
+): { query: string; variables?: Record<string, unknown> | null; operationName?: string | null } | null {
   let params: unknown;
   try {
     params = JSON.parse(body);
   } catch {
     return null;
   }
+  if (!isPlainObject(params)) return null;
+  for (const key in params) if (!PARAM_KEYS.has(key) && !(trustedDocument && key === 'documentId')) return null;
+  if (trustedDocument) {
+    if (params.query !== undefined && params.query !== null && params.query !== '') return null;
+    const document = trustedDocument(params);
+    if (document === null) return null;
+    params = { ...params, query: document };
+  }
   if (!isPlainObject(params) || typeof params.query !== 'string') return null;
-  for (const key in params) if (!PARAM_KEYS.has(key)) return null;
   const { variables, operationName, extensions } = params;
   if (variables != null && !isPlainObject(variables)) return null;
   if (operationName != null && typeof operationName !== 'string') return null;
@@ -100,7 +116,7 @@ class NodeHeaders {
  * request over the rate limit gets the same 429 as Yoga's `useRateLimit` gives.
  */
 export function createHttpFastPath(options: FastPathOptions) {
-  const { yoga, endpoint, limiter, caps, maskError, countResult } = options;
+  const { yoga, endpoint, limiter, caps, maskError, countResult, trustedDocument } = options;
   const stats: FastPathStats = { answered: 0, handedOver: 0 };
 
   /**
@@ -150,7 +166,7 @@ export function createHttpFastPath(options: FastPathOptions) {
   };
 
   async function run(req: IncomingMessage, res: ServerResponse, body: Buffer) {
-    const params = paramsOf(body.toString('utf8'));
+    const params = paramsOf(body.toString('utf8'), trustedDocument);
     if (!params) return handOver(req, res, body, false);
     // Counted before anything else runs, as Yoga counts in its first hook: a client over its limit
     // costs no parsing. From here on a request handed over is marked as counted.
@@ -198,7 +214,7 @@ export function createHttpFastPath(options: FastPathOptions) {
     stats,
     /** Takes the request and answers it (true), or leaves it untouched for Yoga (false). */
     handle(req: IncomingMessage, res: ServerResponse): boolean {
-      if (options.off || !takes(req)) return false;
+      if (!takes(req)) return false;
       const chunks: Buffer[] = [];
       // A client gone before its body ended: nothing to answer (without a listener, the stream's
       // error would be thrown).

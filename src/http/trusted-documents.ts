@@ -41,8 +41,9 @@ export function loadTrustedDocuments(path: string): Map<string, string> {
  * shape, version 1), and runs it; a name the manifest lacks is NOT_FOUND (404). A document sent as
  * text is refused with FORBIDDEN (403) unless `allowsAdHoc` says the request may (the app allows it
  * to full-scope keys when GRAPHIQL is on, which is how GraphiQL keeps working where the operator
- * wants it). Over HTTP this is Yoga's persisted operations plugin (`onParams`: the fast path takes
- * no request while trusted documents are on); graphql-ws subscribe messages go through `resolve`.
+ * wants it). Over HTTP this is Yoga's persisted operations plugin (`onParams`; the fast path takes
+ * only requests that name a listed document without sending text, found with the same
+ * `documentFor`); graphql-ws subscribe messages go through `resolve`.
  */
 export class TrustedDocuments {
   constructor(
@@ -61,6 +62,12 @@ export class TrustedDocuments {
     const persisted = (params.extensions as { persistedQuery?: { version?: unknown; sha256Hash?: unknown } } | null | undefined)
       ?.persistedQuery;
     return persisted?.version === 1 && typeof persisted.sha256Hash === 'string' ? persisted.sha256Hash : null;
+  }
+
+  /** The listed document a request names, or null (it names none, or one the manifest lacks). */
+  documentFor(params: DocumentParams): string | null {
+    const id = this.idOf(params);
+    return id === null ? null : (this.documents.get(id) ?? null);
   }
 
   /** The document text a request runs, or the refusal it gets. */

@@ -58,8 +58,11 @@ describe(`TRUSTED_DOCUMENTS (${backend.label})`, () => {
     expect(renamed.errors).toBeUndefined();
     const listed = await post(app, byApqHash(SessionsList, { first: 5, messages: 5 }), READ);
     expect(listed.data!.sessions.edges[0].node).toMatchObject({ id, title: 'renamed', messageCount: 2 });
+    const answered = app.fastPath.answered;
     const node = await post(app, byId(NodeQuery, { id }), READ);
     expect(node.errors).toBeUndefined();
+    // A listed document named without text is the fast path's, which runs the manifest's document.
+    expect(app.fastPath.answered).toBe(answered + 1);
 
     // An unlisted document, as text: refused, with a coded 4xx, and nothing written.
     const adHoc = await post(app, { query: print(CreateSession), variables: { input: { title: 'sneaky' } } });
