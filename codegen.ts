@@ -10,7 +10,9 @@ const config: CodegenConfig = {
     'test/generated/': {
       documents: ['test/**/*.ts', '!test/generated/**'],
       preset: 'client',
-      presetConfig: { fragmentMasking: false },
+      // persistedDocuments: also writes persisted-documents.json (sha256 → document), the manifest
+      // a frontend hands to TRUSTED_DOCUMENTS; the trusted documents test runs the suite's documents through it.
+      presetConfig: { fragmentMasking: false, persistedDocuments: { hashAlgorithm: 'sha256' } },
       config: {
         scalars: { JSON: 'unknown', DateTime: 'string', ID: 'string' },
         enumsAsTypes: true,

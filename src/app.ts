@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Plugin, YogaServerInstance } from 'graphql-yoga';
+import type { Tracing } from './graphql/tracing.js';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
 import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
@@ -20,7 +21,10 @@ import { assertFastPathHonours, fastPathCovers } from './http/fast-path-contract
 import { corsFor, createHttpServer } from './http/server.js';
 import { useGraphQLWebSocket } from './http/websocket.js';
 import { useExplorer } from './http/explorer.js';
+import { ServerMetrics } from './http/metrics.js';
+import { loadTrustedDocuments, TrustedDocuments } from './http/trusted-documents.js';
 import { useQueryLimits } from './graphql/query-limits.js';
+import { useKeyScopes } from './graphql/key-scopes.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
 import { configureSchemaChecks } from './schema/builder.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
@@ -34,6 +38,8 @@ import { type SharingStats, useSubscriptionSharing } from './live/sharing.js';
 import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
+import { EventRetention } from './services/event-retention.js';
+import { eventSweepInterval } from './config.js';
 
 export interface App {
   yoga: YogaServerInstance<Record<string, unknown>, RequestContext>;
@@ -45,6 +51,8 @@ export interface App {
   jit: QueryJitStats;
   /** How many HTTP requests the fast path answered, and how many it read and handed to Yoga. */
   fastPath: FastPathStats;
+  /** What `/metrics` serves. */
+  metrics: ServerMetrics;
   /**
    * Starts listening; resolves with the URL of the GraphQL endpoint. Then starts `warm()`. Already
    * listening: resolves with the URL it listens on.
@@ -73,6 +81,8 @@ export interface BuildAppOptions {
    * build fails.
    */
   plugins?: Plugin[];
+  /** OpenTelemetry traces (`startTracing`): a span per operation, its statements under it. Flushed and stopped by `close`. */
+  tracing?: Tracing;
 }
 
 /**
@@ -90,7 +100,8 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   try {
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
-    bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
+    const metrics = new ServerMetrics(config.metricsToken);
+    bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger, observer: metrics.bus });
     const auth = new WorkspaceAuth(db.sql, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax), {
       required: config.authRequired,
     });
@@ -116,10 +127,28 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
         sweepIntervalMs: config.turnSweepIntervalMs,
       }),
       eventEntities: new EventMemo(),
+      retention:
+        config.eventRetentionMs === null
+          ? null
+          : new EventRetention(db.sql, logger, {
+              retentionMs: config.eventRetentionMs,
+              sweepIntervalMs: eventSweepInterval(config.eventRetentionMs),
+            }),
     };
     limiter = createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
-    const app = serve(runtime, limiter, options.plugins ?? []);
+    if (options.tracing) {
+      const tracing = options.tracing;
+      db.queries.statementSpans = (sql) => tracing.statementSpan(sql);
+    }
+    // After the query compiler's plugin: the operation span wraps whichever execute it chose.
+    const app = serve(runtime, limiter, metrics, [...(options.tracing ? [options.tracing.plugin] : []), ...(options.plugins ?? [])]);
+    if (options.tracing) {
+      const tracing = options.tracing;
+      const close = app.close;
+      app.close = () => close().finally(() => tracing.shutdown());
+    }
     runtime.turns.startSweeper();
+    runtime.retention?.start();
     return app;
   } catch (error) {
     await limiter?.close();
@@ -129,13 +158,25 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   }
 }
 
-function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]): App {
+function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics, extraPlugins: Plugin[]): App {
   const { config, caps, logger, db, bus } = runtime;
   const createContext = requestContexts(runtime);
   const endpoint = '/graphql';
   const subscriptions = new SubscriptionTracker();
   let stopping = false;
   const maskError = createErrorMask(logger);
+  // Documents sent as text stay allowed, with trusted documents on, to full-scope keys where GraphiQL is on.
+  const trusted = config.trustedDocuments
+    ? new TrustedDocuments(
+        loadTrustedDocuments(config.trustedDocuments),
+        async (authorization) =>
+          config.graphiql &&
+          (await runtime.auth.grantFor(authorization).then(
+            (g) => g.scope === 'FULL',
+            () => false,
+          )),
+      )
+    : null;
 
   const sharing = useSubscriptionSharing<RequestContext>({
     scopeOf: (ctx) => ctx.workspaceId,
@@ -150,8 +191,12 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),
     // The explorer is a playground too: served exactly where GraphiQL is.
     ...(config.graphiql ? [useExplorer()] : []),
+    ...metrics.plugins(),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
+    // The fast path takes only a request naming a listed document without text, and runs that
+    // document, found with the plugin's own lookup (`trustedDocument` below).
+    ...(trusted ? [fastPathCovers(trusted.plugin(), ['onParams'])] : []),
     // CSRF prevention refuses only bodies of a type a browser sends without a preflight: the fast
     // path takes only JSON bodies (`isJsonBodyType`), which it lets through.
     fastPathCovers(useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'graphql-require-preflight'] }), ['onRequestParse']),
@@ -160,6 +205,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     // any body that is not one JSON object of GraphQL's keys to Yoga, unread by envelop.
     fastPathCovers(useRequestParseErrors(caps), ['onRequestParse']),
     useQueryLimits(),
+    useKeyScopes(),
     sharing,
     subscriptions.plugin(),
     jit,
@@ -177,6 +223,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     landingPage: false,
     // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
     multipart: false,
+    // A trusted document's name (TRUSTED_DOCUMENTS); without them, `documentId` is refused as any unknown key.
+    extraParamNames: trusted ? ['documentId'] : [],
     // useRequestParseErrors refuses a declared length over the cap and cuts off a body sent without one.
     maxRequestBodySize: false,
     cors: (request) => corsFor(request.headers.get('origin'), config.corsOrigins),
@@ -202,6 +250,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     limiter,
     caps,
     maskError,
+    countResult: (result) => metrics.countResult(result),
+    trustedDocument: trusted ? (params) => trusted.documentFor(params) : undefined,
   });
   const { server, connections } = createHttpServer(config.timeouts, (req, res) => {
     if (!fastPath.handle(req, res)) void yoga(req, res);
@@ -218,6 +268,15 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     subscriptions,
     streamMask: createStreamMask(maskError),
     hideInternalErrors: config.production,
+    metrics,
+    trusted,
+  });
+  metrics.attach({
+    liveSubscriptions: () => subscriptions.size,
+    webSocketConnections: () => webSocket.connections(),
+    pingDatabase: () => db.ping(),
+    pingPubSub: () => bus.ping(),
+    timeoutMs: config.readyTimeoutMs,
   });
 
   let listeningAt: string | undefined;
@@ -229,6 +288,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
     sharing: sharing.stats,
     jit: jit.stats,
     fastPath: fastPath.stats,
+    metrics,
     listen(port = config.port, host = config.host) {
       if (listeningAt) return Promise.resolve(listeningAt);
       return new Promise((resolve, reject) => {
@@ -256,6 +316,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, extraPlugins: Plugin[]
         await webSocket.close();
         await drained;
         await runtime.turns.stop();
+        await runtime.retention?.stop();
         await limiter.close();
         await bus.close();
         await db.close();

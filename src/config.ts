@@ -3,10 +3,15 @@ import { getHeapStatistics } from 'node:v8';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
+/** What a key may do: READ runs queries and subscriptions only, FULL runs mutations too (ApiKey.scope). */
+export type KeyScope = 'READ' | 'FULL';
+
 /** An API key configured at start: the key selects (and creates, if needed) the named workspace. */
 export interface ApiKeyConfig {
   workspace: string;
   key: string;
+  /** FULL unless the entry ends in `:read` (omitted: FULL). */
+  scope?: KeyScope;
 }
 
 /** Sizes of the in-process caches (src/caches/; each states its rule beside it), from CACHE_MEMORY_MB. */
@@ -89,6 +94,11 @@ export function turnSweepInterval(turnTimeoutMs: number): number {
   return Math.max(1, Math.min(30_000, Math.round(turnTimeoutMs / 20)));
 }
 
+/** How often old events are swept: a quarter of EVENT_RETENTION_MS, at most a minute, so an event outlives it by at most 25 %. */
+export function eventSweepInterval(retentionMs: number): number {
+  return Math.max(1, Math.min(60_000, Math.round(retentionMs / 4)));
+}
+
 /** Everything the server is configured by. `buildApp` takes this; only `main.ts` reads the environment. */
 export interface AppConfig {
   port: number;
@@ -136,6 +146,12 @@ export interface AppConfig {
   maxStringChars: number | null;
   /** Compiling repeated queries (DEFAULT_QUERY_JIT). */
   queryJit: QueryJitOptions;
+  /** The bearer token `/metrics` requires; null: open (as scrapers inside a cluster expect). */
+  metricsToken: string | null;
+  /** Path of the trusted documents manifest (`sha256 → document`); null: any document runs. */
+  trustedDocuments: string | null;
+  /** Events older than this are deleted by a sweep (`eventSweepInterval`); null: kept for ever. */
+  eventRetentionMs: number | null;
 }
 
 /** A documented environment variable: what the README's table shows, and for integers how it is parsed. */
@@ -227,6 +243,20 @@ export const SETTINGS = {
     meaning:
       'a socket with no progress either way for this long (nothing read, nothing taken by the client: one that stopped reading a response included) is destroyed within a tenth of it; a request the server is still working on is not idle; `0`: never',
   },
+  METRICS_TOKEN: {
+    meaning:
+      '`/metrics` (Prometheus text) requires `Authorization: Bearer <token>` (401 without, 403 with another); unset: open, as scrapers inside a cluster expect',
+  },
+  TRUSTED_DOCUMENTS: {
+    meaning:
+      "path of a `sha256 → document` JSON manifest (GraphQL Code Generator's `persisted-documents.json`): only those documents run, named by `documentId` or `extensions.persistedQuery.sha256Hash`; unset: any document (see Trusted documents)",
+  },
+  EVENT_RETENTION_MS: {
+    duration: true,
+    shown: 'unset (kept for ever)',
+    meaning:
+      'events older than this are deleted in small batches by a sweep that runs every quarter of it (at most every minute); a replay from before the oldest kept event gets `EVENTS_EXPIRED`',
+  },
   CACHE_MEMORY_MB: {
     min: 1,
     shown: "a quarter of V8's heap limit, at most `128`",
@@ -305,6 +335,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     readyTimeoutMs: READY_TIMEOUT_MS,
     maxStringChars: read('MAX_STRING_CHARS') ? parseInteger(env, 'MAX_STRING_CHARS') : null,
     queryJit: { ...DEFAULT_QUERY_JIT },
+    metricsToken: read('METRICS_TOKEN') ?? null,
+    trustedDocuments: read('TRUSTED_DOCUMENTS') ? resolve(read('TRUSTED_DOCUMENTS')!) : null,
+    eventRetentionMs: read('EVENT_RETENTION_MS') ? parseInteger(env, 'EVENT_RETENTION_MS') : null,
   };
 }
 
@@ -371,16 +404,25 @@ function parseOrigins(raw: string | undefined): string[] {
   });
 }
 
+/** `workspace:key` (full scope) or `workspace:key:read` / `workspace:key:full`, comma-separated. */
 function parseApiKeys(raw: string | undefined): ApiKeyConfig[] {
   if (!raw) return [];
   return raw.split(',').map((entry) => {
     const at = entry.indexOf(':');
     const workspace = entry.slice(0, at).trim();
-    const key = entry.slice(at + 1).trim();
-    if (at <= 0 || !workspace || key.length < 16) {
-      throw new ConfigError('API_KEYS must be comma-separated workspace:key pairs, each key at least 16 characters.');
+    let key = entry.slice(at + 1).trim();
+    let scope: KeyScope = 'FULL';
+    const suffix = /:(read|full)$/i.exec(key);
+    if (suffix) {
+      scope = suffix[1].toUpperCase() as KeyScope;
+      key = key.slice(0, suffix.index);
     }
-    return { workspace, key };
+    if (at <= 0 || !workspace || key.length < 16) {
+      throw new ConfigError(
+        'API_KEYS must be comma-separated workspace:key pairs (a `:read` suffix makes a read-only key), each key at least 16 characters.',
+      );
+    }
+    return { workspace, key, scope };
   });
 }
 

@@ -3,6 +3,7 @@
 // 2 on a configuration error (its message names the variable).
 import { buildApp } from './app.js';
 import { type AppConfig, ConfigError, loadConfig, retiredVariablesSet } from './config.js';
+import { startTracing, tracingWanted } from './graphql/tracing.js';
 
 let config: AppConfig;
 try {
@@ -18,7 +19,18 @@ try {
 for (const name of retiredVariablesSet()) {
   console.warn(`session-graph: ${name} is no longer read (a constant, or derived from the documented settings); ignoring it`);
 }
-const app = await buildApp(config);
+// OpenTelemetry's own variables turn traces on; without them nothing of it is loaded.
+const tracing = tracingWanted(process.env) ? await startTracing() : undefined;
+let app: Awaited<ReturnType<typeof buildApp>>;
+try {
+  app = await buildApp(config, { tracing });
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(`session-graph: configuration error: ${error.message}`);
+    process.exit(2);
+  }
+  throw error;
+}
 const { db, bus, auth, logger } = app.runtime;
 const authMode =
   config.authRequired === true

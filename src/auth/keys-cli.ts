@@ -1,4 +1,4 @@
-// `npm run keys -- create --workspace NAME [--name LABEL] | list [--json] | revoke ID`: manages the
+// `npm run keys -- create --workspace NAME [--name LABEL] [--scope read|full] | list [--json] | revoke ID`: manages the
 // API keys of the configured database (DATABASE_URL, or the PGlite folder in DATA_DIR).
 import { parseArgs } from 'node:util';
 import { type AppConfig, ConfigError, loadConfig } from '../config.js';
@@ -6,8 +6,10 @@ import { createDatabase, databaseOptionsOf } from '../db/database.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 
 const USAGE = `usage:
-  npm run keys -- create --workspace NAME [--name LABEL]   prints the new key (shown only this once)
-  npm run keys -- list [--json]                            id, workspace, name, created, revoked
+  npm run keys -- create --workspace NAME [--name LABEL] [--scope read|full]
+                                                           prints the new key (shown only this once);
+                                                           read: queries and subscriptions only (default full)
+  npm run keys -- list [--json]                            id, workspace, name, scope, created, revoked
   npm run keys -- revoke ID                                refused by every instance within API_KEY_CACHE_TTL_MS`;
 
 function fail(message: string): never {
@@ -18,6 +20,7 @@ function fail(message: string): never {
 const options = {
   workspace: { type: 'string' },
   name: { type: 'string' },
+  scope: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -35,6 +38,8 @@ if (values.help || !command) {
 }
 if (!['create', 'list', 'revoke'].includes(command)) fail(`unknown command "${command}"`);
 if (command === 'create' && !values.workspace?.trim()) fail('create needs --workspace NAME');
+const scope = values.scope?.trim().toUpperCase() ?? 'FULL';
+if (scope !== 'READ' && scope !== 'FULL') fail(`--scope must be read or full (got "${values.scope}")`);
 if (command === 'revoke' && rest.length !== 1) fail('revoke needs exactly one key id (see `list`)');
 
 let config: AppConfig;
@@ -49,8 +54,14 @@ let exitCode = 0;
 try {
   await db.migrate();
   if (command === 'create') {
-    const created = await createApiKey(db.prisma, { workspace: values.workspace!.trim(), name: values.name?.trim() || undefined });
-    console.log(`Created key ${created.id} for workspace "${created.workspace}" (name "${created.name}").`);
+    const created = await createApiKey(db.prisma, {
+      workspace: values.workspace!.trim(),
+      name: values.name?.trim() || undefined,
+      scope,
+    });
+    console.log(
+      `Created key ${created.id} for workspace "${created.workspace}" (name "${created.name}", scope ${created.scope.toLowerCase()}).`,
+    );
     console.log('The key, shown only this once (send it as `Authorization: Bearer <key>`):');
     console.log(created.key);
   } else if (command === 'list') {
@@ -61,8 +72,15 @@ try {
       console.log('No API keys.');
     } else {
       const rows = [
-        ['id', 'workspace', 'name', 'created', 'revoked'],
-        ...keys.map((k) => [k.id, k.workspace, k.name, k.createdAt.toISOString(), k.revokedAt?.toISOString() ?? '-']),
+        ['id', 'workspace', 'name', 'scope', 'created', 'revoked'],
+        ...keys.map((k) => [
+          k.id,
+          k.workspace,
+          k.name,
+          k.scope.toLowerCase(),
+          k.createdAt.toISOString(),
+          k.revokedAt?.toISOString() ?? '-',
+        ]),
       ];
       const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
       for (const row of rows)

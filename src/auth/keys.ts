@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { KeyScope } from '../config.js';
 import { hashApiKey } from './workspace-auth.js';
 import * as store from '../db/stores/api-keys.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -8,6 +9,8 @@ export interface ApiKeyInfo {
   id: string;
   workspace: string;
   name: string;
+  /** READ: queries and subscriptions only; FULL: mutations too. */
+  scope: KeyScope;
   createdAt: Date;
   revokedAt: Date | null;
 }
@@ -15,7 +18,7 @@ export interface ApiKeyInfo {
 /** A new key (`sg_` + 32 random bytes, base64url); only its SHA-256 is stored. Creates the workspace if needed. */
 export async function createApiKey(
   prisma: PrismaClient,
-  input: { workspace: string; name?: string },
+  input: { workspace: string; name?: string; scope?: KeyScope },
 ): Promise<ApiKeyInfo & { key: string }> {
   const key = `sg_${randomBytes(32).toString('base64url')}`;
   const workspace = await store.ensureWorkspace(prisma, input.workspace);
@@ -23,14 +26,16 @@ export async function createApiKey(
     workspaceId: workspace.id,
     name: input.name ?? input.workspace,
     keyHash: hashApiKey(key),
+    scope: input.scope ?? 'FULL',
   });
-  return { id: row.id, workspace: workspace.name, name: row.name, createdAt: row.createdAt, revokedAt: null, key };
+  return { id: row.id, workspace: workspace.name, name: row.name, scope: row.scope, createdAt: row.createdAt, revokedAt: null, key };
 }
 
 const info = (row: store.ApiKeyWithWorkspace): ApiKeyInfo => ({
   id: row.id,
   workspace: row.workspace.name,
   name: row.name,
+  scope: row.scope,
   createdAt: row.createdAt,
   revokedAt: row.revokedAt,
 });

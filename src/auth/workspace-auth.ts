@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ApiKeyCache } from '../caches/api-keys.js';
+import { ApiKeyCache, type KeyGrant } from '../caches/api-keys.js';
 import type { ApiKeyConfig } from '../config.js';
 import { DomainError } from '../domain/errors.js';
 import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from '../db/stores/api-keys.js';
@@ -41,6 +41,7 @@ export class WorkspaceAuth {
         workspaceId: ws.id,
         name: `${config.workspace} (API_KEYS)`,
         keyHash: hashApiKey(config.key),
+        scope: config.scope ?? 'FULL',
       });
       if (key.revokedAt) revoked.push(config);
     }
@@ -63,21 +64,29 @@ export class WorkspaceAuth {
    * A key that is sent must be valid, even where keys are optional.
    */
   async workspaceFor(authorization: string | null | undefined): Promise<string> {
+    return (await this.grantFor(authorization)).workspaceId;
+  }
+
+  /**
+   * The workspace and scope an `Authorization` value grants. Without a key where keys are optional:
+   * the default workspace, with full scope (whoever can reach a keyless server can do everything).
+   */
+  async grantFor(authorization: string | null | undefined): Promise<KeyGrant> {
     if (!authorization) {
-      if (!(await this.keysRequired())) return this.defaultWorkspaceId;
+      if (!(await this.keysRequired())) return { workspaceId: this.defaultWorkspaceId, scope: 'FULL' };
       throw new DomainError('UNAUTHENTICATED', 'Send an API key as `Authorization: Bearer <api key>`.');
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw new DomainError('UNAUTHENTICATED', 'The Authorization header must be `Bearer <api key>`.');
     const hash = hashApiKey(match[1]);
-    let workspaceId = this.cache.get(hash);
-    if (workspaceId === undefined) {
+    let grant = this.cache.get(hash);
+    if (grant === undefined) {
       const key = await this.lookup(() => findApiKeyByHash(this.sql.reads, hash));
-      workspaceId = key && !key.revokedAt ? key.workspaceId : null;
-      this.cache.set(hash, workspaceId);
+      grant = key && !key.revokedAt ? { workspaceId: key.workspaceId, scope: key.scope } : null;
+      this.cache.set(hash, grant);
     }
-    if (!workspaceId) throw new DomainError('UNAUTHENTICATED', 'This API key is not valid (unknown or revoked).');
-    return workspaceId;
+    if (!grant) throw new DomainError('UNAUTHENTICATED', 'This API key is not valid (unknown or revoked).');
+    return grant;
   }
 
   /** A database failure while checking a key is the database's outage, not the client's fault. */

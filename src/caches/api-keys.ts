@@ -1,4 +1,11 @@
 import { LRUCache } from 'lru-cache';
+import type { KeyScope } from '../config.js';
+
+/** What a valid key grants: its workspace and its scope. */
+export interface KeyGrant {
+  workspaceId: string;
+  scope: KeyScope;
+}
 
 /** The clock the TTL is measured on (lru-cache's `perf`): `performance` unless a test passes its own. */
 export interface Clock {
@@ -6,7 +13,7 @@ export interface Clock {
 }
 
 /**
- * Which workspace an API key hash selects (null: refused, unknown or revoked), and whether any
+ * Which workspace an API key hash selects, with the key's scope (null: refused, unknown or revoked), and whether any
  * unrevoked key exists at all (what AUTH_REQUIRED=auto decides by), for a short time.
  *
  * Rule: an entry may be stale for at most `ttlMs`, and then the database is read again. Nothing
@@ -20,7 +27,7 @@ export interface Clock {
  * of 0 keeps nothing.
  */
 export class ApiKeyCache {
-  private readonly entries: LRUCache<string, { workspaceId: string | null }> | null;
+  private readonly entries: LRUCache<string, { grant: KeyGrant | null }> | null;
   private readonly anyKey: LRUCache<'any', { exist: boolean }> | null;
 
   constructor(ttlMs = 5_000, maxEntries = 10_000, clock: Clock = performance) {
@@ -32,12 +39,12 @@ export class ApiKeyCache {
   }
 
   /** The cached answer for `keyHash` (undefined: not cached or expired). */
-  get(keyHash: string): string | null | undefined {
-    return this.entries?.get(keyHash)?.workspaceId;
+  get(keyHash: string): KeyGrant | null | undefined {
+    return this.entries?.get(keyHash)?.grant;
   }
 
-  set(keyHash: string, workspaceId: string | null): void {
-    this.entries?.set(keyHash, { workspaceId });
+  set(keyHash: string, grant: KeyGrant | null): void {
+    this.entries?.set(keyHash, { grant });
   }
 
   /** Whether an unrevoked key exists, as last read (undefined: not cached or expired). */

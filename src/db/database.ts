@@ -10,9 +10,12 @@ import { createPgliteSql, createPgSql, type Sql } from './sql.js';
 export class QueryCounter {
   count = 0;
   statements: string[] = [];
-  record(sql: string) {
+  /** Starts a trace span for a statement and returns its end (tracing on, see graphql/tracing.ts). */
+  statementSpans: ((sql: string) => (() => void) | undefined) | null = null;
+  record(sql: string): (() => void) | undefined {
     this.count++;
     if (this.statements.length < 1000) this.statements.push(sql);
+    return this.statementSpans?.(sql);
   }
   reset() {
     this.count = 0;
@@ -167,8 +170,9 @@ function countingAdapter(factory: SqlDriverAdapterFactory, counter: QueryCounter
         const value = Reflect.get(obj, prop, receiver);
         if (prop === 'queryRaw' || prop === 'executeRaw') {
           return (query: { sql: string }) => {
-            counter.record(query.sql);
-            return (value as (q: unknown) => unknown).call(obj, query);
+            const done = counter.record(query.sql);
+            const result = (value as (q: unknown) => Promise<unknown>).call(obj, query);
+            return done ? result.finally(done) : result;
           };
         }
         if (prop === 'startTransaction') {

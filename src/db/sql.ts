@@ -90,9 +90,15 @@ export class SqlParams {
   }
 }
 
-/** What counts the statements (the app's QueryCounter). */
+/** What counts the statements (the app's QueryCounter); `record` may return what to call when the statement is done (a trace span's end). */
 export interface StatementRecorder {
-  record(sql: string): void;
+  record(sql: string): (() => void) | undefined;
+}
+
+/** Runs a statement recorded by `recorder`, and tells it when the statement is done if it asked. */
+function recorded<T>(recorder: StatementRecorder, text: string, run: () => Promise<T>): Promise<T> {
+  const done = recorder.record(text);
+  return done ? run().finally(done) : run();
 }
 
 const TIMESTAMP = 1114;
@@ -128,8 +134,7 @@ export function createPgSql(pool: pg.Pool, recorder: StatementRecorder, pgTypes:
       PARSERS[oid] ?? pgTypes.getTypeParser(oid, format as 'text')) as typeof pgTypes.getTypeParser,
   };
   const run = async <T>(client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = [], name?: string) => {
-    recorder.record(text);
-    const result = await client.query({ text, values: values as unknown[], types, name });
+    const result = await recorded(recorder, text, () => client.query({ text, values: values as unknown[], types, name }));
     return result.rows as T[];
   };
   const query: SqlClient['query'] = (text, values, options) => run(pool, text, values, options?.name);
@@ -197,8 +202,7 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vac
   const vacuum = new PgliteVacuum(pglite, vacuumAfterBytes);
   const options = { parsers: PARSERS };
   const run = async <T>(client: Pick<PGlite | PGliteTransaction, 'query'>, text: string, values: readonly unknown[] = []) => {
-    recorder.record(text);
-    const result = await client.query<T>(text, values as unknown[], options);
+    const result = await recorded(recorder, text, () => client.query<T>(text, values as unknown[], options));
     return result.rows;
   };
   /** A named statement, prepared (outside a transaction) on its first use; one that cannot be is sent as text. */
@@ -211,9 +215,12 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vac
   ) => {
     const statement = name ? await statements.prepare(name, text) : null;
     if (!statement) return run<T>(client, text, values);
-    recorder.record(text);
-    if (!counted) return statements.run<T>(statement, values, false);
-    return tracker.counted(() => statements.run<T>(statement, values, false))();
+    if (!counted) return recorded(recorder, text, () => statements.run<T>(statement, values, false));
+    return recorded(
+      recorder,
+      text,
+      tracker.counted(() => statements.run<T>(statement, values, false)),
+    );
   };
   const uncounted = { query: tracker.read };
   return {
@@ -227,8 +234,7 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vac
           query: async (text, values, queryOptions) => {
             const statement = statements.made(queryOptions?.name, text);
             if (!statement) return run(tx, text, values);
-            recorder.record(text);
-            return statements.run(statement, values ?? [], true);
+            return recorded(recorder, text, () => statements.run(statement, values ?? [], true));
           },
         }),
       ),

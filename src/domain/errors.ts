@@ -13,7 +13,9 @@ export type ErrorCode =
   | 'CONTEXT_BUDGET_TOO_SMALL'
   | 'QUERY_TOO_COMPLEX'
   | 'RATE_LIMITED'
-  | 'SERVICE_UNAVAILABLE';
+  | 'SERVICE_UNAVAILABLE'
+  | 'FORBIDDEN'
+  | 'EVENTS_EXPIRED';
 
 /**
  * An expected refusal, with its contract code and the details a client can act on. Plain data:

@@ -1,6 +1,6 @@
 import { initContextCache } from '../packages/index.js';
 import type { WorkspaceAuth } from '../auth/workspace-auth.js';
-import type { AppConfig } from '../config.js';
+import type { AppConfig, KeyScope } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Logger } from '../logger.js';
@@ -14,6 +14,7 @@ import { MessageSearchService } from '../services/search.js';
 import type { SessionService } from '../services/sessions.js';
 import type { TransformService } from '../services/transforms.js';
 import type { TurnService } from '../services/turns.js';
+import type { EventRetention } from '../services/event-retention.js';
 
 /**
  * The long-lived parts of one app instance, shared by every request: configuration, logger,
@@ -39,6 +40,8 @@ export interface AppRuntime {
   sessionRows: SessionRowsCache;
   /** What events point at (message, session), read once per instance per event by every subscriber. */
   eventEntities: EventEntityMemo;
+  /** The event log's sweeper and replay check (EVENT_RETENTION_MS); null: events are kept for ever. */
+  retention: EventRetention | null;
 }
 
 /**
@@ -47,6 +50,8 @@ export interface AppRuntime {
  */
 export interface RequestContext {
   workspaceId: string;
+  /** What the request's key may do (`useKeyScopes` refuses a mutation with READ). */
+  scope: KeyScope;
   /** The client the Pothos Prisma plugin resolves relations and connections with (`builder.ts`). */
   prisma: PrismaClient;
   loaders: RequestLoaders;
@@ -70,13 +75,14 @@ export type EventsContext = Pick<RequestContext, 'workspaceId' | 'loaders' | 're
 export function requestContexts(runtime: AppRuntime): (source: { authorization?: string | null }) => Promise<RequestContext> {
   const { db, auth, caps, sessions, transforms, assembly, turns } = runtime;
   const sources: LoaderSources = { prisma: db.prisma, sql: db.sql, sessionRows: runtime.sessionRows, pages: runtime.caches.pages };
-  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities);
+  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities, runtime.retention);
   const search = new MessageSearchService(db.sql);
   return async (source) => {
-    const workspaceId = await auth.workspaceFor(source.authorization);
+    const { workspaceId, scope } = await auth.grantFor(source.authorization);
     return {
       ...initContextCache(),
       workspaceId,
+      scope,
       prisma: db.prisma,
       loaders: new RequestLoaders(sources, workspaceId),
       caps,

@@ -34,6 +34,16 @@ export interface FastPathOptions {
   caps: TextCaps;
   /** What a client sees of an error `execute` threw (the app's masking). */
   maskError: (error: unknown) => GraphQLError;
+  /** Counts the result of a request this path answers, as the metrics' `onResultProcess` counts Yoga's (ServerMetrics). */
+  countResult?: (result: ExecutionResult) => void;
+  /**
+   * Trusted documents (TRUSTED_DOCUMENTS) on: the manifest's document a request names by
+   * `documentId` or `extensions.persistedQuery` (null: it names none, or one the manifest lacks).
+   * This path then takes only requests without document text that name a listed document, and
+   * runs that document, as Yoga's persisted operations plugin would (`TrustedDocuments`); every
+   * other request (text, an unknown id) is Yoga's, which refuses or allows it.
+   */
+  trustedDocument?: (params: Record<string, unknown>) => string | null;
 }
 
 /** Writes a Fetch `Response` to Node's response as Yoga's own Node adapter does (one `writeHead`). */
@@ -65,16 +75,29 @@ function writeInChunks(res: ServerResponse, body: Buffer) {
 const UTF8_JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 const PARAM_KEYS = new Set(['query', 'variables', 'operationName', 'extensions']);
 
-/** The request's operation, if it is one this path takes: a JSON object of GraphQL-over-HTTP's keys. */
-function paramsOf(body: string): { query: string; variables?: Record<string, unknown> | null; operationName?: string | null } | null {
+/**
+ * The request's operation, if it is one this path takes: a JSON object of GraphQL-over-HTTP's keys;
+ * with trusted documents, one that names a listed document (`documentId` allowed) and sends no text.
+ */
+function paramsOf(
+  body: string,
+  trustedDocument: FastPathOptions['trustedDocument'],
+): { query: string; variables?: Record<string, unknown> | null; operationName?: string | null } | null {
   let params: unknown;
   try {
     params = JSON.parse(body);
   } catch {
     return null;
   }
+  if (!isPlainObject(params)) return null;
+  for (const key in params) if (!PARAM_KEYS.has(key) && !(trustedDocument && key === 'documentId')) return null;
+  if (trustedDocument) {
+    if (params.query !== undefined && params.query !== null && params.query !== '') return null;
+    const document = trustedDocument(params);
+    if (document === null) return null;
+    params = { ...params, query: document };
+  }
   if (!isPlainObject(params) || typeof params.query !== 'string') return null;
-  for (const key in params) if (!PARAM_KEYS.has(key)) return null;
   const { variables, operationName, extensions } = params;
   if (variables != null && !isPlainObject(variables)) return null;
   if (operationName != null && typeof operationName !== 'string') return null;
@@ -114,7 +137,7 @@ class NodeHeaders {
  * request over the rate limit gets the same 429 as Yoga's `useRateLimit` gives.
  */
 export function createHttpFastPath(options: FastPathOptions) {
-  const { yoga, endpoint, limiter, caps, maskError } = options;
+  const { yoga, endpoint, limiter, caps, maskError, countResult, trustedDocument } = options;
   const stats: FastPathStats = { answered: 0, handedOver: 0 };
 
   /**
@@ -152,6 +175,7 @@ export function createHttpFastPath(options: FastPathOptions) {
 
   const answer = (res: ServerResponse, result: ExecutionResult) => {
     stats.answered++;
+    countResult?.(result);
     // Already answered: the shutdown's grace ended first (503), or the client is gone.
     if (res.writableEnded || res.destroyed) return;
     if (result.errors === undefined && result.extensions === undefined) {
@@ -167,7 +191,7 @@ export function createHttpFastPath(options: FastPathOptions) {
   };
 
   async function run(req: IncomingMessage, res: ServerResponse, body: Buffer) {
-    const params = paramsOf(body.toString('utf8'));
+    const params = paramsOf(body.toString('utf8'), trustedDocument);
     if (!params) return handOver(req, res, body, false);
     // Counted before anything else runs, as Yoga counts in its first hook: a client over its limit
     // costs no parsing. From here on a request handed over is marked as counted.

@@ -12,8 +12,8 @@ type NodeServerContext = { req?: IncomingMessage; rateCounted?: boolean };
 const json = (fetchAPI: { Response: typeof Response }, status: number, body: unknown, headers: Record<string, string> = {}) =>
   new fetchAPI.Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 
-/** Rejects when `promise` has not settled within `ms`: a readiness probe must answer at once. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** Rejects when `promise` has not settled within `ms`: a readiness probe (or a scrape) must answer at once. */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);

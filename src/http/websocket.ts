@@ -16,6 +16,8 @@ import type { SubscriptionTracker } from '../live/subscription-tracker.js';
 import { useWebSocketServer } from '../live/ws-server.js';
 import { authorizationFrom, rateLimitedBody, takeRate } from './guards.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { ServerMetrics } from './metrics.js';
+import type { TrustedDocuments } from './trusted-documents.js';
 
 /** WebSocket close code 1001 (RFC 6455 "going away"): the server is shutting down. */
 const CLOSE_GOING_AWAY = 1001;
@@ -35,6 +37,10 @@ export interface GraphQLWebSocketOptions {
   streamMask: StreamMask;
   /** Answer an unexpected error with a generic message (production) instead of its own. */
   hideInternalErrors: boolean;
+  /** Counts the errors of the results and refusals sent over the socket, as Yoga's path counts its own. */
+  metrics?: Pick<ServerMetrics, 'countResult' | 'countErrors'>;
+  /** Trusted documents: a subscribe message names one (its `query` empty), or sends text only where allowed. */
+  trusted?: TrustedDocuments | null;
 }
 
 /**
@@ -45,7 +51,12 @@ export interface GraphQLWebSocketOptions {
  * tracked for shutdown). `close()` completes every operation and closes every socket with 1001.
  */
 export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
-  const { server, yoga, limiter, auth, logger, sharing, subscriptions, streamMask } = options;
+  const { server, yoga, limiter, auth, logger, sharing, subscriptions, streamMask, metrics, trusted } = options;
+  /** A refusal of a subscribe message, counted. */
+  const refused = (errors: readonly GraphQLError[]) => {
+    metrics?.countErrors(errors);
+    return errors as GraphQLError[];
+  };
   // A frame is bounded as an HTTP body is (ws's own default is 100 MiB): a larger one closes the
   // socket with 1009. graphql-ws keeps each operation's message (and so its query) for as long as
   // the operation runs, and clients of one application subscribe with the same few documents: one
@@ -56,10 +67,16 @@ export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
   const wsServer = useWebSocketServer(
     {
       hideInternalErrors: options.hideInternalErrors,
-      execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
+      execute: async (args) => {
+        const result = (await (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args)) as ExecutionResult;
+        if (!isAsyncIterable(result)) metrics?.countResult(result);
+        return result as never;
+      },
       subscribe: async (args, ctx, id) => {
         const result = await sharing.subscribeToSocket(args, webSocketSink(ctx.extra.socket, id), streamMask);
-        return isAsyncIterable(result) ? subscriptions.track(result) : (result as ExecutionResult);
+        if (isAsyncIterable(result)) return subscriptions.track(result);
+        metrics?.countResult(result as ExecutionResult);
+        return result as ExecutionResult;
       },
       // Refuse at connection_init (4403 Forbidden) rather than acknowledge a connection that can do nothing.
       onConnect: async (ctx) => {
@@ -85,7 +102,15 @@ export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
         if (!decision.allowed) {
           const { message, extensions } = rateLimitedBody(decision.retryAfterSeconds);
           const { code, ...details } = extensions;
-          return [toGraphQLError(new DomainError(code, message, details))];
+          return refused([toGraphQLError(new DomainError(code, message, details))]);
+        }
+        if (trusted) {
+          try {
+            (params as { query: string }).query = shareQueryText(await trusted.resolve(params as never, authorization));
+          } catch (error) {
+            if (error instanceof DomainError) return refused([toGraphQLError(error)]);
+            throw error;
+          }
         }
         const {
           schema: envelopedSchema,
@@ -101,10 +126,10 @@ export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
         try {
           contextValue = (await contextFactory()) as unknown as RequestContext;
         } catch (error) {
-          if (error instanceof GraphQLError) return [error];
-          if (error instanceof DomainError) return [toGraphQLError(error)];
+          if (error instanceof GraphQLError) return refused([error]);
+          if (error instanceof DomainError) return refused([toGraphQLError(error)]);
           const unavailable = asServiceUnavailable(error);
-          if (unavailable) return [toGraphQLError(unavailable)];
+          if (unavailable) return refused([toGraphQLError(unavailable)]);
           throw error;
         }
         let document: ReturnType<typeof parse>;
@@ -112,11 +137,11 @@ export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
           document = parse(params.query);
         } catch (error) {
           const clientError = asClientError(error);
-          if (clientError) return [clientError];
+          if (clientError) return refused([clientError]);
           throw error;
         }
         const errors = validate(envelopedSchema, document);
-        if (errors.length) return errors.map((e: GraphQLError) => asClientError(e) ?? e);
+        if (errors.length) return refused(errors.map((e: GraphQLError) => asClientError(e) ?? e));
         // A subscription runs outside envelop and keeps its arguments for as long as it lasts:
         // only queries and mutations take envelop's execute along.
         const subscription = getOperationAST(document, params.operationName)?.operation === 'subscription';
@@ -133,6 +158,8 @@ export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
     wss,
   );
   return {
+    /** Open graphql-ws connections. */
+    connections: () => wss.clients.size,
     /** Closes every socket (1001) once its operations completed, then stops the WebSocket server. */
     async close() {
       for (const client of wss.clients) client.close(CLOSE_GOING_AWAY, 'Server shutting down');

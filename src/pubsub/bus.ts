@@ -14,6 +14,16 @@ export interface BusListener {
   sync(): void;
 }
 
+/**
+ * What a bus tells the server's metrics: each event this instance publishes, and each event it
+ * hands to its local listeners (once per event, with how many listeners heard it). Called
+ * synchronously on the bus's hot path: an observer only counts.
+ */
+export interface BusObserver {
+  published(event: SessionEventMessage): void;
+  delivered(event: SessionEventMessage, listeners: number): void;
+}
+
 /** Counts for tests and diagnostics: channels this instance is subscribed to, and local listeners. */
 export interface BusStats {
   channels: number;

@@ -1,4 +1,4 @@
-import type { BusListener, BusStats } from './bus.js';
+import type { BusListener, BusObserver, BusStats } from './bus.js';
 import type { SessionEventMessage } from '../db/session-events.js';
 
 /** Local listeners per session; the one place both buses keep who hears what. */
@@ -43,7 +43,9 @@ export class ListenerTable {
   }
 }
 
-/** Hands `event` to each listener (a copy of the set: a listener may leave while it hears). */
-export function deliver(listeners: Iterable<BusListener>, event: SessionEventMessage) {
-  for (const listener of [...listeners]) listener.event(event);
+/** Hands `event` to each listener (a copy of the set: a listener may leave while it hears), and tells `observer`. */
+export function deliver(listeners: Iterable<BusListener>, event: SessionEventMessage, observer?: BusObserver) {
+  const heard = [...listeners];
+  for (const listener of heard) listener.event(event);
+  if (heard.length) observer?.delivered(event, heard.length);
 }

@@ -1,12 +1,15 @@
-import type { EventBus } from './bus.js';
+import type { BusObserver, EventBus } from './bus.js';
 import { deliver, ListenerTable } from './listener-table.js';
 
 /** The bus of a single instance: a publish reaches this process's listeners at once. */
-export function createMemoryBus(): EventBus {
+export function createMemoryBus(observer?: BusObserver): EventBus {
   const table = new ListenerTable();
   return {
     description: 'in-memory pub/sub',
-    publish: (event) => deliver(table.listeners(event.sessionId), event),
+    publish(event) {
+      observer?.published(event);
+      deliver(table.listeners(event.sessionId), event, observer);
+    },
     subscribe(sessionId, listener) {
       table.add(sessionId, listener);
       // Nothing can be in flight in process: the listener hears every publish from now on.

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { redact } from '../config.js';
 import type { SessionEventMessage } from '../db/session-events.js';
 import type { Logger } from '../logger.js';
-import { PING_TIMEOUT_MS, type BusListener, type EventBus } from './bus.js';
+import { PING_TIMEOUT_MS, type BusListener, type BusObserver, type EventBus } from './bus.js';
 import { deliver, ListenerTable } from './listener-table.js';
 import { loadRedis, whenReady } from './redis-connection.js';
 
 /** The bus across instances: Redis channels `<prefix>session-events:<sessionId>` (see `EventBus`). */
-export function createRedisBus(redisUrl: string, prefix: string, logger: Logger): EventBus {
+export function createRedisBus(redisUrl: string, prefix: string, logger: Logger, observer?: BusObserver): EventBus {
   const channelPrefix = `${prefix}session-events:`;
   const table = new ListenerTable();
   // An instance's own events reach its own listeners straight from `publish`, not through Redis:
@@ -21,7 +21,7 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger)
   const deliverLocal = () => {
     const events = local.splice(0);
     if (closed) return;
-    for (const event of events) deliver(table.listeners(event.sessionId), event);
+    for (const event of events) deliver(table.listeners(event.sessionId), event, observer);
   };
 
   const publisher = new (loadRedis())(redisUrl, { connectionName: 'session-graph-pub', maxRetriesPerRequest: 1 });
@@ -81,7 +81,7 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger)
       warnOnce('unreadable message on an event channel', error as Error);
       return;
     }
-    deliver(table.listeners(sessionId), event);
+    deliver(table.listeners(sessionId), event, observer);
   });
 
   const unsubscribe = (sessionId: string, listener: BusListener) => {
@@ -94,6 +94,7 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger)
   return {
     description: `Redis pub/sub at ${redact(redisUrl)}`,
     publish(event) {
+      observer?.published(event);
       if (table.has(event.sessionId) && !closed) {
         if (local.length === 0) setImmediate(deliverLocal);
         local.push(event);

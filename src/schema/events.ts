@@ -151,7 +151,7 @@ eventType(
 export async function workspaceSessionStream(ctx: EventsContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
   // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
-  const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null);
+  const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null, String(rawSessionId));
   if (!stream) throw notFound('Session', String(rawSessionId));
   return stream;
 }
@@ -163,7 +163,11 @@ builder.subscriptionField('sessionEvents', (t) =>
       'Everything that happens to a session. With afterSequence, every stored event after it is replayed first, then live ones follow: reconnect with the last sequence you saw and you miss nothing and see nothing twice.',
     args: {
       sessionId: t.arg.id({ required: true, description: 'The session.' }),
-      afterSequence: t.arg.int({ required: false, description: 'Replay stored events with a greater sequence first (0 for all).' }),
+      afterSequence: t.arg.int({
+        required: false,
+        description:
+          'Replay stored events with a greater sequence first (0 for all). Older than the oldest event kept (EVENT_RETENTION_MS): EVENTS_EXPIRED at once.',
+      }),
     },
     subscribe: (_, args, ctx) => workspaceSessionStream(ctx, args.sessionId, args.afterSequence),
     resolve: (event) => event,

@@ -75,6 +75,10 @@ builder.prismaNode('Session', {
       { description: 'A fork and its cursor.' },
     ),
     messageCount: t.exposeInt('messageCount', { description: 'Number of messages, the inherited prefix included.' }),
+    eventSequence: t.exposeInt('eventSequence', {
+      description:
+        "The sequence of the latest event of the session's log (0 before any): subscribe with afterSequence set to it to follow from here, missing nothing (what to do after EVENTS_EXPIRED).",
+    }),
     messages: t.connection(
       {
         type: Message,

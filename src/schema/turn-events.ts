@@ -88,7 +88,11 @@ builder.subscriptionField('turnEvents', (t) =>
       "The turn events of a session: its sessionEvents stream filtered to its own turns, with the same sequence numbers and the same replay after afterSequence. Sub-agent sessions' turn events come on sessionEvents, wrapped as SubSessionEvent. Ends when the session is deleted.",
     args: {
       sessionId: t.arg.id({ required: true, description: 'The session.' }),
-      afterSequence: t.arg.int({ required: false, description: 'Replay stored turn events with a greater sequence first (0 for all).' }),
+      afterSequence: t.arg.int({
+        required: false,
+        description:
+          'Replay stored turn events with a greater sequence first (0 for all). Older than the oldest event kept (EVENT_RETENTION_MS): EVENTS_EXPIRED at once.',
+      }),
     },
     subscribe: async (_, args, ctx) => {
       // The stream itself ends after SessionDeleted; filterEvents keeps its immediate release.

@@ -3,6 +3,7 @@ import type { SqlClient } from '../db/sql.js';
 import type { BusListener, EventBus, SessionEventMessage } from '../pubsub/bus.js';
 import { PULL, type Pullable, type StepConsumer } from './pull.js';
 import { readClock, sharedRead } from './shared-reads.js';
+import { eventsExpired } from './event-retention.js';
 
 const REPLAY_PAGE = 500;
 /** Live events a stream holds for a slow consumer before it falls back to reading the log. */
@@ -294,6 +295,9 @@ class EventStream implements SessionEventStream, BusListener {
         readEventsAfter(sql, sessionId, after, upTo, REPLAY_PAGE),
       );
       if (this.done) return;
+      // The log is gapless, so a read after `after` that starts later lost its first events to the
+      // retention sweep (a consumer that fell that far behind): the stream cannot go on whole.
+      if (rows.length && rows[0].sequence > after + 1) throw eventsExpired(sessionId, after, rows[0].sequence);
       for (const row of rows) if (row.sequence > this.last) this.accept(row);
       // Another page is due only when this one was full; otherwise the read is done, unless a
       // wider read was asked for while this one ran.

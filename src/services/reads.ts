@@ -5,6 +5,7 @@ import type { Message, PrismaClient, Session, Turn } from '../generated/prisma/c
 import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
 import { readShared } from './shared-reads.js';
 import { sessionEventStream, type SessionEventStream } from './event-stream.js';
+import type { EventRetention } from './event-retention.js';
 import type { RequestLoaders } from './loaders.js';
 import type { ViewedMessage } from './transforms.js';
 
@@ -31,17 +32,27 @@ export class ReadService {
     private readonly prisma: PrismaClient,
     private readonly bus: EventBus,
     private readonly eventEntities: EventEntityMemo,
+    /** Set when EVENT_RETENTION_MS is: a replay from before the oldest kept event is refused. */
+    private readonly retention: EventRetention | null = null,
   ) {}
 
   /**
    * The session's event stream (it ends after SessionDeleted), or null when the session is not in
    * the workspace, whether it exists elsewhere or not at all. Reads only: on PGlite they leave the
-   * kept session rows alone (caches/session-rows.ts).
+   * kept session rows alone (caches/session-rows.ts). A replay (`afterSequence`) of events no longer
+   * kept throws EVENTS_EXPIRED before the stream starts (the message names the session as `shownId`).
    */
-  async sessionStream(workspaceId: string, sessionId: string, afterSequence: number | null): Promise<SessionEventStream | null> {
+  async sessionStream(
+    workspaceId: string,
+    sessionId: string,
+    afterSequence: number | null,
+    shownId = sessionId,
+  ): Promise<SessionEventStream | null> {
     const { reads } = this.sql;
     const found = await readShared(reads, `in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
-    return found ? sessionEventStream(reads, this.bus, sessionId, afterSequence) : null;
+    if (!found) return null;
+    if (afterSequence !== null && this.retention) await this.retention.checkReplay(sessionId, afterSequence, shownId);
+    return sessionEventStream(reads, this.bus, sessionId, afterSequence);
   }
 
   /**

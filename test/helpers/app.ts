@@ -108,6 +108,8 @@ export async function createTestApp(
     redisUrl?: string | null;
     /** Plugins after the app's own (`BuildAppOptions.plugins`). */
     plugins?: BuildAppOptions['plugins'];
+    /** OpenTelemetry traces (`BuildAppOptions.tracing`). */
+    tracing?: BuildAppOptions['tracing'];
     /** Leave `warm()` to the test (the query compiler unloaded; the server listens all the same). */
     cold?: boolean;
   } = {},
@@ -127,7 +129,7 @@ export async function createTestApp(
     ...options.config,
   });
   const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
-  const app = await buildApp(config, { database, plugins: options.plugins });
+  const app = await buildApp(config, { database, plugins: options.plugins, tracing: options.tracing });
   let url: string;
   if (options.cold) {
     // Listening without `listen()`, which would start loading the compiler.

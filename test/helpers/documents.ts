@@ -307,3 +307,12 @@ export const ForkSessionIds = graphql(`
     }
   }
 `);
+
+export const SessionEventsFeed = graphql(`
+  subscription SessionEventsFeed($id: ID!, $after: Int) {
+    sessionEvents(sessionId: $id, afterSequence: $after) {
+      __typename
+      sequence
+    }
+  }
+`);

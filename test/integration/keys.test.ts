@@ -85,18 +85,26 @@ describe(`npm run keys (${backend.label})`, () => {
     const created = await keysCli(target, 'create', '--workspace', 'alpha', '--name', 'ci runner');
     expect(created.code, created.stderr).toBe(0);
     const key = /^(sg_\S+)$/m.exec(created.stdout)?.[1];
-    const id = /Created key (\S+) for workspace "alpha" \(name "ci runner"\)/.exec(created.stdout)?.[1];
+    const id = /Created key (\S+) for workspace "alpha" \(name "ci runner", scope full\)/.exec(created.stdout)?.[1];
     expect(key).toBeDefined();
     expect(id).toBeDefined();
+
+    const reader = await keysCli(target, 'create', '--workspace', 'alpha', '--name', 'dashboard', '--scope', 'read');
+    expect(reader.code, reader.stderr).toBe(0);
+    const readerId = /Created key (\S+) for workspace "alpha" \(name "dashboard", scope read\)/.exec(reader.stdout)?.[1];
+    expect(readerId).toBeDefined();
+    expect((await keysCli(target, 'create', '--workspace', 'alpha', '--scope', 'admin')).code).toBe(2);
 
     const listed = await keysCli(target, 'list', '--json');
     expect(listed.code, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout)).toEqual([
-      { id, workspace: 'alpha', name: 'ci runner', createdAt: expect.any(String), revokedAt: null },
+      { id, workspace: 'alpha', name: 'ci runner', scope: 'FULL', createdAt: expect.any(String), revokedAt: null },
+      { id: readerId, workspace: 'alpha', name: 'dashboard', scope: 'READ', createdAt: expect.any(String), revokedAt: null },
     ]);
     const table = await npmRunKeys(target, 'list');
     expect(table.code, table.stderr).toBe(0);
-    expect(table.stdout).toMatch(/id\s+workspace\s+name\s+created\s+revoked/);
+    expect(table.stdout).toMatch(/id\s+workspace\s+name\s+scope\s+created\s+revoked/);
+    expect(table.stdout).toMatch(new RegExp(`${readerId}\\s+alpha\\s+dashboard\\s+read\\s`));
     for (const output of [listed.stdout, table.stdout]) {
       expect(output).not.toContain(key!);
       expect(output).not.toContain(hashApiKey(key!));

@@ -170,7 +170,7 @@ describe(`plain SQL (${backend.label})`, () => {
 
   it('refuses a prepared statement on a closed PGlite as an outage, not a crash', async () => {
     const pglite = new PGlite('memory://');
-    const sql = createPgliteSql(pglite, { record() {} });
+    const sql = createPgliteSql(pglite, { record: () => undefined });
     const text = 'SELECT $1::int + 1 AS n';
     expect(await sql.query(text, [1], { name: 'sg_test_closed' })).toEqual([{ n: 2 }]);
     await pglite.close();

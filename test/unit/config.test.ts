@@ -3,6 +3,7 @@ import {
   CACHE_REFERENCE_MB,
   ConfigError,
   cacheSizes,
+  eventSweepInterval,
   DEFAULT_CACHE_CONFIG,
   DEFAULT_PGLITE_SHARED_BUFFERS_MB,
   DEFAULT_QUERY_JIT,
@@ -28,7 +29,10 @@ describe('configuration from the environment', () => {
       DATABASE_URL: 'postgres://root@127.0.0.1:5432/test',
       REDIS_URL: 'redis://127.0.0.1:6379',
       LOG_LEVEL: 'WARN',
-      API_KEYS: 'team-a:0123456789abcdef0123,team-b:fedcba9876543210fedc',
+      API_KEYS: 'team-a:0123456789abcdef0123,team-b:fedcba9876543210fedc:read',
+      METRICS_TOKEN: 'scrape-token',
+      TRUSTED_DOCUMENTS: '/srv/persisted-documents.json',
+      EVENT_RETENTION_MS: '86400000',
     });
     expect(config).toMatchObject({
       port: 8080,
@@ -38,10 +42,16 @@ describe('configuration from the environment', () => {
       redisUrl: 'redis://127.0.0.1:6379',
       logLevel: 'warn',
       apiKeys: [
-        { workspace: 'team-a', key: '0123456789abcdef0123' },
-        { workspace: 'team-b', key: 'fedcba9876543210fedc' },
+        { workspace: 'team-a', key: '0123456789abcdef0123', scope: 'FULL' },
+        { workspace: 'team-b', key: 'fedcba9876543210fedc', scope: 'READ' },
       ],
+      metricsToken: 'scrape-token',
+      trustedDocuments: '/srv/persisted-documents.json',
+      eventRetentionMs: 86_400_000,
     });
+    expect(loadConfig({})).toMatchObject({ metricsToken: null, trustedDocuments: null, eventRetentionMs: null });
+    expect(eventSweepInterval(1_000)).toBe(250);
+    expect(eventSweepInterval(86_400_000)).toBe(60_000);
   });
 
   it('keys optional, GraphiQL on and generous limits outside production; keys required and GraphiQL off in production', () => {

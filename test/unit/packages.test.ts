@@ -16,6 +16,9 @@ const PACKAGES = [
   'ws',
   'dataloader',
   '@whatwg-node/server',
+  '@graphql-yoga/plugin-prometheus',
+  '@graphql-yoga/plugin-persisted-operations',
+  'prom-client',
 ];
 
 function sources(dir: string): string[] {
@@ -39,6 +42,9 @@ describe('the dual packages (src/packages/index.ts)', () => {
     expect(packages.WebSocketServer).toBe(require('ws').WebSocketServer);
     expect(packages.DataLoader).toBe(require('dataloader'));
     expect(packages.sendNodeResponse).toBe(require('@whatwg-node/server').sendNodeResponse);
+    expect(packages.usePrometheus).toBe(require('@graphql-yoga/plugin-prometheus').usePrometheus);
+    expect(packages.usePersistedOperations).toBe(require('@graphql-yoga/plugin-persisted-operations').usePersistedOperations);
+    expect(packages.Registry).toBe(require('prom-client').Registry);
   });
 
   it('reach the rest of src/ only through it: elsewhere only their types are imported', () => {

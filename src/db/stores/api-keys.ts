@@ -3,7 +3,7 @@
  * What the server runs (at start, and per key lookup) is plain SQL: a server that has only started,
  * or only streams, never loads Prisma's query compiler for them.
  */
-import type { ApiKey, PrismaClient, Workspace } from '../../generated/prisma/client.js';
+import type { ApiKey, ApiKeyScope, PrismaClient, Workspace } from '../../generated/prisma/client.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlClient, type SqlTarget } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
@@ -47,17 +47,30 @@ export async function ensureWorkspace(db: SqlTarget, name: string): Promise<Work
 /**
  * Stores a key from API_KEYS unless its hash is already stored; returns the stored row. Never
  * un-revokes: a key revoked with `npm run keys -- revoke` stays refused whatever API_KEYS says.
+ * Its scope is what API_KEYS says now (the entry is the key's definition), written only when it
+ * changed.
  */
-export async function storeBootstrapKey(sql: SqlClient, data: { workspaceId: string; name: string; keyHash: string }): Promise<ApiKey> {
+export async function storeBootstrapKey(
+  sql: SqlClient,
+  data: { workspaceId: string; name: string; keyHash: string; scope: ApiKeyScope },
+): Promise<ApiKey> {
   const [row] = await sql.query<ApiKey>(
-    `INSERT INTO "ApiKey" (id, "workspaceId", name, "keyHash") VALUES ($1, $2, $3, $4)
-     ON CONFLICT ("keyHash") DO UPDATE SET "keyHash" = EXCLUDED."keyHash" RETURNING ${API_KEY_SQL}`,
-    [uuidv7(), data.workspaceId, data.name, data.keyHash],
+    `WITH found AS (SELECT ${API_KEY_SQL} FROM "ApiKey" WHERE "keyHash" = $4 AND scope = $5::"ApiKeyScope"),
+     made AS (
+       INSERT INTO "ApiKey" (id, "workspaceId", name, "keyHash", scope)
+       SELECT $1, $2, $3, $4, $5::"ApiKeyScope" WHERE NOT EXISTS (SELECT FROM found)
+       ON CONFLICT ("keyHash") DO UPDATE SET scope = EXCLUDED.scope RETURNING ${API_KEY_SQL}
+     )
+     SELECT ${API_KEY_SQL} FROM found UNION ALL SELECT ${API_KEY_SQL} FROM made`,
+    [uuidv7(), data.workspaceId, data.name, data.keyHash, data.scope],
   );
   return row;
 }
 
-export function insertApiKey(prisma: PrismaClient, data: { workspaceId: string; name: string; keyHash: string }): Promise<ApiKey> {
+export function insertApiKey(
+  prisma: PrismaClient,
+  data: { workspaceId: string; name: string; keyHash: string; scope: ApiKeyScope },
+): Promise<ApiKey> {
   return prisma.apiKey.create({ data });
 }
 

@@ -46,6 +46,16 @@ const APPEND_SQL = `WITH numbered AS (
      )
      SELECT inserted.id, inserted.sequence, numbered."parentTurnId" FROM inserted, numbered`;
 
+/**
+ * A time-ordered id made in SQL, shaped as `uuidv7()` makes them (48 bits of milliseconds, version
+ * 7, variant 8, random bits): every event id, wrapper ids included, sorts by its creation time, which
+ * is what the retention sweep's primary-key range (`deleteEventsBefore`) relies on.
+ */
+const UUIDV7_SQL = `regexp_replace(
+    lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
+      || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15),
+    '^(.{8})(.{4})(.{4})(.{4})(.{12})$', '\\1-\\2-\\3-\\4-\\5')`;
+
 /** Sub-sessions nest at most this deep (a sub-session of a sub-session … of a root). */
 export const MAX_SUB_SESSION_DEPTH = 16;
 
@@ -56,7 +66,7 @@ export const MAX_SUB_SESSION_DEPTH = 16;
  * turn of it the sub-session runs in, `w` an inner event (`body` as JSON, `ord` 1, 2, 3 …).
  */
 const WRAPPER_INSERT: InsertValues<SessionEvent> = {
-  id: 'gen_random_uuid()::text',
+  id: UUIDV7_SQL,
   sessionId: 'b.id',
   sequence: 'b.base + w.ord',
   type: `'SUB_SESSION_EVENT'`,
@@ -250,4 +260,53 @@ export async function readEventsAfter(
 export async function currentEventSequence(sql: SqlClient, sessionId: string): Promise<number | null> {
   const [row] = await sql.query<{ eventSequence: number }>('SELECT "eventSequence" FROM "Session" WHERE id = $1', [sessionId]);
   return row ? Number(row.eventSequence) : null;
+}
+
+/**
+ * The smallest uuidv7 of millisecond `ms`: every event id made before `ms` sorts below it (ids are
+ * compared as text; the hyphens sit at the same places in all of them).
+ */
+export function uuidv7Floor(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
+ * One bounded batch of the retention sweep: the oldest `limit` events made before `before` (found
+ * on the primary key: ids are time-ordered, `uuidv7Floor`), and with them every event of the same
+ * session at or below the newest of them, so what a session keeps is always a gapless suffix of
+ * its log (two writers can take ids and sequences in opposite orders; an id made in an older
+ * process without time-ordered wrapper ids is caught the same way). Row locks on old events only:
+ * appends, which insert new rows and move the session's counter, never wait for it, and a
+ * concurrent sweep on another instance finds the rows gone and deletes nothing twice.
+ * Returns how many old events the batch found (fewer than `limit`: nothing older is left) and how
+ * many rows it deleted.
+ */
+export async function deleteEventsBefore(sql: SqlClient, before: Date, limit: number): Promise<{ found: number; deleted: number }> {
+  const [row] = await sql.query<{ found: number; deleted: number }>(
+    `WITH batch AS (
+       SELECT "sessionId", sequence FROM "SessionEvent" WHERE id < $1 AND "createdAt" < $2::timestamp(3) ORDER BY id LIMIT $3
+     ), upto AS (
+       SELECT "sessionId", max(sequence) AS sequence FROM batch GROUP BY "sessionId"
+     ), gone AS (
+       DELETE FROM "SessionEvent" e USING upto u WHERE e."sessionId" = u."sessionId" AND e.sequence <= u.sequence RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM batch)::int AS found, (SELECT count(*) FROM gone)::int AS deleted`,
+    [uuidv7Floor(before.getTime()), before.toISOString(), limit],
+  );
+  return { found: Number(row.found), deleted: Number(row.deleted) };
+}
+
+/**
+ * The first sequence a replay of the session can still get (its oldest kept event's; its counter
+ * + 1 when every event was swept), or null when the session does not exist.
+ */
+export async function firstKeptSequence(sql: SqlClient, sessionId: string): Promise<number | null> {
+  const [row] = await sql.query<{ eventSequence: number; oldest: number | null }>(
+    `SELECT s."eventSequence", (SELECT min(sequence) FROM "SessionEvent" e WHERE e."sessionId" = s.id) AS oldest
+     FROM "Session" s WHERE s.id = $1`,
+    [sessionId],
+  );
+  if (!row) return null;
+  return row.oldest === null ? Number(row.eventSequence) + 1 : Number(row.oldest);
 }
