@@ -57,7 +57,7 @@ const MessageSearchConnection = builder.objectRef<SearchConnectionShape>('Messag
 builder.queryField('searchMessages', (t) =>
   t.field({
     type: MessageSearchConnection,
-    description: `Full-text search over your workspace's messages (English stemming; websearch syntax: words, "a phrase", or, -word), best match first, then newest. Each message is found once, under the session that wrote it. What is searched is what a reader sees there: a redacted message only by its replacement; a hidden message like any other (hiding keeps it out of assembled context, not out of the session), marked by message.hidden. A message still generating is found once it is finished.`,
+    description: `Full-text search over your workspace's messages (English stemming; websearch syntax: words, "a phrase", or, -word), best match first, then newest. Each message is found once, under the session that wrote it. What is searched is what a reader sees there: a redacted message only by its replacement; a hidden message like any other (hiding keeps it out of assembled context, not out of the session), marked by message.hidden. A message still generating is found once it is finished; only the first 16,384 characters of a text (or a replacement) are searched.`,
     args: {
       query: t.arg.string({
         required: true,

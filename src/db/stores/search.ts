@@ -7,6 +7,8 @@
  * row once: a fork's inherited messages are its ancestor's rows):
  *   - a message redacted there (its latest REDACT/UNREDACT in that session is a REDACT) is matched
  *     and highlighted by its replacement only, never by its original text;
+ *   - only a text's first 16,384 characters are searched (the generated column's bound, which keeps
+ *     to_tsvector's cost per message small: on PGlite it runs on the server's thread);
  *   - a hidden message is matched like any other: hiding leaves it out of assembled context, not
  *     out of `Session.messages`, and the hit's `message.hidden` says so.
  */
@@ -91,11 +93,11 @@ export function searchMessages(
          WHERE m."searchVector" @@ q.query AND s."workspaceId" = ${ws}
            AND (${REDACTED_IN_ITS_SESSION}) IS NOT TRUE
          UNION ALL
-         SELECT m.id, m."createdAt", ts_rank(to_tsvector('english', t.replacement), q.query), t.replacement
+         SELECT m.id, m."createdAt", ts_rank(to_tsvector('english', left(t.replacement, 16384)), q.query), t.replacement
          FROM q, "MessageTransform" t
            JOIN "Message" m ON m.id = t."messageId" AND m."sessionId" = t."sessionId"
            JOIN "Session" s ON s.id = t."sessionId"
-         WHERE t.kind = 'REDACT' AND s."workspaceId" = ${ws} AND to_tsvector('english', t.replacement) @@ q.query
+         WHERE t.kind = 'REDACT' AND s."workspaceId" = ${ws} AND to_tsvector('english', left(t.replacement, 16384)) @@ q.query
            AND NOT EXISTS (
              SELECT 1 FROM "MessageTransform" later
              WHERE later."messageId" = t."messageId" AND later."sessionId" = t."sessionId"
