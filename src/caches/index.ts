@@ -4,7 +4,7 @@
  * every path able to break a rule of the message-data caches calls (`deleteSession` does, for each
  * deleted session).
  */
-import type { CacheConfig } from '../config.js';
+import type { CacheConfig } from './sizes.js';
 import { messageRowChars, type LightRow } from '../db/stores/messages.js';
 import type { Message } from '../generated/prisma/client.js';
 import { FinishedRowsCache } from './finished-rows.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AssemblyCaches } from '../caches/index.js';
-import { DEFAULT_CACHE_CONFIG } from '../config.js';
+import { DEFAULT_CACHE_CONFIG } from '../caches/sizes.js';
 import type { Sql } from '../db/sql.js';
 import type { CompactionRow } from '../db/stores/compactions.js';
 import { latestCompaction } from '../db/stores/compactions.js';

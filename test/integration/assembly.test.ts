@@ -4,7 +4,7 @@ import { canonicalJson, runAssembly } from '../../src/domain/assembly/index.js';
 import { visibleSegments } from '../../src/domain/lineage.js';
 import type { StoredPart, TokenEncoding } from '../../src/domain/types.js';
 import { AssemblyCaches } from '../../src/caches/index.js';
-import { DEFAULT_CACHE_CONFIG } from '../../src/config.js';
+import { DEFAULT_CACHE_CONFIG } from '../../src/caches/sizes.js';
 import { latestCompaction } from '../../src/db/stores/compactions.js';
 import { AssemblyService } from '../../src/services/assembly.js';
 import { segmentsWhere } from '../../src/db/stores/messages.js';

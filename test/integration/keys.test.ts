@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { hashApiKey } from '../../src/auth/workspace-auth.js';
-import { DEFAULT_CACHE_CONFIG } from '../../src/config.js';
+import { DEFAULT_CACHE_CONFIG } from '../../src/caches/sizes.js';
 import { createDatabase } from '../../src/db/database.js';
 import { createApiKey, revokeApiKey } from '../../src/auth/keys.js';
 import {

@@ -1,13 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { CACHE_REFERENCE_MB, cacheSizes, DEFAULT_CACHE_CONFIG, defaultCacheMemoryMb } from '../../src/caches/sizes.js';
 import {
-  CACHE_REFERENCE_MB,
   ConfigError,
-  cacheSizes,
   eventSweepInterval,
-  DEFAULT_CACHE_CONFIG,
   DEFAULT_PGLITE_SHARED_BUFFERS_MB,
   DEFAULT_QUERY_JIT,
-  defaultCacheMemoryMb,
   loadConfig,
   RETIRED_VARIABLES,
   retiredVariablesSet,

@@ -47,6 +47,11 @@ export {
   type Unit,
 } from './tool-rounds.js';
 export * from './formats.js';
+export * from './payload-anthropic.js';
+export * from './payload-gemini.js';
+export * from './payload-generic.js';
+export * from './payload-openai.js';
+export { toolArgumentsValue, toolInputObject } from './payload-pieces.js';
 export { canonicalJson, contextHash } from './hash.js';
 export { countCodePoints } from '../tokens.js';
 export { createToolPairExplainer, DecisionLog } from './decisions.js';

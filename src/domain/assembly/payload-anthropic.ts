@@ -1,0 +1,72 @@
+/** The Anthropic Messages payload (framing and rules: formats.ts). */
+import { hasVisibleText } from './provider-rules.js';
+import { pieceOf, textsOf, toolArgumentsValue, toolInputObject } from './payload-pieces.js';
+import type { AssembledMessage } from './types.js';
+
+export type AnthropicBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: true };
+export interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: AnthropicBlock[];
+}
+export interface AnthropicMessagesPayload {
+  system?: string;
+  messages: AnthropicMessage[];
+}
+
+/** The content blocks of one user or assistant message (no empty text blocks), as a message of its own. */
+function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
+  const blocks: AnthropicBlock[] = [];
+  for (const p of m.parts) {
+    if (p.type === 'text') {
+      if (hasVisibleText(p.text)) blocks.push({ text: p.text, type: 'text' });
+    } else if (p.type === 'toolCall') {
+      blocks.push({ id: p.callId, input: toolInputObject(toolArgumentsValue(p)), name: p.name, type: 'tool_use' });
+    } else {
+      blocks.push(
+        p.isError
+          ? { content: p.content, is_error: true, tool_use_id: p.callId, type: 'tool_result' }
+          : { content: p.content, tool_use_id: p.callId, type: 'tool_result' },
+      );
+    }
+  }
+  return { content: blocks, role: m.role === 'ASSISTANT' ? 'assistant' : 'user' };
+}
+
+export function toAnthropicMessages(messages: readonly AssembledMessage[]): AnthropicMessagesPayload {
+  const system: string[] = [];
+  const out: AnthropicMessage[] = [];
+  // Whether out's last message was made here by merging (so it may be extended in place).
+  let lastMerged = false;
+  for (const m of messages) {
+    if (m.role === 'SYSTEM') {
+      const text = textsOf(m.parts).join('\n\n');
+      if (hasVisibleText(text)) system.push(text);
+      continue;
+    }
+    const message = pieceOf('ANTHROPIC_MESSAGES', m, anthropicMessageOf);
+    if (message.content.length === 0) continue;
+    const last = out[out.length - 1];
+    if (last && last.role === message.role) {
+      if (!lastMerged) out[out.length - 1] = { content: [...last.content], role: last.role };
+      out[out.length - 1].content.push(...message.content);
+      lastMerged = true;
+    } else {
+      out.push(message);
+      lastMerged = false;
+    }
+  }
+  trimFinalAssistant(out);
+  return system.length > 0 ? { messages: out, system: system.join('\n\n') } : { messages: out };
+}
+
+/** Anthropic refuses final assistant content ending in whitespace: the last text block is trimmed (a copy: pieces are sealed). */
+function trimFinalAssistant(out: AnthropicMessage[]): void {
+  const last = out[out.length - 1];
+  if (last?.role !== 'assistant') return;
+  const block = last.content[last.content.length - 1];
+  if (block.type !== 'text' || block.text === block.text.trimEnd()) return;
+  out[out.length - 1] = { content: [...last.content.slice(0, -1), { text: block.text.trimEnd(), type: 'text' }], role: last.role };
+}
