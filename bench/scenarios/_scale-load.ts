@@ -260,8 +260,8 @@ export async function loadScale(ctx: BenchContext, sessions: number, pool: { tex
   const rest = indexes.filter((i) => !gin.includes(i));
   if (ctx.backend === 'postgres') await Promise.all([build(gin), build(rest)]);
   else await build([...gin, ...rest]);
+  ctx.log(`  ${((performance.now() - lap) / 1000).toFixed(1)} s: ${indexes.length} indexes built`);
   lap = performance.now();
-  ctx.log(`  indexes built`);
   // Fork points and sub-agent parents, now that the messages and turns they name exist.
   await run(
     `UPDATE "Session" s SET "forkPointMessageId" = ${MESSAGE_ID('parent', 'p.fork_index')}
