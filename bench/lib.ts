@@ -59,6 +59,10 @@ export interface ResultRow {
 
 export interface BenchContext {
   backend: BackendKind;
+  /** `--smoke`: small sizes, one short round (only scenarios with `smoke: true` run in a smoke run). */
+  smoke: boolean;
+  /** Rounds per measurement (`--rounds`, 3 by default, 1 in smoke mode). */
+  rounds: number;
   /** A fresh app on a fresh, empty database of this backend (in-memory pub/sub, no API keys). */
   app: App;
   /** The default workspace's id (the app runs keyless). */
@@ -89,6 +93,11 @@ export interface BenchContext {
   collectGarbage(): void;
   /** Progress output (stderr). */
   log(message: string): void;
+  /**
+   * Another fresh app on another new, empty database of the same backend, disposed with this
+   * scenario's: for a scenario that compares two databases of different sizes.
+   */
+  sibling(): Promise<BenchContext>;
 }
 
 /** An in-process scenario: gets a fresh app per backend and calls it through `yoga.fetch`. */
@@ -96,6 +105,8 @@ export interface InProcessScenario {
   name: string;
   description: string;
   mode?: 'in-process';
+  /** Runs in a smoke run too (`--smoke`), at the small sizes `ctx.smoke` asks for. */
+  smoke?: boolean;
   run(ctx: BenchContext): Promise<Row[]>;
 }
 

@@ -134,7 +134,13 @@ async function freshApp(backend: BackendKind, postgresUrl: string | null): Promi
   };
 }
 
-function context(backend: BackendKind, app: App, workspaceId: string): BenchContext {
+function context(
+  backend: BackendKind,
+  app: App,
+  workspaceId: string,
+  options: { smoke: boolean; rounds: number },
+  sibling: () => Promise<BenchContext>,
+): BenchContext {
   const gql = async <T>(query: string, variables?: Record<string, unknown>): Promise<T> => {
     const response = await app.yoga.fetch('http://localhost/graphql', {
       method: 'POST',
@@ -148,9 +154,12 @@ function context(backend: BackendKind, app: App, workspaceId: string): BenchCont
   const prisma = app.runtime.db.prisma;
   return {
     backend,
+    smoke: options.smoke,
+    rounds: options.rounds,
     app,
     workspaceId,
     gql,
+    sibling,
     async time(fn) {
       const started = performance.now();
       const result = await fn();
@@ -423,11 +432,12 @@ async function main() {
   }
   const unknown = args.names.filter((n) => !all.some((s) => s.name === n));
   if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')}; known: ${all.map((s) => s.name).join(', ')}`);
-  // A smoke run covers the scenarios over sockets; the in-process ones run full size and are left to named runs.
+  // A smoke run covers the scenarios over sockets and the in-process ones that have a smoke size;
+  // the other in-process ones run full size and are left to named runs.
   const selected = args.names.length
     ? all.filter((s) => args.names.includes(s.name))
     : args.smoke
-      ? all.filter((s) => s.mode === 'process')
+      ? all.filter((s) => s.mode === 'process' || s.smoke)
       : all;
 
   // A smoke run (CI) uses one backend unless told: PostgreSQL + Redis when they answer, else PGlite.
@@ -466,16 +476,21 @@ async function main() {
           await dispose();
         }
       } else {
-        const { app, dispose } = await freshApp(backend, postgresUrl);
-        try {
+        const disposers: (() => Promise<void>)[] = [];
+        const open = async (): Promise<BenchContext> => {
+          const { app, dispose } = await freshApp(backend, postgresUrl);
+          disposers.push(dispose);
           const workspaceId = await app.runtime.auth.workspaceFor(null);
-          rows = await scenario.run(context(backend, app, workspaceId));
+          return context(backend, app, workspaceId, args, open);
+        };
+        try {
+          rows = await scenario.run(await open());
         } catch (error) {
           failures++;
           log(`  [${backend}] FAILED: ${(error as Error).stack ?? error}`);
           continue;
         } finally {
-          await dispose();
+          for (const dispose of disposers.reverse()) await dispose();
         }
       }
       const at = new Date().toISOString();

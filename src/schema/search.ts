@@ -6,6 +6,7 @@ import {
   SEARCH_MAX_PAGE,
   SEARCH_QUERY_MAX_CHARS,
   SEARCH_QUERY_MAX_TERMS,
+  SEARCH_RANK_WINDOW,
 } from '../services/search.js';
 import { builder } from './builder.js';
 import { Message, Session } from './refs.js';
@@ -27,7 +28,9 @@ const MessageSearchEdge = builder.objectRef<SearchHit>('MessageSearchEdge').impl
     highlight: t.exposeString('highlight', {
       description: `The matching text around its best match (up to 35 words; a short text whole), HTML-escaped, each match wrapped in <mark>…</mark>: safe to insert as HTML. Cut from ${HIGHLIGHT_WINDOW_CHARS.toLocaleString('en-US')} characters of the text (the replacement, for a redacted message) around the first place a query word shows in its first ${HIGHLIGHT_SCAN_CHARS.toLocaleString('en-US')} characters; from its start when there is none.`,
     }),
-    rank: t.exposeFloat('rank', { description: "Relevance (PostgreSQL's ts_rank): higher is better. Hits come best first, then newest." }),
+    rank: t.exposeFloat('rank', {
+      description: `Relevance (PostgreSQL's ts_rank): higher is better. Hits come best first, then newest, among the newest ${SEARCH_RANK_WINDOW.toLocaleString('en-US')} matches.`,
+    }),
     matchedRedaction: t.boolean({
       description:
         "True when the message is redacted and was found by its redaction's replacement (a redacted message is never found by its original text).",
@@ -57,7 +60,7 @@ const MessageSearchConnection = builder.objectRef<SearchConnectionShape>('Messag
 builder.queryField('searchMessages', (t) =>
   t.field({
     type: MessageSearchConnection,
-    description: `Full-text search over your workspace's messages (English stemming; websearch syntax: words, "a phrase", or, -word), best match first, then newest. Each message is found once, under the session that wrote it. What is searched is what a reader sees there: a redacted message only by its replacement; a hidden message like any other (hiding keeps it out of assembled context, not out of the session), marked by message.hidden. A message still generating is found once it is finished; only the first 16,384 characters of a text (or a replacement) are searched.`,
+    description: `Full-text search over your workspace's messages (English stemming; websearch syntax: words, "a phrase", or, -word), best match first, then newest. Each message is found once, under the session that wrote it. What is searched is what a reader sees there: a redacted message only by its replacement; a hidden message like any other (hiding keeps it out of assembled context, not out of the session), marked by message.hidden. A message still generating is found once it is finished; only the first 16,384 characters of a text (or a replacement) are searched. Only the newest ${SEARCH_RANK_WINDOW.toLocaleString('en-US')} matching messages are ranked and returned, so a search costs the same in a workspace of any size: to reach older ones, narrow the query (more words, a "phrase", -word).`,
     args: {
       query: t.arg.string({
         required: true,

@@ -8,6 +8,14 @@ export const SEARCH_QUERY_MAX_CHARS = 256;
 /** Most words (whitespace-separated) a query may have. */
 export const SEARCH_QUERY_MAX_TERMS = 16;
 export const SEARCH_DEFAULT_PAGE = 20;
+/**
+ * Only the newest this-many matches of a query are ranked and returned: ranking every match of a
+ * common word would cost in proportion to the workspace (and on PGlite, on the server's thread).
+ * Finding the newest N matches of a word in a share s of the messages reads about N / s of them
+ * newest first (or, for a rare word, every match through the GIN index): ten pages of 50 keep that
+ * within the bench's 50 ms at 1M messages (`scale`, search.median).
+ */
+export const SEARCH_RANK_WINDOW = 500;
 /** Largest page: each hit's highlight is computed by the database. */
 export const SEARCH_MAX_PAGE = 50;
 /**
@@ -110,11 +118,19 @@ export class MessageSearchService {
     if (!Number.isInteger(size) || size < 0 || size > SEARCH_MAX_PAGE) throw badInput(`first must be from 0 to ${SEARCH_MAX_PAGE}.`);
     const position = after ? decodeCursor(after) : null;
     if (size === 0) return { hits: [], hasNextPage: false };
-    const rows = await searchMessages(this.sql.reads, workspaceId, text, position, size + 1, {
-      terms: windowTerms(text),
-      scanChars: HIGHLIGHT_SCAN_CHARS,
-      chars: HIGHLIGHT_WINDOW_CHARS,
-    });
+    const rows = await searchMessages(
+      this.sql.reads,
+      workspaceId,
+      text,
+      position,
+      size + 1,
+      {
+        terms: windowTerms(text),
+        scanChars: HIGHLIGHT_SCAN_CHARS,
+        chars: HIGHLIGHT_WINDOW_CHARS,
+      },
+      SEARCH_RANK_WINDOW,
+    );
     return {
       hits: rows.slice(0, size).map((row) => ({
         cursor: encodeCursor({ rank: row.rank, createdAt: row.message.createdAt, id: row.message.id }),

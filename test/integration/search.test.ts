@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SEARCH_RANK_WINDOW } from '../../src/services/search.js';
 import { graphql } from '../generated/index.js';
 import { API_KEYS, createTestApp, gqlError, gqlOk, type TestApp, TWO_WORKSPACES, useTestApp } from '../helpers/app.js';
 
@@ -167,6 +168,34 @@ describe('searchMessages', () => {
       after = page.pageInfo.endCursor!;
     }
     expect(seen).toEqual(all.map((e) => e.message.id));
+  });
+
+  it(`ranks only the newest ${SEARCH_RANK_WINDOW} matches, and pages through exactly those`, async () => {
+    // The five oldest matches would rank first (the word four times): outside the window, never returned.
+    const session = await create(
+      'Okapis',
+      Array.from({ length: 5 }, () => 'okapi okapi okapi okapi'),
+    );
+    for (let made = 0; made < SEARCH_RANK_WINDOW; made += 1000) {
+      const count = Math.min(1000, SEARCH_RANK_WINDOW - made);
+      const messages = Array.from({ length: count }, (_, i) => ({ role: 'USER' as const, text: `an okapi, number ${made + i}` }));
+      await gqlOk(app, Append, { input: { sessionId: session.id, messages } });
+    }
+    const seen = new Set<string>();
+    let previousRank = Number.POSITIVE_INFINITY;
+    let after: string | undefined;
+    for (;;) {
+      const page = await search('okapi', 50, after);
+      for (const edge of page.edges) {
+        expect(edge.rank).toBeLessThanOrEqual(previousRank);
+        previousRank = edge.rank;
+        seen.add(edge.message.id);
+      }
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor!;
+    }
+    expect(seen.size).toBe(SEARCH_RANK_WINDOW);
+    for (const oldest of session.messageIds) expect(seen.has(oldest)).toBe(false);
   });
 
   it('highlights a match deep inside a long message, from a bounded window of it', async () => {

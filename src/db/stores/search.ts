@@ -66,7 +66,12 @@ export interface HeadlineWindow {
 /**
  * One page of the workspace's messages matching `query` (websearch syntax: words, "phrases", or,
  * -not), best rank first, then newest, then by id; `limit` rows after `after`. A query of stop
- * words only matches nothing. ts_headline parses the whole text it is given, and on PGlite it runs
+ * words only matches nothing. Only the newest `rankWindow` matches (by id: ids are time-ordered
+ * uuidv7s) are ranked and paged through, so a common word costs the same in any workspace: the
+ * matches are found newest first (the planner walks the primary key backwards when they are many,
+ * takes the GIN index when they are few: the query is written out there, not read from the CTE, so
+ * the planner sees its words and estimates how many match) and ranking stops at the window. A
+ * message's rank depends on it alone, so a cursor stays valid while messages are added. ts_headline parses the whole text it is given, and on PGlite it runs
  * on the server's thread, so it runs for the page's rows only, each on a window of `window.chars`
  * characters found by lower() and strpos() over at most `window.scanChars`.
  */
@@ -77,33 +82,39 @@ export function searchMessages(
   after: SearchPosition | null,
   limit: number,
   window: HeadlineWindow,
+  rankWindow: number,
 ): Promise<SearchHitRow[]> {
   const p = new SqlParams();
   const q = p.add(query);
   const ws = p.add(workspaceId);
+  const cap = p.add(rankWindow, '::int');
   const cursor = after
     ? `WHERE (h.rank, h."createdAt", h.id) < (${p.add(after.rank, '::real')}, ${p.add(after.createdAt.toISOString(), '::timestamp(3)')}, ${p.add(after.id)})`
     : '';
   return sql
     .query<Message & { rank: number; headline: string; replacement: string | null }>(
       `WITH q AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
-       hits AS (
-         SELECT m.id, m."createdAt", ts_rank(m."searchVector", q.query) AS rank, NULL::text AS replacement
-         FROM q, "Message" m JOIN "Session" s ON s.id = m."sessionId"
-         WHERE m."searchVector" @@ q.query AND s."workspaceId" = ${ws}
-           AND (${REDACTED_IN_ITS_SESSION}) IS NOT TRUE
+       found AS (
+         (SELECT m.id, m."createdAt", m."searchVector" AS vector, NULL::text AS replacement
+          FROM "Message" m JOIN "Session" s ON s.id = m."sessionId"
+          WHERE m."searchVector" @@ websearch_to_tsquery('english', ${q}) AND s."workspaceId" = ${ws}
+            AND (${REDACTED_IN_ITS_SESSION}) IS NOT TRUE
+          ORDER BY m.id DESC LIMIT ${cap})
          UNION ALL
-         SELECT m.id, m."createdAt", ts_rank(to_tsvector('english', left(t.replacement, 16384)), q.query), t.replacement
-         FROM q, "MessageTransform" t
-           JOIN "Message" m ON m.id = t."messageId" AND m."sessionId" = t."sessionId"
-           JOIN "Session" s ON s.id = t."sessionId"
-         WHERE t.kind = 'REDACT' AND s."workspaceId" = ${ws} AND to_tsvector('english', left(t.replacement, 16384)) @@ q.query
-           AND NOT EXISTS (
-             SELECT 1 FROM "MessageTransform" later
-             WHERE later."messageId" = t."messageId" AND later."sessionId" = t."sessionId"
-               AND later.kind IN ('REDACT', 'UNREDACT') AND later.ordinal > t.ordinal
-           )
+         (SELECT m.id, m."createdAt", to_tsvector('english', left(t.replacement, 16384)), t.replacement
+          FROM q, "MessageTransform" t
+            JOIN "Message" m ON m.id = t."messageId" AND m."sessionId" = t."sessionId"
+            JOIN "Session" s ON s.id = t."sessionId"
+          WHERE t.kind = 'REDACT' AND s."workspaceId" = ${ws} AND to_tsvector('english', left(t.replacement, 16384)) @@ q.query
+            AND NOT EXISTS (
+              SELECT 1 FROM "MessageTransform" later
+              WHERE later."messageId" = t."messageId" AND later."sessionId" = t."sessionId"
+                AND later.kind IN ('REDACT', 'UNREDACT') AND later.ordinal > t.ordinal
+            )
+          ORDER BY m.id DESC LIMIT ${cap})
        ),
+       newest AS (SELECT * FROM found ORDER BY id DESC LIMIT ${cap}),
+       hits AS (SELECT n.id, n."createdAt", ts_rank(n.vector, q.query) AS rank, n.replacement FROM q, newest n),
        page AS (
          SELECT h.* FROM hits h ${cursor}
          ORDER BY h.rank DESC, h."createdAt" DESC, h.id DESC
