@@ -213,7 +213,7 @@ function writerRows(name: string, backend: string, watched: Figures[], alone: Fi
       metric: `${name}.writer.p99`,
       value: round(wp99, 2),
       unit: 'ms',
-      note: 'the writer\'s appendMessages (its send to its response) while the subscribers watch its session',
+      note: "the writer's appendMessages (its send to its response) while the subscribers watch its session",
     },
     { metric: `${name}.writer.median`, value: round(median(watched.map((f) => f.writer?.median ?? Number.NaN)), 2), unit: 'ms' },
     {
