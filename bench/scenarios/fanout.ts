@@ -27,6 +27,10 @@
  *   a message row (PostgreSQL: the server's database; PGlite: a folder of its own) and publishing
  *   it to their sockets over Redis: HTTP in, one durable write, the relay: the floor any server
  *   that persists before it delivers stands on, and the baseline of the p99 target.
+ * In the cases with one session, the writer's own round trip too (issue 36: a writer must not slow
+ * down as more people watch): its appendMessages p99 while the subscribers watch (`writer`) and
+ * right after each round from the same server and pace with no socket open (`writer_alone`),
+ * target ≤ 2 × on PGlite, where every subscriber is on the writer's instance.
  * Needs Redis (the relay); skipped without.
  */
 import type { ProcessScenario, Row } from '../lib.js';

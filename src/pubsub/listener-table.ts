@@ -62,10 +62,9 @@ export class Delivery implements SlicedWork {
   constructor(
     listeners: Iterable<BusListener>,
     private readonly event: SessionEventMessage,
-    observer?: BusObserver,
+    private readonly observer?: BusObserver,
   ) {
     this.listeners = [...listeners];
-    if (this.listeners.length) observer?.delivered(event, this.listeners.length);
   }
 
   runSlice(budget: number): number {
@@ -73,6 +72,8 @@ export class Delivery implements SlicedWork {
     const end = Math.min(listeners.length, this.next + budget);
     const start = this.next;
     while (this.next < end) listeners[this.next++].event(event);
+    // The observer hears of the event once every listener has it.
+    if (end > start && end === listeners.length) this.observer?.delivered(event, listeners.length);
     return end - start;
   }
 
