@@ -25,6 +25,7 @@
  * - `soak`: mixed load (readers, a paced writer, subscribers) for a duration.
  */
 import { Agent, request as httpRequest } from 'node:http';
+import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
@@ -95,6 +96,65 @@ async function gql(url: string, query: string, variables?: Record<string, unknow
     throw error;
   }
   return body.data;
+}
+
+/**
+ * The fan-out writer's POSTs, sent and timed on a thread of their own: this thread parses every
+ * delivery to the load's sockets (thousands per event), and a response that arrives while it does
+ * would wait behind them, time that belongs to the load, not to the server's answer to the writer.
+ */
+class WriterThread {
+  private readonly worker = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+    const http = require('node:http');
+    const agent = new http.Agent({ keepAlive: true });
+    parentPort.on('message', ({ id, url, body }) => {
+      const target = new URL(url);
+      const started = performance.now();
+      const done = (status, text) => parentPort.postMessage({ id, status, text, ms: performance.now() - started });
+      const request = http.request(
+        { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        (response) => {
+          const chunks = [];
+          response.on('data', (chunk) => chunks.push(chunk));
+          response.on('end', () => done(response.statusCode, Buffer.concat(chunks).toString('utf8')));
+          response.on('error', (error) => done(0, String(error)));
+        },
+      );
+      request.on('error', (error) => done(0, String(error)));
+      request.end(body);
+    });`,
+    { eval: true },
+  );
+  private readonly pending = new Map<number, (answer: { status: number; text: string; ms: number }) => void>();
+  private nextId = 0;
+  /** Each call's time from its send to its response's end, on the writer's thread. */
+  readonly latencies: number[] = [];
+
+  constructor() {
+    this.worker.on('message', (answer: { id: number; status: number; text: string; ms: number }) => {
+      this.pending.get(answer.id)?.(answer);
+      this.pending.delete(answer.id);
+    });
+  }
+
+  /** A GraphQL call; throws on an HTTP or GraphQL error. */
+  async gql(url: string, query: string, variables: Record<string, unknown>) {
+    const id = this.nextId++;
+    const answer = await new Promise<{ status: number; text: string; ms: number }>((resolve) => {
+      this.pending.set(id, resolve);
+      this.worker.postMessage({ id, url, body: JSON.stringify({ query, variables }) });
+    });
+    if (answer.status !== 200 || answer.text.includes('"errors"')) {
+      throw new Error(`writer: HTTP ${answer.status}: ${answer.text.slice(0, 300)}`);
+    }
+    this.latencies.push(answer.ms);
+  }
+
+  close() {
+    void this.worker.terminate();
+  }
 }
 
 /** Runs `count` tasks with at most `concurrency` at once. */
@@ -387,6 +447,7 @@ async function openFanoutSide(side: FanoutSide) {
   });
   log(`${total} ${target} sockets open in ${((performance.now() - opened) / 1000).toFixed(1)} s`);
   const publisher = target === 'relay' && !writer ? new Redis(redisUrl ?? 'redis://127.0.0.1:6379') : null;
+  const writerThread = target === 'server' ? new WriterThread() : null;
   const nextSequence = groups.map((g) => g.after + 1);
   const send = async (gi: number) => {
     const group = groups[gi];
@@ -409,7 +470,7 @@ async function openFanoutSide(side: FanoutSide) {
       });
       await publisher.publish(`${relayPrefix}${group.channel ?? group.sessionId}`, message);
     } else {
-      await gql(urls[0], APPEND, {
+      await writerThread?.gql(urls[0], APPEND, {
         input: { sessionId: group.sessionId, messages: [{ role: 'ASSISTANT', text: `event ${sequence} ${FILLER}` }] },
       });
     }
@@ -423,9 +484,11 @@ async function openFanoutSide(side: FanoutSide) {
     nextKey: (gi: number) => `${gi}:${nextSequence[gi]}`,
     want: (key: string) => groups[Number(key.split(':')[0])].subscribers,
     sentAt: new Map<string, number>(),
+    writerLatencies: writerThread?.latencies,
     close() {
       for (const socket of sockets) socket.terminate();
       publisher?.disconnect();
+      writerThread?.close();
     },
   };
 }
@@ -461,6 +524,8 @@ async function fanout() {
       if (warmed < side.total)
         throw new Error(`only ${warmed} of ${side.total} sockets got the warm-up event; ${side.receipts.errors.join('; ')}`);
     }
+    // The writer's figures cover the paced events only.
+    for (const side of sides) side.writerLatencies?.splice(0);
     const started = performance.now();
     for (let i = 0; i < events; i++) {
       for (let k = 0; k < sides.length; k++) {
@@ -490,6 +555,9 @@ async function fanout() {
         lost: expected - latencies.length,
         duplicates: receipts.duplicates,
         errors: receipts.errors,
+        writer: side.writerLatencies
+          ? { median: quantile(side.writerLatencies, 0.5), p99: quantile(side.writerLatencies, 0.99) }
+          : undefined,
         perEvent: process.env.BENCH_PER_EVENT
           ? [...sentAt].map(([key, at]) => Math.max(...(receipts.seen.get(key) ?? [Number.NaN])) - at)
           : undefined,

@@ -27,6 +27,10 @@
  *   a message row (PostgreSQL: the server's database; PGlite: a folder of its own) and publishing
  *   it to their sockets over Redis: HTTP in, one durable write, the relay: the floor any server
  *   that persists before it delivers stands on, and the baseline of the p99 target.
+ * In the cases with one session, the writer's own round trip too (issue 36: a writer must not slow
+ * down as more people watch): its appendMessages p99 while the subscribers watch (`writer`) and
+ * right after each round from the same server and pace with no socket open (`writer_alone`),
+ * target ≤ 2 × on PGlite, where every subscriber is on the writer's instance.
  * Needs Redis (the relay); skipped without.
  */
 import type { ProcessScenario, Row } from '../lib.js';
@@ -42,6 +46,8 @@ interface Figures {
   lost: number;
   duplicates: number;
   expected: number;
+  /** The server side's writer: each appendMessages from its send to its response (on a thread of the load's own). */
+  writer?: { median: number; p99: number };
 }
 
 const fanout: ProcessScenario = {
@@ -90,6 +96,9 @@ const fanout: ProcessScenario = {
       const server: Figures[] = [];
       const relay: Figures[] = [];
       const durable: Figures[] = [];
+      /** The writer alone: same server, same pace, a session nobody watches, with no socket open. */
+      const alone: Figures[] = [];
+      const measureAlone = c.sessions === 1;
       // One unmeasured round before the first case: a fresh process pays JIT warm-up on its first events.
       for (let r = ctx.smoke || c !== cases[0] ? 1 : 0; r <= ctx.rounds; r++) {
         const groups = [];
@@ -126,6 +135,18 @@ const fanout: ProcessScenario = {
         ctx.log(
           `${c.label} round ${r}/${ctx.rounds}: server ${roundLine(s)} dup ${s.duplicates}; relay ${roundLine(b)}; durable relay ${roundLine(d)}`,
         );
+        if (measureAlone) {
+          const { createSession } = await ctx.gql(servers[0].url, CREATE_SESSION, { title: `fanout ${c.name} ${r} writer alone` });
+          const [a] = await ctx.load<Figures[]>('fanout', {
+            sides: [{ target: 'server', urls: [servers[0].url], groups: [{ sessionId: createSession.id, after: 0, subscribers: 0 }] }],
+            events: c.events,
+            intervalMs: 50,
+          });
+          alone.push(a);
+          ctx.log(
+            `${c.label} round ${r}/${ctx.rounds}: writer p50 ${s.writer?.median.toFixed(1)} p99 ${s.writer?.p99.toFixed(1)} ms; alone p50 ${a.writer?.median.toFixed(1)} p99 ${a.writer?.p99.toFixed(1)} ms`,
+          );
+        }
       }
       const floor: { median: number; p99: number }[] = [];
       for (let r = 0; r < ctx.rounds; r++) {
@@ -155,6 +176,7 @@ const fanout: ProcessScenario = {
           durable,
           'raw relay taking each event as a POST that commits one UPDATE, then publishes it; same sockets and pace',
         ),
+        ...(measureAlone ? writerRows(c.name, ctx.backend, server, alone) : []),
         {
           metric: `${c.name}.durable_relay.p99_vs_relay`,
           value: round(dp99 / Math.max(rp99, 0.001), 2),
@@ -180,6 +202,40 @@ const fanout: ProcessScenario = {
     return rows;
   },
 };
+
+/**
+ * The writer's rows of a case with one session: its appendMessages p99 while the case's subscribers
+ * watch the session it writes to, alone (no socket open, same server and pace), and their ratio
+ * (issue 36: a writer's latency must not grow with the number of subscribers; the target is set on
+ * PGlite, where every subscriber is on the writer's instance).
+ */
+function writerRows(name: string, backend: string, watched: Figures[], alone: Figures[]): Row[] {
+  const wp99 = median(watched.map((f) => f.writer?.p99 ?? Number.NaN));
+  const ap99 = median(alone.map((f) => f.writer?.p99 ?? Number.NaN));
+  return [
+    {
+      metric: `${name}.writer.p99`,
+      value: round(wp99, 2),
+      unit: 'ms',
+      note: "the writer's appendMessages (its send to its response) while the subscribers watch its session",
+    },
+    { metric: `${name}.writer.median`, value: round(median(watched.map((f) => f.writer?.median ?? Number.NaN)), 2), unit: 'ms' },
+    {
+      metric: `${name}.writer_alone.p99`,
+      value: round(ap99, 2),
+      unit: 'ms',
+      note: 'the same writer, server and pace with no subscriber on the server',
+    },
+    { metric: `${name}.writer_alone.median`, value: round(median(alone.map((f) => f.writer?.median ?? Number.NaN)), 2), unit: 'ms' },
+    {
+      metric: `${name}.writer_p99_vs_alone`,
+      value: round(wp99 / Math.max(ap99, 0.001), 2),
+      unit: 'ratio',
+      ...(backend === 'pglite' ? { target: { op: '<=' as const, value: 2 } } : {}),
+      note: 'writer p99 with the subscribers / alone',
+    },
+  ];
+}
 
 /** One side's round in the log: `p50 … p99 … ms lost …`. */
 const roundLine = (f: Figures) => `p50 ${f.median.toFixed(1)} p99 ${f.p99.toFixed(1)} ms lost ${f.lost}`;

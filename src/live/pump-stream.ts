@@ -1,5 +1,6 @@
 import type { ExecutionArgs, ExecutionResult } from 'graphql';
 import { isPromiseLike } from '../caches/event-memo.js';
+import type { SlicedWork, Slicer } from '../pubsub/slicer.js';
 import { PULL, type Pullable, type StepConsumer } from '../services/pull.js';
 import { pullStep } from './pull.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './subscription-tracker.js';
@@ -37,12 +38,18 @@ type Handed = { result: IteratorResult<ExecutionResult> } | { error: unknown };
  * (it asks for the next one) before it writes anything after it, so the subscriber gets every
  * result once and in order. `return()` stops the pump and releases the source at once.
  *
+ * The writes go through `sends`, the instance's `Slicer` of socket writes: a result for 1,000
+ * sockets is written a slice at a time, with I/O handled in between. Each stream has at most one
+ * result waiting there (it pulls its next event only once that one is written), so a later event
+ * never overtakes an earlier one on its socket; a result still waiting when the stream stops or the
+ * socket closes is dropped, as graphql-ws drops what comes after `complete`.
+ *
  * A class driven by callbacks, not an async loop over closures: every subscriber holds one for as
  * long as it stays, its methods live on the prototype, and it waits on its source (and the
  * transport on it) without a promise, through `PULL` when the other side offers it.
  */
 export class PumpStream<T>
-  implements AsyncIterableIterator<ExecutionResult>, Pullable<ExecutionResult>, StepConsumer<T>, SelfTracking, Completable
+  implements AsyncIterableIterator<ExecutionResult>, Pullable<ExecutionResult>, StepConsumer<T>, SelfTracking, Completable, SlicedWork
 {
   private started = false;
   /** The shutdown tracker's set, while this stream is in it (`return()` already ends a pending `next()` at once). */
@@ -54,6 +61,8 @@ export class PumpStream<T>
   private handed: Handed | null = null;
   /** The pump handed a result over and waits until the transport asks again (it has sent it). */
   private paused = false;
+  /** A result without errors waiting for its turn in `sends`. */
+  private unsent: ExecutionResult | null = null;
 
   constructor(
     private readonly iterator: AsyncIterator<T>,
@@ -62,6 +71,7 @@ export class PumpStream<T>
     private readonly args: ExecutionArgs,
     private readonly sink: LiveSink,
     private readonly mask: StreamMask,
+    private readonly sends: Slicer,
   ) {}
 
   [TRACK_SELF](streams: Set<Completable>) {
@@ -139,12 +149,31 @@ export class PumpStream<T>
 
   private deliver(result: ExecutionResult) {
     if (this.stopped) return;
-    const { sink } = this;
-    if (!sink.open()) return this.pullSource();
+    if (!this.sink.open()) return this.pullSource();
     if (result.errors?.length) {
       this.paused = true;
       return this.hand({ result: { value: this.mask.result(result), done: false } });
     }
+    this.unsent = result;
+    this.sends.run(this);
+  }
+
+  /** Its turn in `sends` (`SlicedWork`): writes the waiting result, then pulls the next event. */
+  runSlice(): number {
+    const result = this.unsent;
+    if (!result) return 0;
+    this.unsent = null;
+    if (this.stopped) return 0;
+    const { sink } = this;
+    if (!sink.open()) {
+      this.pullSource();
+      return 0;
+    }
+    this.write(sink, result);
+    return 1;
+  }
+
+  private write(sink: LiveSink, result: ExecutionResult) {
     let drained: Promise<void> | undefined;
     try {
       drained = sink.write(nextMessage(result, sink.id));

@@ -4,6 +4,7 @@ import { EventMemo } from '../caches/event-memo.js';
 import type { EventExecution } from '../graphql/query-jit.js';
 import { type Executions, PumpStream, type StreamMask } from './pump-stream.js';
 import { selectionKeys } from './selection-key.js';
+import { Slicer } from '../pubsub/slicer.js';
 import type { LiveSink } from './ws-sink.js';
 import { createSourceEventStream, execute } from '../packages/index.js';
 
@@ -38,6 +39,13 @@ export interface SubscriptionSharingOptions<Context> {
   /** A compiled execution of an event for the subscription `args` (`useQueryJit`'s `eventExecutor`); null: graphql-js executes it. */
   compiled?(args: ExecutionArgs): EventExecution | null;
 }
+
+/**
+ * Socket writes per turn of the event loop (`PumpStream`'s `sends`): one event for 1,000 sockets
+ * is written in slices of this many, and a request that comes in meanwhile waits for one slice,
+ * not for the whole fan-out.
+ */
+export const SENDS_PER_TURN = 64;
 
 export interface SubscriptionSharing extends Plugin {
   stats: SharingStats;
@@ -80,6 +88,7 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   const stats: SharingStats = { executions: 0, shared: 0 };
   const results = new EventMemo<ExecutionResult>(options.maxEntries, options.ttlMs);
   const selectionKey = selectionKeys({ ...options, maxKeys: options.maxEntries });
+  const sends = new Slicer(SENDS_PER_TURN);
 
   const executions: Executions = {
     run(args, event) {
@@ -116,7 +125,7 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
     async subscribeToSocket(args, sink, mask) {
       const source = await createSourceEventStream(args);
       if (!isAsyncIterable(source)) return mask.result(source);
-      return new PumpStream(source[Symbol.asyncIterator](), executions, selectionKey(args), args, sink, mask);
+      return new PumpStream(source[Symbol.asyncIterator](), executions, selectionKey(args), args, sink, mask, sends);
     },
     onSubscribe({ setSubscribeFn }) {
       setSubscribeFn(subscribe as never);

@@ -48,8 +48,8 @@ export interface EventBus {
   description: string;
   /**
    * Never throws and never waits: a publish that fails is logged (the event stays in the log).
-   * This instance's listeners get the event once the current I/O callback is done (Redis bus) or
-   * at once (in-memory bus).
+   * This instance's listeners get the event once the current I/O callback is done (the writer's
+   * response goes first), a slice of listeners per turn of the event loop (`Delivery`), in publish order.
    */
   publish(event: SessionEventMessage): void;
   /** Listens to one session's events until the returned function (or `unsubscribe`) is called. */

@@ -1,5 +1,6 @@
 import type { BusListener, BusObserver, BusStats } from './bus.js';
 import type { SessionEventMessage } from '../db/session-events.js';
+import type { SlicedWork } from './slicer.js';
 
 /** Local listeners per session; the one place both buses keep who hears what. */
 export class ListenerTable {
@@ -43,9 +44,40 @@ export class ListenerTable {
   }
 }
 
-/** Hands `event` to each listener (a copy of the set: a listener may leave while it hears), and tells `observer`. */
-export function deliver(listeners: Iterable<BusListener>, event: SessionEventMessage, observer?: BusObserver) {
-  const heard = [...listeners];
-  for (const listener of heard) listener.event(event);
-  if (heard.length) observer?.delivered(event, heard.length);
+/**
+ * Listener calls per turn of the event loop: a session's 1,000 local subscribers hear an event in
+ * slices of this many, with I/O (a writer's next request) handled in between.
+ */
+export const LISTENERS_PER_TURN = 128;
+
+/**
+ * One event handed to each of a session's listeners (a copy of the set: a listener may leave while
+ * it hears), a slice at a time on the bus's `Slicer`. Deliveries run in publish order and each
+ * one whole before the next, so every listener hears a session's events in the order they came.
+ */
+export class Delivery implements SlicedWork {
+  private readonly listeners: BusListener[];
+  private next = 0;
+
+  constructor(
+    listeners: Iterable<BusListener>,
+    private readonly event: SessionEventMessage,
+    private readonly observer?: BusObserver,
+  ) {
+    this.listeners = [...listeners];
+  }
+
+  runSlice(budget: number): number {
+    const { listeners, event } = this;
+    const end = Math.min(listeners.length, this.next + budget);
+    const start = this.next;
+    while (this.next < end) listeners[this.next++].event(event);
+    // The observer hears of the event once every listener has it.
+    if (end > start && end === listeners.length) this.observer?.delivered(event, listeners.length);
+    return end - start;
+  }
+
+  unfinished(): boolean {
+    return this.next < this.listeners.length;
+  }
 }

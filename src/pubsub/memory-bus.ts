@@ -1,23 +1,29 @@
 import type { BusObserver, EventBus } from './bus.js';
-import { deliver, ListenerTable } from './listener-table.js';
+import { Delivery, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
+import { Slicer } from './slicer.js';
 
-/** The bus of a single instance: a publish reaches this process's listeners at once. */
+/**
+ * The bus of a single instance: a publish reaches this process's listeners once the current I/O
+ * callback is done (the writer's response goes first), a slice at a time.
+ */
 export function createMemoryBus(observer?: BusObserver): EventBus {
   const table = new ListenerTable();
+  const deliveries = new Slicer(LISTENERS_PER_TURN);
   return {
     description: 'in-memory pub/sub',
     publish(event) {
       observer?.published(event);
-      deliver(table.listeners(event.sessionId), event, observer);
+      if (table.has(event.sessionId)) deliveries.later(new Delivery(table.listeners(event.sessionId), event, observer));
     },
     subscribe(sessionId, listener) {
       table.add(sessionId, listener);
-      // Nothing can be in flight in process: the listener hears every publish from now on.
+      // Nothing can be in flight in process: the listener hears every publish from now on (a
+      // publish before it, still being delivered, is in the log the stream starts from).
       return () => void table.remove(sessionId, listener);
     },
     unsubscribe: (sessionId, listener) => void table.remove(sessionId, listener),
     ping: async () => {},
     stats: () => table.stats(),
-    close: async () => {},
+    close: async () => deliveries.clear(),
   };
 }

@@ -3,8 +3,9 @@ import { redact } from '../config.js';
 import type { SessionEventMessage } from '../db/session-events.js';
 import type { Logger } from '../logger.js';
 import { PING_TIMEOUT_MS, type BusListener, type BusObserver, type EventBus } from './bus.js';
-import { deliver, ListenerTable } from './listener-table.js';
+import { Delivery, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
 import { loadRedis, whenReady } from './redis-connection.js';
+import { Slicer } from './slicer.js';
 
 /** The bus across instances: Redis channels `<prefix>session-events:<sessionId>` (see `EventBus`). */
 export function createRedisBus(redisUrl: string, prefix: string, logger: Logger, observer?: BusObserver): EventBus {
@@ -16,13 +17,11 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger,
   // neither decoded nor parsed.
   const originText = `{"origin":"${randomBytes(8).toString('hex')}",`;
   const origin = Buffer.from(originText);
-  /** Own events waiting for their local delivery, which runs once the current I/O callback is done (a writer's response goes first). */
-  const local: SessionEventMessage[] = [];
-  const deliverLocal = () => {
-    const events = local.splice(0);
-    if (closed) return;
-    for (const event of events) deliver(table.listeners(event.sessionId), event, observer);
-  };
+  /**
+   * Local deliveries, own and other instances' events in the order they came, a slice at a time.
+   * An own event's delivery runs once the current I/O callback is done (a writer's response goes first).
+   */
+  const deliveries = new Slicer(LISTENERS_PER_TURN);
 
   const publisher = new (loadRedis())(redisUrl, { connectionName: 'session-graph-pub', maxRetriesPerRequest: 1 });
   // Our own (re)subscription logic decides what the connection listens to: no offline queue (a
@@ -81,7 +80,7 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger,
       warnOnce('unreadable message on an event channel', error as Error);
       return;
     }
-    deliver(table.listeners(sessionId), event, observer);
+    if (table.has(sessionId)) deliveries.run(new Delivery(table.listeners(sessionId), event, observer));
   });
 
   const unsubscribe = (sessionId: string, listener: BusListener) => {
@@ -95,10 +94,7 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger,
     description: `Redis pub/sub at ${redact(redisUrl)}`,
     publish(event) {
       observer?.published(event);
-      if (table.has(event.sessionId) && !closed) {
-        if (local.length === 0) setImmediate(deliverLocal);
-        local.push(event);
-      }
+      if (table.has(event.sessionId) && !closed) deliveries.later(new Delivery(table.listeners(event.sessionId), event, observer));
       // While Redis is down after having been up, drop the publish at once instead of queueing it
       // without bound; other instances' subscribers get the event from the log when their
       // connection comes back.
@@ -135,6 +131,7 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger,
     async close() {
       if (closed) return;
       closed = true;
+      deliveries.clear();
       publisher.disconnect();
       subscriber.disconnect();
     },
