@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { countStoredTokens } from '../../src/domain/tokens.js';
 import type { StoredPart } from '../../src/domain/types.js';
 import { uuidv7 } from '../../src/db/ids.js';
@@ -8,6 +9,14 @@ const MESSAGES = 10_000;
 const BUDGET = 128_000;
 const RUNS = 30;
 const WARMUP = 15;
+/** The long session of the 1M-token row: the stored session's conversation repeated to 100,000 messages. */
+const LONG_MESSAGES = 100_000;
+const LONG_BUDGET = 1_000_000;
+/** The stored session's messages [0, LONG_PERIOD) make up the long one: a multiple of 6, so its tool rounds stay whole. */
+const LONG_PERIOD = MESSAGES - (MESSAGES % 6);
+const LONG_RUNS = 20;
+/** As many as the 128k rows: the first runs of a 6,500-message window still warm the JIT up. */
+const LONG_WARMUP = 15;
 
 /*
  * Sizes follow what agent sessions look like: short user turns, assistant answers of a few hundred
@@ -82,6 +91,15 @@ const ASSEMBLE = `mutation ($id: ID!) {
   assembleContext(input: { sessionId: $id, maxTokens: ${BUDGET}, format: OPENAI_CHAT }) { tokenCount truncated droppedMessageCount contextHash }
 }`;
 
+const ASSEMBLE_1M = `mutation ($id: ID!) {
+  assembleContext(input: { sessionId: $id, maxTokens: ${LONG_BUDGET}, format: OPENAI_CHAT }) { tokenCount truncated droppedMessageCount contextHash }
+}`;
+
+/** The same with the payload (what a client sends its model): the response's size. */
+const ASSEMBLE_1M_PAYLOAD = `mutation ($id: ID!) {
+  assembleContext(input: { sessionId: $id, maxTokens: ${LONG_BUDGET}, format: OPENAI_CHAT }) { tokenCount payload }
+}`;
+
 const APPEND = `mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { session { messageCount } } }`;
 
 export default {
@@ -139,9 +157,72 @@ export default {
       return { samples, last: last!.assembleContext };
     };
 
+    /**
+     * The long session: the stored session's messages [0, LONG_PERIOD) repeated, call ids made
+     * unique per repetition; their stored counts are copied (a renamed call id may differ by a
+     * token, which the figures do not feel).
+     */
+    const seedLong = async (fromId: string) => {
+      const created = await ctx.gql<{ createSession: { id: string } }>(
+        'mutation { createSession(input: { title: "context bench, 1M" }) { id } }',
+      );
+      const id = created.createSession.id;
+      const rawId = parseGlobalId(id, 'Session', 'id');
+      const from = parseGlobalId(fromId, 'Session', 'id');
+      const started = performance.now();
+      await prisma.$executeRaw`
+        INSERT INTO "Message" (id, "sessionId", position, role, parts, text, "toolCallIds", "toolResultIds",
+                               generating, "tokensO200k", "tokensCl100k", "createdAt", "updatedAt")
+        SELECT gen_random_uuid()::text, ${rawId}, k * ${LONG_PERIOD}::int + m.position, m.role,
+               CASE WHEN cardinality(m."toolCallIds") + cardinality(m."toolResultIds") > 0
+                    THEN replace(m.parts::text, '"call-', '"call-' || k || '-')::jsonb ELSE m.parts END,
+               m.text,
+               ARRAY(SELECT replace(c, 'call-', 'call-' || k || '-') FROM unnest(m."toolCallIds") c),
+               ARRAY(SELECT replace(c, 'call-', 'call-' || k || '-') FROM unnest(m."toolResultIds") c),
+               false, m."tokensO200k", m."tokensCl100k", m."createdAt", m."updatedAt"
+        FROM "Message" m, generate_series(0, ${Math.ceil(LONG_MESSAGES / LONG_PERIOD)}::int) AS k
+        WHERE m."sessionId" = ${from} AND m.position < ${LONG_PERIOD}::int AND k * ${LONG_PERIOD}::int + m.position < ${LONG_MESSAGES}::int`;
+      await prisma.session.update({ where: { id: rawId }, data: { messageCount: LONG_MESSAGES } });
+      await prisma.$executeRawUnsafe('ANALYZE "Message"');
+      ctx.log(`context: ${LONG_MESSAGES} messages copied in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      return id;
+    };
+
+    /** Times `fn` and the longest the event loop was held in one piece meanwhile (the in-process client's own work included). */
+    const measureBlocking = async <T>(fn: () => Promise<T>, runs: number, warmup: number) => {
+      const samples: number[] = [];
+      const delay = monitorEventLoopDelay({ resolution: 1 });
+      let last: T | undefined;
+      ctx.collectGarbage();
+      for (let run = 0; run < runs + warmup; run++) {
+        if (run === warmup) delay.enable();
+        // Back to the event loop between calls, as between requests, so a stall is one call's at most.
+        await new Promise((resolve) => setImmediate(resolve));
+        const { ms, result } = await ctx.time(fn);
+        if (run >= warmup) samples.push(ms);
+        last = result;
+      }
+      delay.disable();
+      if (process.env.BENCH_DEBUG) ctx.log(samples.map((x) => x.toFixed(1)).join(' '));
+      return { samples, last: last as T, maxBlockMs: delay.max / 1e6 };
+    };
+
     const stored = await measure(storedSession.id);
     const recount = await measure(recountSession.id);
     if (recount.last.contextHash !== stored.last.contextHash) throw new Error('recounting changed the assembled context');
+
+    // A 1M-token budget over a 100,000-message session: the window is paged newest first on the
+    // stored counts, so the cost follows the budget (a few thousand messages), not the session.
+    const long = await seedLong(storedSession.id);
+    // The first assembly reads the window's rows and parts from the database (nothing cached yet).
+    const first = await ctx.time(() => ctx.gql(ASSEMBLE_1M, { id: long }));
+    const longRun = await measureBlocking(() => ctx.gql(ASSEMBLE_1M, { id: long }), LONG_RUNS, LONG_WARMUP);
+    const payloadRun = await measureBlocking(
+      async () => Buffer.byteLength(JSON.stringify(await ctx.gql(ASSEMBLE_1M_PAYLOAD, { id: long }))),
+      5,
+      1,
+    );
+    const longLast = longRun.last as { assembleContext: { tokenCount: number; droppedMessageCount: number } };
 
     // As an agent loop uses it: a question and an answer are appended (not timed) before each
     // assembly, so every call reads new messages and the window slides.
@@ -178,6 +259,27 @@ export default {
         value: round(median(incremental), 2),
         unit: 'ms',
         note: 'two messages appended before each call (not timed)',
+      },
+      {
+        metric: 'assemble.1m.median',
+        value: round(median(longRun.samples), 2),
+        unit: 'ms',
+        target: ctx.backend === 'postgres' ? { op: '<', value: 50 } : null,
+        note: `maxTokens ${LONG_BUDGET.toLocaleString('en')} over ${LONG_MESSAGES.toLocaleString('en')} messages: ${longLast.assembleContext.tokenCount} tokens, ${LONG_MESSAGES - longLast.assembleContext.droppedMessageCount} messages kept`,
+      },
+      { metric: 'assemble.1m.p95', value: round(p95(longRun.samples), 2), unit: 'ms' },
+      { metric: 'assemble.1m.first', value: round(first.ms, 2), unit: 'ms', note: 'the first call: rows and parts read from the database' },
+      {
+        metric: 'assemble.1m.max_block',
+        value: round(longRun.maxBlockMs, 1),
+        unit: 'ms',
+        note: "longest event-loop stall in the timed runs (monitorEventLoopDelay); on PGlite the database runs on this thread, so a call's statements stall it too",
+      },
+      {
+        metric: 'assemble.1m.payload.median',
+        value: round(median(payloadRun.samples), 2),
+        unit: 'ms',
+        note: `with the OPENAI_CHAT payload selected: ${(payloadRun.last / 1e6).toFixed(1)} MB of JSON; longest stall ${round(payloadRun.maxBlockMs, 1)} ms, the in-process client's parse of it included`,
       },
       { metric: 'session.average_tokens_per_message', value: round(averageTokens, 1), unit: 'tokens', note: 'o200k content tokens' },
       {

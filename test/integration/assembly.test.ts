@@ -402,7 +402,8 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     const prisma = app.runtime.db.prisma;
     const rows = await prisma.message.findMany({ where: { sessionId: rawId(id) }, orderBy: { position: 'asc' } });
     const compaction = await prisma.compaction.findFirstOrThrow({ where: { sessionId: rawId(id) } });
-    for (const maxTokens of [120, 400, 1500]) {
+    // 1,000,000: a budget past the whole session pages to its compaction and drops nothing for the budget.
+    for (const maxTokens of [120, 400, 1500, 1_000_000]) {
       const served = await assemble(id, { maxTokens, format: 'OPENAI_CHAT', keepToolCallRounds: 1 });
       const full = assembleEverything(rows, compaction, {
         maxTokens,

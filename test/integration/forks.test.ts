@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FORK_NUMBER_AFTER_BASE_SQL } from '../../src/db/stores/sessions.js';
+import { FORK_SUFFIX_SQL } from '../../src/db/stores/sessions.js';
 import { forkNumberOf, forkTitleBase } from '../../src/domain/fork-title.js';
 import type { ForkPageQuery, MessageInput, MessageRole } from '../generated/graphql.js';
 import {
@@ -420,7 +420,9 @@ describe(`fork titles (${backend.label})`, () => {
     expect(titles.map((t) => forkNumber(t, 'Tree')).sort((a, b) => a - b)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
   });
 
-  it('reads the same fork number in SQL as in TypeScript', async () => {
+  it('stores the same fork number and base in SQL as in TypeScript, for every title write', async () => {
+    const root = await createRoot('samples', turns('x', 0, 2));
+    const id = rawId(root.id);
     const samples = [
       'T (fork 1)',
       'Q1 (fork 2) Analysis',
@@ -430,17 +432,51 @@ describe(`fork titles (${backend.label})`, () => {
       'a\nb (fork 3)',
       'a (fork 3)\n',
       'שלום (fork 4)',
+      'T (fork 007)',
+      'T (fork 99999999999999999999999)',
       'no suffix',
-      '',
+      'T (fork )',
     ];
+    const prisma = app.runtime.db.prisma;
     for (const title of samples) {
+      // The generated columns follow a rename as they follow a fork's or a create's title.
+      await gqlOk(app, UpdateSession, { input: { sessionId: root.id, title } });
       for (const base of new Set([forkTitleBase(title), title, 'T', 'T (fork 1)', ''])) {
-        const [row] = await app.runtime.db.prisma.$queryRaw<{ n: string | null }[]>`
-          SELECT CASE WHEN starts_with(${title}::text, ${base}::text)
-                 THEN substring(substr(${title}::text, char_length(${base}::text) + 1) FROM ${FORK_NUMBER_AFTER_BASE_SQL}::text) END AS n`;
-        expect(row.n === null ? null : BigInt(row.n), JSON.stringify({ title, base })).toBe(forkNumberOf(title, base));
+        const [row] = await prisma.$queryRaw<{ n: string | null; sameBase: boolean }[]>`
+          SELECT "forkNumber"::text AS n, "forkTitleBaseHash" = decode(md5(${base}::text), 'hex')
+                 AND regexp_replace(title, ${FORK_SUFFIX_SQL}::text, '') = ${base}::text AS "sameBase"
+          FROM "Session" WHERE id = ${id}`;
+        const stored = row.sameBase && row.n !== null ? BigInt(row.n) : null;
+        expect(stored, JSON.stringify({ title, base })).toBe(forkNumberOf(title, base));
       }
     }
+  });
+
+  it('counts a title renamed into the tree, and forgets one renamed away', async () => {
+    const root = await createRoot('Renamed', turns('x', 0, 4));
+    const f1 = await fork({ sessionId: root.id, messageIndex: 2 });
+    expect(f1.session.title).toBe('Renamed (fork 1)');
+    await gqlOk(app, UpdateSession, { input: { sessionId: f1.session.id, title: 'Renamed (fork 40)' } });
+    expect((await fork({ sessionId: root.id, messageIndex: 0 })).session.title).toBe('Renamed (fork 41)');
+    const f41 = await fork({ sessionId: root.id, messageIndex: 2, title: 'Renamed (fork 50)' });
+    await gqlOk(app, UpdateSession, { input: { sessionId: f41.session.id, title: 'Elsewhere' } });
+    await gqlOk(app, UpdateSession, { input: { sessionId: f1.session.id, title: 'Renamed' } });
+    // Left: "Renamed" (root), "Renamed" (f1), "Renamed (fork 41)", "Elsewhere".
+    expect((await fork({ sessionId: f1.session.id, messageIndex: 0 })).session.title).toBe('Renamed (fork 42)');
+  });
+
+  it('numbers the next fork of a wide tree after its highest number, not its count', async () => {
+    const root = await createRoot('Wide', turns('x', 0, 2));
+    const id = rawId(root.id);
+    // 300 forks inserted directly, numbered 1..300 out of order, plus other bases in the same tree.
+    await app.runtime.db.prisma.$executeRaw`
+      INSERT INTO "Session" (id, "workspaceId", title, "parentId", "rootId", "ancestorIds", depth, "forkIndex", lineage, "updatedAt")
+      SELECT gen_random_uuid()::text, r."workspaceId",
+             CASE WHEN g % 3 = 0 THEN 'Wider (fork ' || (g * 1000) || ')' ELSE r.title || ' (fork ' || ((g * 7) % 300 + 1) || ')' END,
+             r.id, r.id, ARRAY[r.id], 1, 0, '[]'::jsonb, now()
+      FROM "Session" r, generate_series(1, 300) AS g WHERE r.id = ${id}`;
+    // (g * 7) % 300 + 1 over g not divisible by 3 reaches 300 (g = 257 → 1799 % 300 + 1 = 300).
+    expect((await fork({ sessionId: root.id, messageIndex: 0 })).session.title).toBe('Wide (fork 301)');
   });
 });
 

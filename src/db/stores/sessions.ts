@@ -132,16 +132,23 @@ export async function deleteSessions(tx: Tx, ids: string[]): Promise<{ id: strin
 }
 
 /**
- * What follows a base in a title of that base: exactly " (fork N)", capturing N. The SQL regex of
- * domain/fork-title.ts's rule (test/integration/forks.test.ts checks both agree).
+ * One trailing " (fork N)", end-anchored, capturing N: the SQL regex of domain/fork-title.ts's rule.
+ * The migration that made the `forkNumber` and `forkTitleBaseHash` columns generates them with this
+ * pattern (test/integration/forks.test.ts checks that they agree with the TypeScript rule).
  */
-export const FORK_NUMBER_AFTER_BASE_SQL = '^ \\(fork ([0-9]+)\\)$';
+export const FORK_SUFFIX_SQL = ' \\(fork ([0-9]+)\\)$';
 
-/** The SQL of the highest fork number of `base` in the tree of `rootId` (a scalar subquery). */
+/**
+ * The SQL of the highest fork number of `base` in the tree of `rootId` (a scalar subquery): one
+ * seek of the (rootId, forkTitleBaseHash, forkNumber) index, whatever the tree's size. The hash
+ * finds the candidates, the base itself is compared too, so an md5 collision cannot count.
+ */
 export function highestForkNumberSql(params: SqlParams, rootId: string, base: string): string {
   const b = params.add(base);
-  return `(SELECT max(substring(substr(s.title, char_length(${b}) + 1) FROM ${params.add(FORK_NUMBER_AFTER_BASE_SQL)})::numeric)::text
-     FROM "Session" s WHERE s."rootId" = ${params.add(rootId)} AND starts_with(s.title, ${b}))`;
+  return `(SELECT s."forkNumber"::text FROM "Session" s
+     WHERE s."rootId" = ${params.add(rootId)} AND s."forkTitleBaseHash" = decode(md5(${b}::text), 'hex')
+       AND s."forkNumber" IS NOT NULL AND regexp_replace(s.title, ${params.add(FORK_SUFFIX_SQL)}, '') = ${b}
+     ORDER BY s."forkNumber" DESC LIMIT 1)`;
 }
 
 /**

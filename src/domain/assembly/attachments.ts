@@ -33,10 +33,11 @@
  * per-context cap favours the messages that are kept. Results are memoized per message.
  */
 import { badInput } from '../errors.js';
+import { isImmutable } from '../immutable.js';
 import { countCodePoints, countTokens } from '../tokens.js';
 import type { ResolvedAttachment, StoredPart, TokenEncoding } from '../types.js';
 import type { AssembledPart, AttachmentMode, AttachmentProblem, AttachmentProblemKind } from './types.js';
-import { newestUserIndex, workParts, type WorkMessage } from './work.js';
+import { elidedPartsOf, newestUserIndex, workParts, type WorkMessage } from './work.js';
 
 const TEXT_APPLICATION_TYPES = new Set([
   'application/json',
@@ -361,6 +362,7 @@ export function resolveAttachments(
       // No attachment part: the stored parts are already what the model sees.
       return { work, parts: work.source.parts as AssembledPart[] };
     }
+    if (work.shape.attachments === 0 && isImmutable(work.source.parts)) return { work, parts: elidedPartsOf(work) };
     const resolved = resolver.resolve(work);
     problems.push(...resolved.problems);
     const byPart = new Map(resolved.blocks.map((b) => [b.partIndex, b]));

@@ -8,7 +8,8 @@
 import { countCodePoints, countPartTokens, countTokens, tokensFor } from '../tokens.js';
 import type { DomainMessage, StoredPart, TokenEncoding } from '../types.js';
 import { toolShapeOf, type ToolShape } from './tool-shape.js';
-import type { Removal } from './types.js';
+import { markImmutable } from '../immutable.js';
+import type { AssembledPart, Removal } from './types.js';
 
 export interface WorkMessage {
   readonly source: DomainMessage;
@@ -70,6 +71,25 @@ export function workParts(w: WorkMessage): StoredPart[] {
     w.memoParts = w.source.parts.map((part) => (part.type === 'toolResult' ? { ...part, content: toolResultStub(part.content) } : part));
   }
   return w.memoParts;
+}
+
+/**
+ * What an elided finished message without attachments sends (its results as stubs, flagged
+ * `elided`), by its frozen stored parts: the same every time, so built once and frozen, and its
+ * payload pieces are then kept and hashed from their kept bytes like any finished message's
+ * (formats.ts). A long window elides thousands of old results. Weakly keyed: it lives as long as
+ * the parts do. The caller checks that the parts are immutable and hold no attachment.
+ */
+const elidedParts = new WeakMap<readonly StoredPart[], AssembledPart[]>();
+
+export function elidedPartsOf(w: WorkMessage): AssembledPart[] {
+  let parts = elidedParts.get(w.source.parts);
+  if (!parts) {
+    const sent = workParts(w).map((part) => (part.type === 'toolResult' ? { ...part, elided: true } : part)) as AssembledPart[];
+    parts = markImmutable(sent);
+    elidedParts.set(w.source.parts, parts);
+  }
+  return parts;
 }
 
 /**

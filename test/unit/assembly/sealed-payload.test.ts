@@ -197,4 +197,25 @@ describe('assembleContext over immutable parts', () => {
       }
     }
   });
+
+  it('builds the stubs of an elided finished message once: later assemblies send the same frozen parts and payload piece', () => {
+    const frozen = generateSession(600, 5).map((m) => ({ ...m, parts: markImmutable(m.parts) }));
+    const options = { format: 'OPENAI_CHAT' as const, maxTokens: null, keepToolCallRounds: 1 };
+    const first = runAssembly(makeInput(frozen, options));
+    const second = runAssembly(makeInput(frozen, options));
+    const elided = (m: AssembledMessage) => m.parts.some((p) => p.type === 'toolResult' && p.elided);
+    const firstElided = first.messages.filter(elided);
+    expect(firstElided.length).toBeGreaterThan(10);
+    const secondElided = second.messages.filter(elided);
+    expect(secondElided.map((m) => m.sourceMessageId)).toEqual(firstElided.map((m) => m.sourceMessageId));
+    for (let i = 0; i < firstElided.length; i++) {
+      expect(secondElided[i].parts).toBe(firstElided[i].parts);
+      expect(isImmutable(secondElided[i].parts)).toBe(true);
+    }
+    const toolMessages = (p: unknown) => (p as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'tool');
+    const stubs = toolMessages(first.payload).filter((m) => m.content.startsWith('[tool result elided'));
+    expect(stubs.length).toBeGreaterThan(10);
+    const again = new Set(toolMessages(second.payload));
+    for (const stub of stubs) expect(again.has(stub)).toBe(true);
+  });
 });
