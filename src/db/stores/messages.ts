@@ -31,6 +31,7 @@ export const MESSAGE_COLUMNS: ColumnSet<Message> = {
   agentId: true,
   createdAt: true,
   updatedAt: true,
+  contentBytes: true,
 };
 export const MESSAGE_SQL = columnList(MESSAGE_COLUMNS);
 
@@ -102,6 +103,51 @@ export function readSegments(sql: SqlClient, segments: readonly Segment[]): Prom
     .map((s) => `("sessionId" = ${params.add(s.sessionId)} AND position >= ${params.add(s.start)} AND position < ${params.add(s.end)})`)
     .join(' OR ');
   return sql.query<Message>(`SELECT ${MESSAGE_SQL} FROM "Message" WHERE ${where} ORDER BY position ASC`, params.values);
+}
+
+/** The segments of one page, and its order: index order, or newest first (`fromEnd`, for last/before). */
+export interface PageSegments {
+  segments: readonly Segment[];
+  fromEnd: boolean;
+}
+
+/**
+ * Whole rows of pages of messages (`page` is the page's number in `pages`), each cut by
+ * `cutPages`'s rule (domain/content-budget.ts) to `pageBytes` and all of them together to
+ * `availableBytes`, in one statement. The cut is decided from `contentBytes` (a generated column)
+ * by window sums over each page, before any row's content is read: only the kept rows' text and
+ * parts leave the table. Rows come oldest first within each page.
+ */
+export function readPagesWithin(
+  sql: SqlClient,
+  pages: readonly PageSegments[],
+  pageBytes: number,
+  availableBytes: number,
+): Promise<(Message & { page: number })[]> {
+  const params = new SqlParams();
+  const union = pages
+    .map(({ segments, fromEnd }, page) => {
+      const where = segments
+        .map((s) => `("sessionId" = ${params.add(s.sessionId)} AND position >= ${params.add(s.start)} AND position < ${params.add(s.end)})`)
+        .join(' OR ');
+      return `SELECT ${page} AS page, ${fromEnd ? '-position' : 'position'} AS ord, ${MESSAGE_SQL} FROM "Message" WHERE ${where}`;
+    })
+    .join(' UNION ALL ');
+  const pageLimit = params.add(pageBytes, '::bigint');
+  const available = params.add(availableBytes, '::bigint');
+  return sql.query<Message & { page: number }>(
+    `SELECT page, ${MESSAGE_SQL} FROM (
+       SELECT *, sum(size) OVER (ORDER BY page, n) AS total FROM (
+         SELECT *, coalesce("contentBytes", 0) AS size,
+           sum(coalesce("contentBytes", 0)) OVER (PARTITION BY page ORDER BY ord) AS run,
+           row_number() OVER (PARTITION BY page ORDER BY ord) AS n
+         FROM (${union}) AS wanted
+       ) AS sized WHERE n = 1 OR run <= ${pageLimit}
+     ) AS kept
+     WHERE total <= ${available} OR (n = 1 AND total - size < ${available})
+     ORDER BY page, position`,
+    params.values,
+  );
 }
 
 /** What a message's parts decide of its row: the parts, their text and tool ids, and (once finished) its token counts. */
