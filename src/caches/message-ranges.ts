@@ -46,16 +46,27 @@ export function createMessageRangeLoader(sql: SqlClient, pages: FinishedRowsCach
       const rowsOf: (Message[] | null)[] = wanted.map((segments) => (segments.every(covered) ? fromCache(segments) : null));
       const unread = wanted.flatMap((_, i) => (rowsOf[i] === null ? [i] : []));
       if (reserved > 0 && unread.length > 0) {
+        // The same page asked for again (aliases) is read once: the cut below shares its rows.
+        const distinct = new Map<string, number>();
+        const readAs = unread.map((i) => {
+          const key = JSON.stringify([wanted[i], ranges[i].fromEnd === true]);
+          if (!distinct.has(key)) distinct.set(key, distinct.size);
+          return distinct.get(key)!;
+        });
+        const firstOf = [...distinct.values()].map((d) => unread[readAs.indexOf(d)]);
         const read = await readPagesWithin(
           sql,
-          unread.map((i) => ({ segments: wanted[i], fromEnd: ranges[i].fromEnd === true })),
+          firstOf.map((i) => ({ segments: wanted[i], fromEnd: ranges[i].fromEnd === true })),
           PAGE_CONTENT_BYTES,
           reserved,
         );
         const bySession = new Map<string, Message[]>();
-        for (const i of unread) rowsOf[i] = [];
+        const readRows = firstOf.map((): Message[] => []);
+        unread.forEach((i, n) => {
+          rowsOf[i] = readRows[readAs[n]];
+        });
         for (const { page, ...row } of read) {
-          rowsOf[unread[page]]!.push(row);
+          readRows[page].push(row);
           const list = bySession.get(row.sessionId);
           if (list) list.push(row);
           else bySession.set(row.sessionId, [row]);

@@ -152,7 +152,11 @@ describe(`pages of messages are cut to their content bounds (${backend.label})`,
     const answered = app.fastPath.answered;
     const overHttp = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(app.fastPath.answered).toBe(answered + 1);
-    const viaYoga = await app.yoga.fetch('http://localhost/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const viaYoga = await app.yoga.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     const fast = (await overHttp.json()) as { data: { session: Record<string, Page> } };
     expect(fast).toEqual(await viaYoga.json());
 

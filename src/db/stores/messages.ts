@@ -124,29 +124,36 @@ export function readPagesWithin(
   pageBytes: number,
   availableBytes: number,
 ): Promise<(Message & { page: number })[]> {
-  const params = new SqlParams();
-  const union = pages
-    .map(({ segments, fromEnd }, page) => {
-      const where = segments
-        .map((s) => `("sessionId" = ${params.add(s.sessionId)} AND position >= ${params.add(s.start)} AND position < ${params.add(s.end)})`)
-        .join(' OR ');
-      return `SELECT ${page} AS page, ${fromEnd ? '-position' : 'position'} AS ord, ${MESSAGE_SQL} FROM "Message" WHERE ${where}`;
-    })
-    .join(' UNION ALL ');
-  const pageLimit = params.add(pageBytes, '::bigint');
-  const available = params.add(availableBytes, '::bigint');
+  const segments = pages.flatMap(({ segments, fromEnd }, page) => segments.map((s) => ({ page, fromEnd, ...s })));
+  // One statement text whatever the number of pages (its plan is prepared once). The windows run
+  // over ids and sizes only, and only the kept rows' content is read. Each LATERAL (fenced by
+  // OFFSET 0, so the planner keeps it) reads by index, whatever the table's statistics say: a range
+  // by its position bounds, a kept row by its id.
   return sql.query<Message & { page: number }>(
-    `SELECT page, ${MESSAGE_SQL} FROM (
+    `SELECT kept.page, ${columnList(MESSAGE_COLUMNS, 'm')} FROM (SELECT * FROM (
        SELECT *, sum(size) OVER (ORDER BY page, n) AS total FROM (
-         SELECT *, coalesce("contentBytes", 0) AS size,
-           sum(coalesce("contentBytes", 0)) OVER (PARTITION BY page ORDER BY ord) AS run,
-           row_number() OVER (PARTITION BY page ORDER BY ord) AS n
-         FROM (${union}) AS wanted
-       ) AS sized WHERE n = 1 OR run <= ${pageLimit}
-     ) AS kept
-     WHERE total <= ${available} OR (n = 1 AND total - size < ${available})
-     ORDER BY page, position`,
-    params.values,
+         SELECT *, sum(size) OVER (PARTITION BY page ORDER BY ord) AS run, row_number() OVER (PARTITION BY page ORDER BY ord) AS n
+         FROM (
+           SELECT r.page, CASE WHEN r.from_end THEN -w.position ELSE w.position END AS ord, w.id, w.size
+           FROM unnest($1::int[], $2::text[], $3::int[], $4::int[], $5::boolean[]) AS r(page, session_id, lo, hi, from_end)
+           CROSS JOIN LATERAL (
+             SELECT id, position, coalesce("contentBytes", 0) AS size FROM "Message"
+             WHERE "sessionId" = r.session_id AND position >= r.lo AND position < r.hi OFFSET 0
+           ) AS w
+         ) AS wanted
+       ) AS sized WHERE n = 1 OR run <= $6::bigint
+     ) AS cut WHERE total <= $7::bigint OR (n = 1 AND total - size < $7::bigint)) AS kept
+     CROSS JOIN LATERAL (SELECT ${MESSAGE_SQL} FROM "Message" WHERE id = kept.id OFFSET 0) AS m
+     ORDER BY kept.page, m.position`,
+    [
+      segments.map((s) => s.page),
+      segments.map((s) => s.sessionId),
+      segments.map((s) => s.start),
+      segments.map((s) => s.end),
+      segments.map((s) => s.fromEnd),
+      pageBytes,
+      availableBytes,
+    ],
   );
 }
 
