@@ -178,4 +178,35 @@ describe(`pages of messages are cut to their content bounds (${backend.label})`,
     const again = await gql(app, MESSAGES, { id: sessionId, first: 500 });
     expect((again.data as { session: { messages: Page } }).session.messages.edges).toEqual(full.edges);
   });
+
+  it('cuts a page of search hits the same way, and pages on to every hit exactly once', async () => {
+    const texts = Array.from({ length: 5 }, (_, i) => `needle${' x'.repeat(100_000)} ${i}`);
+    const created = await gqlOk(app, CreateSession, { input: { title: 'search' } });
+    for (const text of texts) {
+      await gqlOk(app, AppendMessages, { input: { sessionId: created.createSession.id, messages: [{ role: 'USER', text }] } });
+    }
+    const SEARCH = `query ($after: String) { searchMessages(query: "needle", first: 50, after: $after) {
+      edges { message { text } } pageInfo { hasNextPage endCursor }
+    } }`;
+    type SearchPage = {
+      searchMessages: { edges: { message: { text: string } }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+    };
+    const found: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    for (;;) {
+      const { searchMessages } = (await gqlOk(app, SEARCH, { after })) as SearchPage;
+      pages++;
+      expect(searchMessages.edges.length).toBeGreaterThan(0);
+      if (searchMessages.edges.length > 1) {
+        expect(searchMessages.edges.reduce((sum, e) => sum + weightOf(e.message.text), 0)).toBeLessThanOrEqual(PAGE_CONTENT_BYTES);
+      }
+      found.push(...searchMessages.edges.map((e) => e.message.text));
+      if (!searchMessages.pageInfo.hasNextPage) break;
+      after = searchMessages.pageInfo.endCursor;
+      expect(pages).toBeLessThan(10);
+    }
+    expect(pages).toBeGreaterThan(1);
+    expect([...found].sort()).toEqual([...texts].sort());
+  });
 });
