@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PAGE_CONTENT_BYTES } from '../../src/domain/limits.js';
 import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, ForkSession } from '../helpers/documents.js';
+import { StartTurn } from '../helpers/turn-documents.js';
 
 /**
  * The content bounds of message pages (src/domain/content-budget.ts): a page carries at most
@@ -208,5 +209,40 @@ describe(`pages of messages are cut to their content bounds (${backend.label})`,
     }
     expect(pages).toBeGreaterThan(1);
     expect([...found].sort()).toEqual([...texts].sort());
+  });
+
+  it("cuts a page of a turn's messages the same way, both ways", async () => {
+    const created = await gqlOk(app, CreateSession, { input: { title: 'turn', messages: [{ role: 'USER', text: SMALL }] } });
+    const sessionOfTurn = created.createSession.id;
+    const turn = await gqlOk(app, StartTurn, { input: { sessionId: sessionOfTurn, agentIds: ['a'] } });
+    const turnId = turn.startTurn.id;
+    const texts = [BIG, SMALL, BIG, BIG, BIG];
+    for (const text of texts) {
+      await gqlOk(app, AppendMessages, { input: { sessionId: sessionOfTurn, turnId, messages: [{ role: 'ASSISTANT', text }] } });
+    }
+    const TURN = `query ($id: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+      node(id: $id) { ... on Turn { messages(first: $first, after: $after, last: $last, before: $before) { totalCount ${PAGE_FIELDS} } } }
+    }`;
+    for (const direction of ['forward', 'backward'] as const) {
+      const pages: Page[] = [];
+      let cursor: string | null = null;
+      for (;;) {
+        const variables = direction === 'forward' ? { id: turnId, first: 200, after: cursor } : { id: turnId, last: 200, before: cursor };
+        const data = (await gqlOk(app, TURN, variables)) as { node: { messages: Page & { totalCount: number } } };
+        const current = data.node.messages;
+        expect(current.totalCount).toBe(texts.length);
+        expect(current.edges.length).toBeGreaterThan(0);
+        pages.push(current);
+        const more = direction === 'forward' ? current.pageInfo.hasNextPage : current.pageInfo.hasPreviousPage;
+        if (!more) break;
+        cursor = direction === 'forward' ? current.pageInfo.endCursor : current.pageInfo.startCursor;
+        expect(pages.length).toBeLessThan(10);
+      }
+      expect(pages.length).toBeGreaterThan(1);
+      expectBoundedPages(pages);
+      const ordered = direction === 'forward' ? pages : [...pages].reverse();
+      expect(ordered.flatMap((p) => p.edges.map((e) => e.node.text))).toEqual(texts);
+      expect(ordered.flatMap((p) => p.edges.map((e) => e.node.index))).toEqual([1, 2, 3, 4, 5]);
+    }
   });
 });

@@ -199,3 +199,40 @@ export async function findToolCalls(tx: Tx, segments: readonly Segment[], wanted
 export function findGenerating(tx: Tx, segments: readonly Segment[]): Promise<{ position: number } | null> {
   return tx.message.findFirst({ where: { ...segmentsWhere(segments), generating: true }, select: { position: true } });
 }
+
+/** Where a page of a turn's messages lies: positions strictly between `after` and `before`, `limit` of them from one end. */
+export interface TurnPageBounds {
+  after: number;
+  before: number;
+  limit: number;
+  fromEnd: boolean;
+}
+
+/**
+ * A page of the messages of a turn (its rows in index order), cut by `cutPages`'s rule to
+ * `pageBytes` and `availableBytes` from the end it is read from, in one statement: the sizes
+ * first, then the kept rows' content by id. `fetched` is how many rows the bounds held (up to
+ * `limit`) before the cut.
+ */
+export async function readTurnPage(
+  sql: SqlClient,
+  turnId: string,
+  bounds: TurnPageBounds,
+  pageBytes: number,
+  availableBytes: number,
+): Promise<{ rows: Message[]; fetched: number }> {
+  const rows = await sql.query<Message & { fetched: number }>(
+    `SELECT c.fetched::int AS fetched, ${columnList(MESSAGE_COLUMNS, 'm')} FROM (
+       SELECT *, count(*) OVER () AS fetched, sum(size) OVER (ORDER BY ord) AS run, row_number() OVER (ORDER BY ord) AS n FROM (
+         SELECT id, CASE WHEN $5::boolean THEN -position ELSE position END AS ord, coalesce("contentBytes", 0) AS size
+         FROM "Message" WHERE "turnId" = $1 AND position > $2 AND position < $3
+         ORDER BY ord LIMIT $4
+       ) AS w
+     ) AS c
+     CROSS JOIN LATERAL (SELECT ${MESSAGE_SQL} FROM "Message" WHERE id = c.id OFFSET 0) AS m
+     WHERE (c.n = 1 OR c.run <= $6::bigint) AND (c.run <= $7::bigint OR (c.n = 1 AND c.run - c.size < $7::bigint))
+     ORDER BY m.position`,
+    [turnId, bounds.after, bounds.before, bounds.limit, bounds.fromEnd, pageBytes, availableBytes],
+  );
+  return { rows: rows.map(({ fetched: _, ...row }) => row), fetched: rows[0]?.fetched ?? 0 };
+}
