@@ -64,7 +64,8 @@ export const LIMITS = {
 };
 
 /**
- * The message content one page of messages may carry (`Session.messages`, `Session.timeline`), in
+ * The message content one page of messages may carry (`Session.messages`, `Session.timeline`,
+ * `Turn.messages`, `searchMessages`), in
  * UTF-8 bytes of text and parts as JSON: a page holds the messages that fit, and always its first
  * one (a longer message comes alone). A page cut short says so with `hasNextPage` (`hasPreviousPage`
  * for last/before), so a client pages on and misses nothing. Each message's size is a generated
