@@ -15,7 +15,14 @@ import type { EventBus } from './pubsub/bus.js';
 import { useRequestParseErrors } from './graphql/client-errors.js';
 import { createErrorMask, createStreamMask } from './graphql/mask.js';
 import { DEFAULT_STRING_CHARS, textCaps } from './domain/limits.js';
-import { authorizationFrom, useHealthEndpoints, useJsonPostsOnly, useNoIntrospection, useRateLimit } from './http/guards.js';
+import {
+  authorizationFrom,
+  useHealthEndpoints,
+  useJsonPostsOnly,
+  useNoIntrospection,
+  useOutageRetryAfter,
+  useRateLimit,
+} from './http/guards.js';
 import { createHttpFastPath, type FastPathOptions, type FastPathStats } from './http/fast-path.js';
 import { assertFastPathHonours, fastPathCovers } from './http/fast-path-contract.js';
 import { corsFor, createHttpServer } from './http/server.js';
@@ -194,6 +201,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     ...metrics.plugins(),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
+    useOutageRetryAfter(endpoint),
     // The fast path takes only a request naming a listed document without text, and runs that
     // document, found with the plugin's own lookup (`trustedDocument` below).
     ...(trusted ? [fastPathCovers(trusted.plugin(), ['onParams'])] : []),

@@ -30,6 +30,13 @@ export interface TextCaps {
    * body costs the request thread nothing.
    */
   requestBytes: number;
+  /**
+   * The message content one operation's answer may carry, in UTF-8 bytes of text and parts
+   * (`ResponseBudget`): the pages of one request share it, whatever its aliases and nesting. Eight
+   * strings at the cap: on PGlite every byte of it is read on the request thread, so it follows the
+   * backend's string cap (2 MiB there, 8 MiB on PostgreSQL).
+   */
+  responseContentBytes: number;
 }
 
 /** The caps for a longest string of `stringLength` UTF-16 units. */
@@ -39,6 +46,7 @@ export function textCaps(stringLength: number): TextCaps {
     attachmentBytes: stringLength,
     argumentsLength: stringLength + 64 * 1024,
     requestBytes: Math.max(4 * stringLength, 1024 * 1024),
+    responseContentBytes: 8 * stringLength,
   };
 }
 
@@ -54,3 +62,14 @@ export const LIMITS = {
   /** A JSON argument's size as serialized, in UTF-16 units (all arguments together stay within `TextCaps.argumentsLength`). */
   jsonLength: 1024 * 1024,
 };
+
+/**
+ * The message content one page of messages may carry (`Session.messages`, `Session.timeline`,
+ * `Turn.messages`, `searchMessages`), in
+ * UTF-8 bytes of text and parts as JSON: a page holds the messages that fit, and always its first
+ * one (a longer message comes alone). A page cut short says so with `hasNextPage` (`hasPreviousPage`
+ * for last/before), so a client pages on and misses nothing. Each message's size is a generated
+ * column (`Message.contentBytes`), so the cut is made in the page's own statement, before any
+ * content is read: on PGlite, reading a row's content is work on the request thread.
+ */
+export const PAGE_CONTENT_BYTES = 1024 * 1024;

@@ -74,7 +74,13 @@ export type EventsContext = Pick<RequestContext, 'workspaceId' | 'loaders' | 're
  */
 export function requestContexts(runtime: AppRuntime): (source: { authorization?: string | null }) => Promise<RequestContext> {
   const { db, auth, caps, sessions, transforms, assembly, turns } = runtime;
-  const sources: LoaderSources = { prisma: db.prisma, sql: db.sql, sessionRows: runtime.sessionRows, pages: runtime.caches.pages };
+  const sources: LoaderSources = {
+    prisma: db.prisma,
+    sql: db.sql,
+    sessionRows: runtime.sessionRows,
+    pages: runtime.caches.pages,
+    responseContentBytes: caps.responseContentBytes,
+  };
   const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities, runtime.retention);
   const search = new MessageSearchService(db.sql);
   return async (source) => {

@@ -15,7 +15,7 @@ export const OUTAGE_RETRY_AFTER_SECONDS = 2;
  * WebSocket subscriptions): a domain refusal with its code, a client error as BAD_USER_INPUT, an
  * outage as a retryable SERVICE_UNAVAILABLE, anything else as INTERNAL_SERVER_ERROR with an id
  * under which the cause is logged. An outage that refused the request before execution (no
- * `path`: the key check, the context) carries Yoga's `http` extension: HTTP 503 with `Retry-After`
+ * `path`: the key check, the context) carries Yoga's `http` extension: HTTP 503 (with `Retry-After`, `useOutageRetryAfter`)
  * for a client that accepts `application/graphql-response+json`, which the GraphQL-over-HTTP spec
  * allows when no execution began (`spec: true`: Yoga keeps 200 for `application/json`, and strips
  * the extension from the body).
@@ -45,7 +45,8 @@ export function createErrorMask(logger: Logger): (error: unknown) => GraphQLErro
       logger.warn('dependency unavailable', { errorId, error: (outage as { cause?: unknown }).cause ?? original ?? error });
       const refused = toGraphQLError(new DomainError(outage.code, outage.message, { ...outage.details, errorId }), located);
       if (!located?.path) {
-        refused.extensions.http = { status: 503, spec: true, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } };
+        // No headers here: Yoga would send them with the 200 too (`useOutageRetryAfter` adds Retry-After to the 503).
+        refused.extensions.http = { status: 503, spec: true };
       }
       return refused;
     }

@@ -3,6 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { hashApiKey } from '../auth/workspace-auth.js';
 import type { Database } from '../db/database.js';
 import type { EventBus } from '../pubsub/bus.js';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../graphql/mask.js';
 import { fastPathCovers } from './fast-path-contract.js';
 import type { RateLimiter } from './rate-limit.js';
 import { NoSchemaIntrospectionCustomRule } from '../packages/index.js';
@@ -20,6 +21,25 @@ export function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
   promise.catch(() => {});
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `Retry-After` on the GraphQL endpoint's 503 (an outage refused before execution, for a client
+ * that accepts `application/graphql-response+json`: `createErrorMask`), and only there: the same
+ * refusal answered 200 as `application/json` carries none. The fast path never answers 503 (such a
+ * request is handed to Yoga), so its `onResponse` is covered.
+ */
+export function useOutageRetryAfter(endpoint: string): Plugin {
+  return fastPathCovers<Plugin>(
+    {
+      onResponse({ request, response }) {
+        if (response.status === 503 && new URL(request.url).pathname === endpoint && !response.headers.has('retry-after')) {
+          response.headers.set('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS));
+        }
+      },
+    },
+    ['onResponse'],
+  );
 }
 
 /**

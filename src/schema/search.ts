@@ -60,7 +60,7 @@ const MessageSearchConnection = builder.objectRef<SearchConnectionShape>('Messag
 builder.queryField('searchMessages', (t) =>
   t.field({
     type: MessageSearchConnection,
-    description: `Full-text search over your workspace's messages (English stemming; websearch syntax: words, "a phrase", or, -word), best match first, then newest. Each message is found once, under the session that wrote it. What is searched is what a reader sees there: a redacted message only by its replacement; a hidden message like any other (hiding keeps it out of assembled context, not out of the session), marked by message.hidden. A message still generating is found once it is finished; only the first 16,384 characters of a text (or a replacement) are searched. Only the newest ${SEARCH_RANK_WINDOW.toLocaleString('en-US')} matching messages are ranked and returned, so a search costs the same in a workspace of any size: to reach older ones, narrow the query (more words, a "phrase", -word).`,
+    description: `Full-text search over your workspace's messages (English stemming; websearch syntax: words, "a phrase", or, -word), best match first, then newest. Each message is found once, under the session that wrote it. What is searched is what a reader sees there: a redacted message only by its replacement; a hidden message like any other (hiding keeps it out of assembled context, not out of the session), marked by message.hidden. A message still generating is found once it is finished; only the first 16,384 characters of a text (or a replacement) are searched. Only the newest ${SEARCH_RANK_WINDOW.toLocaleString('en-US')} matching messages are ranked and returned, so a search costs the same in a workspace of any size: to reach older ones, narrow the query (more words, a "phrase", -word). A page carries at most 1 MiB of message content (text and parts) and always its first hit: a page cut short has hasNextPage true; pages share the request's answer budget as Session.messages pages do (once it is spent, a page is empty with hasNextPage true).`,
     args: {
       query: t.arg.string({
         required: true,
@@ -72,6 +72,6 @@ builder.queryField('searchMessages', (t) =>
         description: 'Return hits after this cursor (an edge cursor or pageInfo.endCursor of the same query).',
       }),
     },
-    resolve: (_, args, ctx) => ctx.search.search(ctx.workspaceId, args.query, args.first, args.after),
+    resolve: (_, args, ctx) => ctx.search.search(ctx.workspaceId, args.query, args.first, args.after, ctx.loaders.contentBudget),
   }),
 );

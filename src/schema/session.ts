@@ -1,6 +1,8 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
 import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE } from '../domain/pagination.js';
 import { badInput } from '../domain/errors.js';
+import { contentBytesOf, joinCutReads } from '../domain/content-budget.js';
+import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
 import { builder } from './builder.js';
 import { parseGlobalId } from './ids.js';
 import { Message, Session } from './refs.js';
@@ -82,10 +84,12 @@ builder.prismaNode('Session', {
     messages: t.connection(
       {
         type: Message,
-        description: `The messages in index order, a fork's inherited prefix included. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}).`,
+        description: `The messages in index order, a fork's inherited prefix included. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}). ${CONTENT_BOUNDS}`,
         resolve: async (session, args, ctx) => {
-          const page = indexPage(args, session.messageCount);
-          const rows = await ctx.loaders.messageRange.load({ session, lo: page.lo, hi: page.hi });
+          const asked = indexPage(args, session.messageCount);
+          const fromEnd = args.last !== null && args.last !== undefined;
+          const rows = await ctx.loaders.messageRange.load({ session, lo: asked.lo, hi: asked.hi, fromEnd });
+          const page = cutPage(asked, rows.length, fromEnd);
           return {
             // Each message as seen in this session: its transform flags are this session's.
             edges: rows.map((node) => ({ cursor: encodeIndexCursor(node.position), node: { ...node, viewSessionId: session.id } })),
@@ -115,6 +119,21 @@ builder.prismaNode('Session', {
     activeTurn: t.relation('activeTurn', { nullable: true, description: 'The turn in progress, if any.' }),
   }),
 });
+
+/**
+ * How the content bounds (domain/content-budget.ts) show in a message connection's description.
+ * The figures are those of PostgreSQL; the embedded backend's answer budget follows its string cap.
+ */
+const CONTENT_BOUNDS = `A page carries at most ${PAGE_CONTENT_BYTES / 1024 / 1024} MiB of message content (UTF-8 text and parts as JSON) and always its first message (a longer message comes alone): a page cut short has fewer items than asked and hasNextPage true (hasPreviousPage with last/before), so page on from its end cursor (start cursor). All pages of messages in one operation share an answer budget (8 times the longest string argument: 8 MiB on PostgreSQL, 2 MiB on the embedded database, by default); once it is spent, the following pages come back empty with hasNextPage (hasPreviousPage) true: ask for them in another request.`;
+
+/** The page a cut read answers: fewer rows than asked leave items after it (before it, read from its end). */
+function cutPage(asked: ReturnType<typeof indexPage>, count: number, fromEnd: boolean) {
+  const short = count < asked.hi - asked.lo;
+  return {
+    hasPreviousPage: asked.hasPreviousPage || (fromEnd && short),
+    hasNextPage: asked.hasNextPage || (!fromEnd && short),
+  };
+}
 
 builder.prismaObjectField(Session, 'ancestors', (t) =>
   t.field({
@@ -169,32 +188,34 @@ builder.prismaObjectField(Session, 'timeline', (t) =>
   t.connection(
     {
       type: TimelineItem,
-      description: `Every message of this session and of the sub-agent sessions nested in its turns (recursively), flattened: each sub-session's messages come right after the parent messages that existed when it was made (sub-sessions made at the same point in creation order), each with its session. The session's own messages list stays without them. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}).`,
+      description: `Every message of this session and of the sub-agent sessions nested in its turns (recursively), flattened: each sub-session's messages come right after the parent messages that existed when it was made (sub-sessions made at the same point in creation order), each with its session. The session's own messages list stays without them. Pages with first/after or last/before (default first ${DEFAULT_PAGE}, at most ${MAX_PAGE}). ${CONTENT_BOUNDS}`,
       resolve: async (session, args, ctx) => {
         const timeline = await ctx.sessions.timeline(session.id);
         const page = indexPage(args, timeline.length);
+        const fromEnd = args.last !== null && args.last !== undefined;
         const ranges = timeline.slice(page.lo, page.hi);
-        const chunks = await Promise.all(
+        const reads = await Promise.all(
           ranges.map(async (range) => {
             const owner = range.sessionId === session.id ? session : await ctx.loaders.sessionById.load(range.sessionId);
             // A sub-session deleted since the tree was read: its items are left out of this page.
-            if (!owner) return [];
-            const rows = await ctx.loaders.messageRange.load({ session: owner, lo: range.lo, hi: range.hi });
+            if (!owner) return { items: [], short: false };
+            const rows = await ctx.loaders.messageRange.load({ session: owner, lo: range.lo, hi: range.hi, fromEnd });
             // Read through the session it belongs to: a fork's inherited messages carry the fork's transforms.
-            return rows.map((message, i) => ({
-              index: range.start + i,
+            const items = rows.map((message) => ({
+              index: range.start + (message.position - range.lo),
               depth: range.depth,
               sessionId: range.sessionId,
               message: { ...message, viewSessionId: range.sessionId },
             }));
+            return { items, short: rows.length < range.hi - range.lo };
           }),
         );
-        const items = chunks.flat();
+        const { items, short } = joinCutReads(reads, fromEnd, (item) => contentBytesOf(item.message));
         return {
           edges: items.map((node) => ({ cursor: encodeIndexCursor(node.index), node })),
           pageInfo: {
-            hasPreviousPage: page.hasPreviousPage,
-            hasNextPage: page.hasNextPage,
+            hasPreviousPage: page.hasPreviousPage || (fromEnd && short),
+            hasNextPage: page.hasNextPage || (!fromEnd && short),
             startCursor: items.length ? encodeIndexCursor(items[0].index) : null,
             endCursor: items.length ? encodeIndexCursor(items[items.length - 1].index) : null,
           },

@@ -1,7 +1,10 @@
 import type { ModelUsageShape } from '../services/usage-loaders.js';
 import type { AssembledContext as AssembledContextShape } from '../domain/assembly/index.js';
 import { AssembledContext } from './assembly.js';
+import { DEFAULT_PAGE, encodeIndexCursor, MAX_CONNECTION_PAGE } from '../domain/pagination.js';
+import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
 import { builder } from './builder.js';
+import { Message } from './refs.js';
 import { parseGlobalId } from './ids.js';
 
 /** Token and cost totals; counts are whole numbers. */
@@ -131,16 +134,37 @@ export const Turn = builder.prismaNode('Turn', {
       description: 'Usage per model named in the reports (reports without a model under model null), models in name order.',
       resolve: (turn, _, ctx) => ctx.loaders.usage.turnByModel.load(turn.id),
     }),
-    messages: t.relatedConnection(
-      'messages',
+    messages: t.connection(
       {
-        description: 'Messages appended with this turn, in index order.',
-        cursor: 'id',
-        query: () => ({ orderBy: [{ position: 'asc' }, { id: 'asc' }] }),
-        totalCount: true,
+        type: Message,
+        description: `Messages appended with this turn, in index order (default first ${DEFAULT_PAGE}, at most ${MAX_CONNECTION_PAGE}). A page carries at most ${PAGE_CONTENT_BYTES / 1024 / 1024} MiB of message content (text and parts) and always its first message: a page cut short has hasNextPage true (hasPreviousPage with last/before); pages share the request's answer budget as Session.messages pages do (once it is spent, a page is empty and says more follows).`,
+        resolve: async (turn, args, ctx) => {
+          const { rows, hasMore } = await ctx.reads.turnMessages(turn.id, args, ctx.loaders.contentBudget);
+          const fromEnd = args.last !== null && args.last !== undefined;
+          return {
+            edges: rows.map((node) => ({ cursor: encodeIndexCursor(node.position), node })),
+            pageInfo: {
+              hasPreviousPage: fromEnd ? hasMore : Boolean(args.after),
+              hasNextPage: fromEnd ? Boolean(args.before) : hasMore,
+              startCursor: rows.length ? encodeIndexCursor(rows[0].position) : null,
+              endCursor: rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : null,
+            },
+            turnId: turn.id,
+          };
+        },
       },
-      { description: 'A page of messages of a turn.' },
-      { description: 'A message and its cursor.' },
+      {
+        name: 'TurnMessagesConnection',
+        description: 'A page of messages of a turn.',
+        fields: (c) => ({
+          totalCount: c.int({
+            description: 'Number of messages of the turn.',
+            resolve: (connection, _, ctx) =>
+              ctx.prisma.message.count({ where: { turnId: (connection as unknown as { turnId: string }).turnId } }),
+          }),
+        }),
+      },
+      { name: 'TurnMessagesConnectionEdge', description: 'A message and its cursor.' },
     ),
   }),
 });

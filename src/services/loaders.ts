@@ -6,6 +6,7 @@ import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, 
 import { findForksAt, findSessions } from '../db/stores/sessions.js';
 import { readTransforms } from '../db/stores/transforms.js';
 import type { FinishedRowsCache, SessionRowsCache } from '../caches/index.js';
+import { ResponseBudget } from '../domain/content-budget.js';
 import { foldTransforms, type HistoryTransforms } from '../domain/transforms.js';
 import { createUsageLoaders, type UsageLoaders } from './usage-loaders.js';
 
@@ -25,6 +26,8 @@ export interface LoaderSources {
   sessionRows: SessionRowsCache;
   /** Finished message rows that `Session.messages` pages are served from. */
   pages: FinishedRowsCache<Message>;
+  /** The message content one operation's answer may carry (`TextCaps.responseContentBytes`). */
+  responseContentBytes: number;
 }
 
 /**
@@ -35,6 +38,8 @@ export interface LoaderSources {
 export class RequestLoaders {
   /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */
   attachmentCharsAsked = 0;
+  /** The message content this operation's pages may still carry (domain/content-budget.ts). */
+  readonly contentBudget: ResponseBudget;
   private sessions: DataLoader<string, Session | null> | undefined = undefined;
   private attachments: DataLoader<string, AttachmentShape | null> | undefined = undefined;
   private pages: DataLoader<AttachmentPageRead, AttachmentPageRow | null, string> | undefined = undefined;
@@ -46,7 +51,9 @@ export class RequestLoaders {
   constructor(
     private readonly sources: LoaderSources,
     private readonly workspaceId: string,
-  ) {}
+  ) {
+    this.contentBudget = new ResponseBudget(sources.responseContentBytes);
+  }
 
   /** A fresh set for the same workspace: nothing loaded, nothing asked. */
   fresh(): RequestLoaders {
@@ -85,7 +92,7 @@ export class RequestLoaders {
   }
 
   get messageRange(): ReturnType<typeof createMessageRangeLoader> {
-    return (this.ranges ??= createMessageRangeLoader(this.sources.sql.reads, this.sources.pages));
+    return (this.ranges ??= createMessageRangeLoader(this.sources.sql.reads, this.sources.pages, this.contentBudget));
   }
 
   /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */

@@ -141,6 +141,8 @@ export class MessageAppends {
         agentId: m.agentId,
         createdAt: m.createdAt,
         updatedAt: m.createdAt,
+        // The database's to compute (a generated column); nothing reads it from a written row.
+        contentBytes: null,
       }),
     );
     events.push(

@@ -1,6 +1,11 @@
 import type { Sql } from '../db/sql.js';
 import { messageFromSnapshot } from '../db/session-events.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
+import { readTurnPage } from '../db/stores/messages.js';
+import { contentBytesOf, type ResponseBudget } from '../domain/content-budget.js';
+import { badInput } from '../domain/errors.js';
+import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
+import { DEFAULT_PAGE, decodeIndexCursor, MAX_CONNECTION_PAGE, type PageArgs } from '../domain/pagination.js';
 import type { Message, PrismaClient, Session, Turn } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
 import { readShared } from './shared-reads.js';
@@ -84,6 +89,36 @@ export class ReadService {
   async messagesInView(ids: string[], viewSessionId: string): Promise<ViewedMessage[]> {
     const rows = await this.prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
     return rows.map((row) => ({ ...row, viewSessionId }));
+  }
+
+  /**
+   * A page of a turn's messages (Relay arguments, index cursors), cut to its content bounds from
+   * the end it is read from (domain/content-budget.ts), its share of `budget` reserved and settled.
+   * `hasMore`: items follow it in its direction (past the page, or cut by the bounds).
+   */
+  async turnMessages(turnId: string, args: PageArgs, budget: ResponseBudget): Promise<{ rows: Message[]; hasMore: boolean }> {
+    const fromEnd = args.last !== null && args.last !== undefined;
+    const size = fromEnd ? args.last! : (args.first ?? DEFAULT_PAGE);
+    if (size < 0 || size > MAX_CONNECTION_PAGE) throw badInput(`${fromEnd ? 'last' : 'first'} must be from 0 to ${MAX_CONNECTION_PAGE}.`);
+    const after = args.after ? decodeIndexCursor(args.after, 'after') : -1;
+    const before = args.before ? decodeIndexCursor(args.before, 'before') : 2 ** 31 - 1;
+    if (size === 0) return { rows: [], hasMore: false };
+    const reserved = budget.reserve(PAGE_CONTENT_BYTES);
+    if (reserved === 0) return { rows: [], hasMore: true };
+    const { rows, fetched } = await readTurnPage(
+      this.sql.reads,
+      turnId,
+      { after, before, limit: size + 1, fromEnd },
+      PAGE_CONTENT_BYTES,
+      reserved,
+    );
+    // The look-ahead row, if it was kept, is not part of the page.
+    const page = rows.length > size ? (fromEnd ? rows.slice(1) : rows.slice(0, size)) : rows;
+    budget.settle(
+      reserved,
+      page.reduce((sum, row) => sum + contentBytesOf(row), 0),
+    );
+    return { rows: page, hasMore: fetched > page.length };
   }
 
   /** A turn by id when its session is in the workspace; null otherwise. */

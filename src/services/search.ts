@@ -1,3 +1,5 @@
+import { contentBytesOf, type ResponseBudget } from '../domain/content-budget.js';
+import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
 import type { Sql } from '../db/sql.js';
 import { GREATER_THAN, HIT_END, HIT_START, LESS_THAN, searchMessages, type SearchPosition } from '../db/stores/search.js';
 import { badInput } from '../domain/errors.js';
@@ -112,24 +114,29 @@ export class MessageSearchService {
     query: string,
     first: number | null | undefined,
     after: string | null | undefined,
+    budget: ResponseBudget,
   ): Promise<SearchPage> {
     const text = checkSearchQuery(query);
     const size = first ?? SEARCH_DEFAULT_PAGE;
     if (!Number.isInteger(size) || size < 0 || size > SEARCH_MAX_PAGE) throw badInput(`first must be from 0 to ${SEARCH_MAX_PAGE}.`);
     const position = after ? decodeCursor(after) : null;
     if (size === 0) return { hits: [], hasNextPage: false };
-    const rows = await searchMessages(
+    // The page's share of the request's answer budget: spent, the page is empty and says more follows.
+    const reserved = budget.reserve(PAGE_CONTENT_BYTES);
+    if (reserved === 0) return { hits: [], hasNextPage: true };
+    const { rows, fetched } = await searchMessages(
       this.sql.reads,
       workspaceId,
       text,
       position,
       size + 1,
-      {
-        terms: windowTerms(text),
-        scanChars: HIGHLIGHT_SCAN_CHARS,
-        chars: HIGHLIGHT_WINDOW_CHARS,
-      },
+      { terms: windowTerms(text), scanChars: HIGHLIGHT_SCAN_CHARS, chars: HIGHLIGHT_WINDOW_CHARS },
       SEARCH_RANK_WINDOW,
+      reserved,
+    );
+    budget.settle(
+      reserved,
+      rows.slice(0, size).reduce((sum, row) => sum + contentBytesOf(row.message), 0),
     );
     return {
       hits: rows.slice(0, size).map((row) => ({
@@ -139,7 +146,8 @@ export class MessageSearchService {
         rank: row.rank,
         redacted: row.replacement !== null,
       })),
-      hasNextPage: rows.length > size,
+      // More follow: past the page (its look-ahead row), or cut by its content bound.
+      hasNextPage: rows.length > size || fetched > rows.length,
     };
   }
 }

@@ -13,9 +13,12 @@ const CREATE = 'mutation { createSession(input: { title: "big" }) { id } }';
 const APPEND = 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }';
 
 describe(`connections (${backend.label})`, () => {
-  it('destroys a socket whose client stopped reading a ~10 MB response within 1.6 × IDLE_TIMEOUT_MS of its last progress', async () => {
+  it('destroys a socket whose client stopped reading a ~8 MiB response (the most a request carries) within 1.6 × IDLE_TIMEOUT_MS of its last progress', async () => {
     const idleMs = 1_500;
-    const app = await createTestApp({ config: { timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs } } });
+    // A string cap of 1 Mi characters: the answer budget (8 times it) lets one request ask for ~8 MiB.
+    const app = await createTestApp({
+      config: { maxStringChars: 1024 * 1024, timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs } },
+    });
     apps.push(app);
     const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, CREATE);
     const text = 'y'.repeat(Math.min(backend.caps.stringLength, 256 * 1024));
@@ -29,7 +32,11 @@ describe(`connections (${backend.label})`, () => {
     app.server.once('request', (req) => (serverSocket = req.socket));
     const { port } = new URL(app.url);
     const body = JSON.stringify({
-      query: `query ($id: ID!) { session(id: $id) { messages(first: ${count}) { edges { node { text } } } } }`,
+      // The largest answer a request may carry: pages share its content budget, whatever their aliases.
+      query: `query ($id: ID!) { session(id: $id) { ${Array.from(
+        { length: 30 },
+        (_, i) => `p${i}: messages(first: ${count}) { edges { node { text parts { ... on TextPart { text } } } } }`,
+      ).join(' ')} } }`,
       variables: { id: createSession.id },
     });
     const client = connect(Number(port), '127.0.0.1');

@@ -3,6 +3,7 @@ import { AppendMessages, CreateSession, DeleteSession, SessionMessages, UpdateMe
 import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { FinishedRowsCache } from '../../src/caches/finished-rows.js';
 import { createMessageRangeLoader } from '../../src/caches/message-ranges.js';
+import { ResponseBudget } from '../../src/domain/content-budget.js';
 import { messageRowChars } from '../../src/db/stores/messages.js';
 import { findSessions } from '../../src/db/stores/sessions.js';
 import type { Message } from '../../src/generated/prisma/client.js';
@@ -86,9 +87,9 @@ describe(`read caches (${backend.label})`, () => {
     const [a, b] = ids.map((id) => rows.find((r) => r.id === rawIdOf(id))!);
     // Room for one session's rows only (a row weighs 256 plus its text, counted in the text and in the parts).
     const pages = new FinishedRowsCache<Message>(2 * (256 + 2 * 100) + 10, 100, messageRowChars);
-    await createMessageRangeLoader(sql, pages).load({ session: a, lo: 0, hi: 2 });
+    await createMessageRangeLoader(sql, pages, new ResponseBudget(Infinity)).load({ session: a, lo: 0, hi: 2 });
     expect(pages.range(a.id)).toEqual({ lo: 0, hi: 2 });
-    const loader = createMessageRangeLoader(sql, pages);
+    const loader = createMessageRangeLoader(sql, pages, new ResponseBudget(Infinity));
     const [fromCache, fromDb] = await Promise.all([loader.load({ session: a, lo: 0, hi: 2 }), loader.load({ session: b, lo: 0, hi: 1 })]);
     // Keeping b's row evicted a's, which this batch had already taken.
     expect(pages.range(a.id)).toBeNull();

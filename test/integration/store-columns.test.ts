@@ -58,21 +58,27 @@ const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'transform reads', table: 'MessageTransform', columns: Object.keys(TRANSFORM_COLUMNS) },
 ];
 
-/** The table's columns a store writes or decodes: generated columns (Message.searchVector) are neither. */
-async function tableColumns(sql: SqlClient, table: string): Promise<string[]> {
-  const rows = await sql.query<{ column_name: string }>(
-    "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER'",
+/**
+ * The table's columns: those a store must write or decode, and generated ones, which it need not
+ * handle (Message.searchVector) but may name (Message.contentBytes: decoded, left DEFAULT in an INSERT).
+ */
+async function tableColumns(sql: SqlClient, table: string): Promise<{ required: string[]; all: string[] }> {
+  const rows = await sql.query<{ column_name: string; is_generated: string }>(
+    'SELECT column_name, is_generated FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
     [table],
   );
-  return rows.map((r) => r.column_name).sort();
+  return {
+    required: rows.filter((r) => r.is_generated === 'NEVER').map((r) => r.column_name),
+    all: rows.map((r) => r.column_name),
+  };
 }
 
 /** Columns of the table that the statement does not handle, and columns it names that do not exist. */
 async function mismatches(sql: SqlClient, statement: { table: string; columns: string[] }) {
   const actual = await tableColumns(sql, statement.table);
   return {
-    unhandled: actual.filter((c) => !statement.columns.includes(c)),
-    unknown: statement.columns.filter((c) => !actual.includes(c)),
+    unhandled: actual.required.filter((c) => !statement.columns.includes(c)),
+    unknown: statement.columns.filter((c) => !actual.all.includes(c)),
   };
 }
 

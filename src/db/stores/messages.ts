@@ -31,6 +31,7 @@ export const MESSAGE_COLUMNS: ColumnSet<Message> = {
   agentId: true,
   createdAt: true,
   updatedAt: true,
+  contentBytes: true,
 };
 export const MESSAGE_SQL = columnList(MESSAGE_COLUMNS);
 
@@ -104,6 +105,58 @@ export function readSegments(sql: SqlClient, segments: readonly Segment[]): Prom
   return sql.query<Message>(`SELECT ${MESSAGE_SQL} FROM "Message" WHERE ${where} ORDER BY position ASC`, params.values);
 }
 
+/** The segments of one page, and its order: index order, or newest first (`fromEnd`, for last/before). */
+export interface PageSegments {
+  segments: readonly Segment[];
+  fromEnd: boolean;
+}
+
+/**
+ * Whole rows of pages of messages (`page` is the page's number in `pages`), each cut by
+ * `cutPages`'s rule (domain/content-budget.ts) to `pageBytes` and all of them together to
+ * `availableBytes`, in one statement. The cut is decided from `contentBytes` (a generated column)
+ * by window sums over each page, before any row's content is read: only the kept rows' text and
+ * parts leave the table. Rows come oldest first within each page.
+ */
+export function readPagesWithin(
+  sql: SqlClient,
+  pages: readonly PageSegments[],
+  pageBytes: number,
+  availableBytes: number,
+): Promise<(Message & { page: number })[]> {
+  const segments = pages.flatMap(({ segments, fromEnd }, page) => segments.map((s) => ({ page, fromEnd, ...s })));
+  // One statement text whatever the number of pages (its plan is prepared once). The windows run
+  // over ids and sizes only, and only the kept rows' content is read. Each LATERAL (fenced by
+  // OFFSET 0, so the planner keeps it) reads by index, whatever the table's statistics say: a range
+  // by its position bounds, a kept row by its id.
+  return sql.query<Message & { page: number }>(
+    `SELECT kept.page, ${columnList(MESSAGE_COLUMNS, 'm')} FROM (SELECT * FROM (
+       SELECT *, sum(size) OVER (ORDER BY page, n) AS total FROM (
+         SELECT *, sum(size) OVER (PARTITION BY page ORDER BY ord) AS run, row_number() OVER (PARTITION BY page ORDER BY ord) AS n
+         FROM (
+           SELECT r.page, CASE WHEN r.from_end THEN -w.position ELSE w.position END AS ord, w.id, w.size
+           FROM unnest($1::int[], $2::text[], $3::int[], $4::int[], $5::boolean[]) AS r(page, session_id, lo, hi, from_end)
+           CROSS JOIN LATERAL (
+             SELECT id, position, coalesce("contentBytes", 0) AS size FROM "Message"
+             WHERE "sessionId" = r.session_id AND position >= r.lo AND position < r.hi OFFSET 0
+           ) AS w
+         ) AS wanted
+       ) AS sized WHERE n = 1 OR run <= $6::bigint
+     ) AS cut WHERE total <= $7::bigint OR (n = 1 AND total - size < $7::bigint)) AS kept
+     CROSS JOIN LATERAL (SELECT ${MESSAGE_SQL} FROM "Message" WHERE id = kept.id OFFSET 0) AS m
+     ORDER BY kept.page, m.position`,
+    [
+      segments.map((s) => s.page),
+      segments.map((s) => s.sessionId),
+      segments.map((s) => s.start),
+      segments.map((s) => s.end),
+      segments.map((s) => s.fromEnd),
+      pageBytes,
+      availableBytes,
+    ],
+  );
+}
+
 /** What a message's parts decide of its row: the parts, their text and tool ids, and (once finished) its token counts. */
 export function contentColumns(parts: StoredPart[], generating: boolean) {
   const tokens = generating ? null : countStoredTokens(parts);
@@ -145,4 +198,41 @@ export async function findToolCalls(tx: Tx, segments: readonly Segment[], wanted
 /** The first still-generating message of these segments, or null. */
 export function findGenerating(tx: Tx, segments: readonly Segment[]): Promise<{ position: number } | null> {
   return tx.message.findFirst({ where: { ...segmentsWhere(segments), generating: true }, select: { position: true } });
+}
+
+/** Where a page of a turn's messages lies: positions strictly between `after` and `before`, `limit` of them from one end. */
+export interface TurnPageBounds {
+  after: number;
+  before: number;
+  limit: number;
+  fromEnd: boolean;
+}
+
+/**
+ * A page of the messages of a turn (its rows in index order), cut by `cutPages`'s rule to
+ * `pageBytes` and `availableBytes` from the end it is read from, in one statement: the sizes
+ * first, then the kept rows' content by id. `fetched` is how many rows the bounds held (up to
+ * `limit`) before the cut.
+ */
+export async function readTurnPage(
+  sql: SqlClient,
+  turnId: string,
+  bounds: TurnPageBounds,
+  pageBytes: number,
+  availableBytes: number,
+): Promise<{ rows: Message[]; fetched: number }> {
+  const rows = await sql.query<Message & { fetched: number }>(
+    `SELECT c.fetched::int AS fetched, ${columnList(MESSAGE_COLUMNS, 'm')} FROM (
+       SELECT *, count(*) OVER () AS fetched, sum(size) OVER (ORDER BY ord) AS run, row_number() OVER (ORDER BY ord) AS n FROM (
+         SELECT id, CASE WHEN $5::boolean THEN -position ELSE position END AS ord, coalesce("contentBytes", 0) AS size
+         FROM "Message" WHERE "turnId" = $1 AND position > $2 AND position < $3
+         ORDER BY ord LIMIT $4
+       ) AS w
+     ) AS c
+     CROSS JOIN LATERAL (SELECT ${MESSAGE_SQL} FROM "Message" WHERE id = c.id OFFSET 0) AS m
+     WHERE (c.n = 1 OR c.run <= $6::bigint) AND (c.run <= $7::bigint OR (c.n = 1 AND c.run - c.size < $7::bigint))
+     ORDER BY m.position`,
+    [turnId, bounds.after, bounds.before, bounds.limit, bounds.fromEnd, pageBytes, availableBytes],
+  );
+  return { rows: rows.map(({ fetched: _, ...row }) => row), fetched: rows[0]?.fetched ?? 0 };
 }

@@ -65,15 +65,17 @@ export interface HeadlineWindow {
 
 /**
  * One page of the workspace's messages matching `query` (websearch syntax: words, "phrases", or,
- * -not), best rank first, then newest, then by id; `limit` rows after `after`. A query of stop
- * words only matches nothing. Only the newest `rankWindow` matches (by id: ids are time-ordered
- * uuidv7s) are ranked and paged through, so a common word costs the same in any workspace: the
- * matches are found newest first (the planner walks the primary key backwards when they are many,
- * takes the GIN index when they are few: the query is written out there, not read from the CTE, so
- * the planner sees its words and estimates how many match) and ranking stops at the window. A
- * message's rank depends on it alone, so a cursor stays valid while messages are added. ts_headline parses the whole text it is given, and on PGlite it runs
- * on the server's thread, so it runs for the page's rows only, each on a window of `window.chars`
- * characters found by lower() and strpos() over at most `window.scanChars`.
+ * -not), best rank first, then newest, then by id; `limit` rows after `after` (`fetched`), of which
+ * those within `contentBytes` of text and parts are read (the first always). A query of stop words
+ * only matches nothing. Only the newest `rankWindow` matches (by id: ids are time-ordered uuidv7s)
+ * are ranked and paged through, so a common word costs the same in any workspace: the matches are
+ * found newest first (the planner walks the primary key backwards when they are many, takes the GIN
+ * index when they are few: the query is written out there, not read from the CTE, so the planner
+ * sees its words and estimates how many match) and ranking stops at the window. A message's rank
+ * depends on it alone, so a cursor stays valid while messages are added. ts_headline parses the
+ * whole text it is given, and on PGlite it runs on the server's thread, so it runs for the page's
+ * rows only, each on a window of `window.chars` characters found by lower() and strpos() over at
+ * most `window.scanChars`.
  */
 export function searchMessages(
   sql: SqlClient,
@@ -83,7 +85,8 @@ export function searchMessages(
   limit: number,
   window: HeadlineWindow,
   rankWindow: number,
-): Promise<SearchHitRow[]> {
+  contentBytes: number,
+): Promise<{ rows: SearchHitRow[]; fetched: number }> {
   const p = new SqlParams();
   const q = p.add(query);
   const ws = p.add(workspaceId);
@@ -92,7 +95,7 @@ export function searchMessages(
     ? `WHERE (h.rank, h."createdAt", h.id) < (${p.add(after.rank, '::real')}, ${p.add(after.createdAt.toISOString(), '::timestamp(3)')}, ${p.add(after.id)})`
     : '';
   return sql
-    .query<Message & { rank: number; headline: string; replacement: string | null }>(
+    .query<Message & { rank: number; headline: string; replacement: string | null; fetched: number }>(
       `WITH q AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
        found AS (
          (SELECT m.id, m."createdAt", m."searchVector" AS vector, NULL::text AS replacement
@@ -115,12 +118,20 @@ export function searchMessages(
        ),
        newest AS (SELECT * FROM found ORDER BY id DESC LIMIT ${cap}),
        hits AS (SELECT n.id, n."createdAt", ts_rank(n.vector, q.query) AS rank, n.replacement FROM q, newest n),
-       page AS (
+       fetched AS (
          SELECT h.* FROM hits h ${cursor}
          ORDER BY h.rank DESC, h."createdAt" DESC, h.id DESC
          LIMIT ${p.add(limit, '::int')}
-       )
-       SELECT ${columnList(MESSAGE_COLUMNS, 'm')}, page.rank, page.replacement,
+       ),
+       sized AS (
+         SELECT f.*, count(*) OVER () AS fetched,
+           sum(coalesce(c."contentBytes", 0)) OVER (ORDER BY f.rank DESC, f."createdAt" DESC, f.id DESC) AS run,
+           row_number() OVER (ORDER BY f.rank DESC, f."createdAt" DESC, f.id DESC) AS n
+         FROM fetched f JOIN "Message" c ON c.id = f.id
+       ),
+       -- Cut to the content bound before any hit's text is read (PAGE_CONTENT_BYTES): its first hit always.
+       page AS (SELECT * FROM sized WHERE n = 1 OR run <= ${p.add(contentBytes, '::bigint')})
+       SELECT ${columnList(MESSAGE_COLUMNS, 'm')}, page.rank, page.replacement, page.fetched::int AS fetched,
          ts_headline('english',
            translate(substr(src.text, greatest(1, coalesce(hit.at, 1) - ${p.add(Math.floor(window.chars / 5), '::int')}), ${p.add(window.chars, '::int')}),
              ${p.add(`<>${HIT_START}${HIT_END}`)}, ${p.add(LESS_THAN + GREATER_THAN)}),
@@ -133,7 +144,13 @@ export function searchMessages(
        ORDER BY page.rank DESC, page."createdAt" DESC, page.id DESC`,
       p.values,
     )
-    .then((rows) =>
-      rows.map(({ rank, headline, replacement, ...message }) => ({ message: message as Message, rank, headline, replacement })),
-    );
+    .then((rows) => ({
+      rows: rows.map(({ rank, headline, replacement, fetched: _, ...message }) => ({
+        message: message as Message,
+        rank,
+        headline,
+        replacement,
+      })),
+      fetched: rows[0]?.fetched ?? 0,
+    }));
 }
