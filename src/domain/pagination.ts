@@ -43,3 +43,19 @@ export function indexPage(args: PageArgs, count: number) {
   if (args.last !== null && args.last !== undefined) lo = Math.max(lo, hi - args.last);
   return { lo, hi, hasPreviousPage: lo > 0, hasNextPage: hi < count };
 }
+
+/**
+ * A page's `startCursor` and `endCursor`: its first and last edges' cursors. A page left empty by a
+ * content budget while more follows answers the cursor it was asked from (`after`, or `before` with
+ * `last`), so a client that pages on from `endCursor` (`startCursor`) continues where it stood
+ * instead of starting over.
+ */
+export function pageCursors(
+  first: string | undefined,
+  last: string | undefined,
+  args: { after?: string | null; before?: string | null },
+): { startCursor: string | null; endCursor: string | null } {
+  if (first !== undefined && last !== undefined) return { startCursor: first, endCursor: last };
+  const asked = args.before ?? args.after ?? null;
+  return { startCursor: asked, endCursor: asked };
+}

@@ -8,6 +8,7 @@ import {
   SEARCH_QUERY_MAX_TERMS,
   SEARCH_RANK_WINDOW,
 } from '../services/search.js';
+import { pageCursors } from '../domain/pagination.js';
 import { builder } from './builder.js';
 import { Message, Session } from './refs.js';
 
@@ -39,7 +40,7 @@ const MessageSearchEdge = builder.objectRef<SearchHit>('MessageSearchEdge').impl
   }),
 });
 
-type SearchConnectionShape = { hits: SearchHit[]; hasNextPage: boolean };
+type SearchConnectionShape = { hits: SearchHit[]; hasNextPage: boolean; after: string | null };
 const MessageSearchConnection = builder.objectRef<SearchConnectionShape>('MessageSearchConnection').implement({
   description: 'A page of search hits, best first.',
   fields: (t) => ({
@@ -50,8 +51,7 @@ const MessageSearchConnection = builder.objectRef<SearchConnectionShape>('Messag
       resolve: (c) => ({
         hasNextPage: c.hasNextPage,
         hasPreviousPage: false,
-        startCursor: c.hits[0]?.cursor ?? null,
-        endCursor: c.hits.at(-1)?.cursor ?? null,
+        ...pageCursors(c.hits[0]?.cursor, c.hits.at(-1)?.cursor, { after: c.after }),
       }),
     }),
   }),
@@ -72,6 +72,9 @@ builder.queryField('searchMessages', (t) =>
         description: 'Return hits after this cursor (an edge cursor or pageInfo.endCursor of the same query).',
       }),
     },
-    resolve: (_, args, ctx) => ctx.search.search(ctx.workspaceId, args.query, args.first, args.after, ctx.loaders.contentBudget),
+    resolve: async (_, args, ctx) => ({
+      ...(await ctx.search.search(ctx.workspaceId, args.query, args.first, args.after, ctx.loaders.contentBudget)),
+      after: args.after ?? null,
+    }),
   }),
 );

@@ -1,5 +1,5 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE } from '../domain/pagination.js';
+import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE, pageCursors } from '../domain/pagination.js';
 import { badInput } from '../domain/errors.js';
 import { contentBytesOf, joinCutReads } from '../domain/content-budget.js';
 import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
@@ -96,8 +96,11 @@ builder.prismaNode('Session', {
             pageInfo: {
               hasPreviousPage: page.hasPreviousPage,
               hasNextPage: page.hasNextPage,
-              startCursor: rows.length ? encodeIndexCursor(rows[0].position) : null,
-              endCursor: rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : null,
+              ...pageCursors(
+                rows.length ? encodeIndexCursor(rows[0].position) : undefined,
+                rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : undefined,
+                args,
+              ),
             },
           };
         },
@@ -216,8 +219,11 @@ builder.prismaObjectField(Session, 'timeline', (t) =>
           pageInfo: {
             hasPreviousPage: page.hasPreviousPage || (fromEnd && short),
             hasNextPage: page.hasNextPage || (!fromEnd && short),
-            startCursor: items.length ? encodeIndexCursor(items[0].index) : null,
-            endCursor: items.length ? encodeIndexCursor(items[items.length - 1].index) : null,
+            ...pageCursors(
+              items.length ? encodeIndexCursor(items[0].index) : undefined,
+              items.length ? encodeIndexCursor(items[items.length - 1].index) : undefined,
+              args,
+            ),
           },
           totalCount: timeline.length,
         };

@@ -1,7 +1,7 @@
 import type { ModelUsageShape } from '../services/usage-loaders.js';
 import type { AssembledContext as AssembledContextShape } from '../domain/assembly/index.js';
 import { AssembledContext } from './assembly.js';
-import { DEFAULT_PAGE, encodeIndexCursor, MAX_CONNECTION_PAGE } from '../domain/pagination.js';
+import { DEFAULT_PAGE, encodeIndexCursor, MAX_CONNECTION_PAGE, pageCursors } from '../domain/pagination.js';
 import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
 import { builder } from './builder.js';
 import { Message } from './refs.js';
@@ -146,8 +146,11 @@ export const Turn = builder.prismaNode('Turn', {
             pageInfo: {
               hasPreviousPage: fromEnd ? hasMore : Boolean(args.after),
               hasNextPage: fromEnd ? Boolean(args.before) : hasMore,
-              startCursor: rows.length ? encodeIndexCursor(rows[0].position) : null,
-              endCursor: rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : null,
+              ...pageCursors(
+                rows.length ? encodeIndexCursor(rows[0].position) : undefined,
+                rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : undefined,
+                args,
+              ),
             },
             turnId: turn.id,
           };

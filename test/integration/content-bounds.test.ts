@@ -180,6 +180,23 @@ describe(`pages of messages are cut to their content bounds (${backend.label})`,
     expect((again.data as { session: { messages: Page } }).session.messages.edges).toEqual(full.edges);
   });
 
+  it('answers an empty page with the cursor it was asked from, so paging on from endCursor continues where it stood', async () => {
+    const after = (await gql(app, MESSAGES, { id: sessionId, first: 1 })).data as { session: { messages: Page } };
+    const from = after.session.messages.pageInfo.endCursor!;
+    const aliases = Array.from({ length: 30 }, (_, i) => `p${i}: messages(first: 500, after: $after) { ${PAGE_FIELDS} }`).join(' ');
+    const query = `query ($id: ID!, $after: String) { session(id: $id) { ${aliases} } }`;
+    const pages = Object.values(((await gql(app, query, { id: sessionId, after: from })).data as { session: Record<string, Page> }).session);
+    const empty = pages.filter((p) => p.edges.length === 0);
+    expect(empty.length).toBeGreaterThan(0);
+    for (const p of empty) expect(p.pageInfo).toEqual({ hasNextPage: true, hasPreviousPage: true, startCursor: from, endCursor: from });
+    // Paging on from the empty page's endCursor reads the page after `from`, as the first alias did.
+    const next = (await gql(app, MESSAGES, { id: sessionId, first: 500, after: empty[0].pageInfo.endCursor })).data as {
+      session: { messages: Page };
+    };
+    expect(next.session.messages.edges[0].node.index).toBe(1);
+    expect(next.session.messages.edges).toEqual(pages[0].edges);
+  });
+
   it('cuts a page of search hits the same way, and pages on to every hit exactly once', async () => {
     const texts = Array.from({ length: 5 }, (_, i) => `needle${' x'.repeat(100_000)} ${i}`);
     const created = await gqlOk(app, CreateSession, { input: { title: 'search' } });
