@@ -12,7 +12,7 @@
 import type { Message, Session, SessionEvent } from '../../generated/prisma/client.js';
 import type { SqlClient, SqlTarget } from '../sql.js';
 import { asSql } from '../sql.js';
-import { columnList, insertSelectSql, type InsertValues } from './columns.js';
+import { columnList, DEFAULT, insertSelectSql, type InsertValues } from './columns.js';
 import { type contentColumns, MESSAGE_COLUMNS } from './messages.js';
 import { SESSION_COLUMNS } from './session-columns.js';
 
@@ -69,6 +69,7 @@ function messageEventInsert(
     messageId: `${message}.id`,
     payload: `jsonb_build_object('index', ${message}.position, ${fields})`,
     createdAt: at.createdAt,
+    lastSequence: DEFAULT,
   };
 }
 
