@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import { readEventsAfter } from '../../src/db/stores/events.js';
-import { backend, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
+import { backend, createTestApp, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
 // A log bounded per message (issue 36): a finished streamed message's updates fold into one row
@@ -229,6 +229,34 @@ describe(`a log bounded per message (${backend.label})`, () => {
     const subLast = await currentSequence(sub);
     expect((await replay(sub, 0, subLast)).map((e) => e.sequence)).toEqual(oneTo(subLast));
   });
+  it.runIf(backend.postgresUrl)(
+    'two instances: a replay on one while the other folds sees the same events as a live stream there',
+    async () => {
+      const other = await createTestApp({ shareWith: app });
+      const otherClient = wsClient(other.url);
+      try {
+        const id = await createSession({ title: 'two instances' });
+        const watched = subscribeWs(otherClient, EVENTS, { id, after: 0 }, pick);
+        const reply = await generating(id);
+        for (let i = 0; i < 80; i++) await delta(reply, `t${i}`);
+        const last = (await currentSequence(id)) + 1;
+        const racing = [0, 40, 79].map((after) => ({ after, sub: subscribeWs(otherClient, EVENTS, { id, after }, pick) }));
+        await finish(reply);
+        const streamed = await watched.collector.until((e) => e.at(-1)?.sequence === last, 20_000, 'the other instance live');
+        watched.unsubscribe();
+        expect(streamed.map((e) => e.sequence)).toEqual(oneTo(last));
+        for (const { after, sub } of racing) {
+          const got = await sub.collector.until((e) => e.at(-1)?.sequence === last, 20_000, `replay after ${after} there`);
+          sub.unsubscribe();
+          expect(got).toEqual(streamed.slice(after));
+        }
+        expect((await rowsOf(id)).length).toBe(2);
+      } finally {
+        await otherClient.dispose();
+        await other.close();
+      }
+    },
+  );
 });
 
 describe(`a log bounded per message, under retention (${backend.label})`, () => {
