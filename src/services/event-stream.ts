@@ -295,9 +295,14 @@ class EventStream implements SessionEventStream, BusListener {
         readEventsAfter(sql, sessionId, after, upTo, REPLAY_PAGE),
       );
       if (this.done) return;
-      // The log is gapless, so a read after `after` that starts later lost its first events to the
-      // retention sweep (a consumer that fell that far behind): the stream cannot go on whole.
-      if (rows.length && rows[0].sequence > after + 1) throw eventsExpired(sessionId, after, rows[0].sequence);
+      // The log is gapless, so a read after `after` that skips a sequence lost events to the
+      // retention sweep (a consumer that fell that far behind, or a sweep that raced a fold): the
+      // stream cannot go on whole.
+      let expected = after + 1;
+      for (const row of rows) {
+        if (row.sequence > expected) throw eventsExpired(sessionId, expected - 1, row.sequence);
+        expected = row.sequence + 1;
+      }
       for (const row of rows) if (row.sequence > this.last) this.accept(row);
       // Another page is due only when this one was full; otherwise the read is done, unless a
       // wider read was asked for while this one ran.

@@ -1,6 +1,7 @@
 import { uuidv7 } from '../db/ids.js';
 import { asSql } from '../db/sql.js';
 import { appendTextRow } from '../db/stores/append.js';
+import { foldMessageEvents } from '../db/stores/event-folds.js';
 import { appendEvents } from '../db/stores/events.js';
 import { findMessageSession, lockMessage, updateMessageContent } from '../db/stores/messages.js';
 import { touchIfActive } from '../db/stores/turns.js';
@@ -97,6 +98,8 @@ export async function updateMessage(
     events.push(
       ...(await appendEvents(tx, session.id, [{ type: 'MESSAGE_UPDATED', messageId, turnId: message.turnId, payload, message: updated }])),
     );
+    // Finished: its updates, this last one included, become one row per log (db/stores/event-folds.ts).
+    if (!generating) await foldMessageEvents(tx, messageId);
     return updated;
   });
   return rewrote(writes, updated);

@@ -71,6 +71,7 @@ function messageEventInsert(
     messageId: `${message}.id`,
     payload: `jsonb_build_object('index', ${message}.position, ${fields})`,
     createdAt: at.createdAt,
+    lastSequence: DEFAULT,
   };
 }
 

@@ -8,7 +8,8 @@ import type { SessionEventMessage } from '../session-events.js';
 import { uuidv7 } from '../ids.js';
 import { asSql, type SqlClient, type SqlTarget } from '../sql.js';
 import { messageSnapshot } from '../session-events.js';
-import { columnList, insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
+import { columnList, DEFAULT, insertSelectSql, type ColumnSet, type InsertValues } from './columns.js';
+import { expandEventRows, UUIDV7_SQL } from './event-folds.js';
 
 export interface NewSessionEvent {
   type: SessionEventType;
@@ -32,6 +33,7 @@ const EVENT_INSERT: InsertValues<SessionEvent> = {
   messageId: 'e.message_id',
   payload: 'e.payload::jsonb',
   createdAt: '$3::timestamp(3)',
+  lastSequence: DEFAULT,
 };
 const APPEND_SQL = `WITH numbered AS (
        UPDATE "Session" SET "eventSequence" = "eventSequence" + $2::int WHERE id = $1
@@ -45,16 +47,6 @@ const APPEND_SQL = `WITH numbered AS (
      )}
      )
      SELECT inserted.id, inserted.sequence, numbered."parentTurnId" FROM inserted, numbered`;
-
-/**
- * A time-ordered id made in SQL, shaped as `uuidv7()` makes them (48 bits of milliseconds, version
- * 7, variant 8, random bits): every event id, wrapper ids included, sorts by its creation time, which
- * is what the retention sweep's primary-key range (`deleteEventsBefore`) relies on.
- */
-const UUIDV7_SQL = `regexp_replace(
-    lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
-      || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15),
-    '^(.{8})(.{4})(.{4})(.{4})(.{12})$', '\\1-\\2-\\3-\\4-\\5')`;
 
 /** Sub-sessions nest at most this deep (a sub-session of a sub-session … of a root). */
 export const MAX_SUB_SESSION_DEPTH = 16;
@@ -71,9 +63,11 @@ const WRAPPER_INSERT: InsertValues<SessionEvent> = {
   sequence: 'b.base + w.ord',
   type: `'SUB_SESSION_EVENT'`,
   turnId: 'b.turn_id',
-  messageId: 'NULL',
+  // The inner event's message: the fold at its finish finds the wrappers by it (`foldMessageEvents`).
+  messageId: `w.body->>'messageId'`,
   payload: `jsonb_build_object('subSessionId', (SELECT id FROM wsub), 'event', w.body)`,
   createdAt: 'w.created_at',
+  lastSequence: DEFAULT,
 };
 
 /**
@@ -133,14 +127,16 @@ export function wrapperMessage(
   row: { id: string; sessionId: string; sequence: number; turnId: string | null; payload: unknown },
   createdAt: string,
 ) {
+  const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as { event?: { messageId?: string | null } };
   return {
     id: row.id,
     sessionId: row.sessionId,
     sequence: Number(row.sequence),
     type: 'SUB_SESSION_EVENT',
     turnId: row.turnId,
-    messageId: null,
-    payload: typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload,
+    // As the row stores it (WRAPPER_INSERT): live and replayed wrappers are the same.
+    messageId: payload.event?.messageId ?? null,
+    payload,
     createdAt,
   } satisfies SessionEventMessage;
 }
@@ -218,28 +214,19 @@ export const EVENT_COLUMNS: ColumnSet<SessionEvent> = {
   messageId: true,
   payload: true,
   createdAt: true,
+  lastSequence: true,
 };
-
-/** A stored event as streams hand it out (the shape it is published in). */
-function toMessage(row: SessionEvent): SessionEventMessage {
-  return {
-    id: row.id,
-    sessionId: row.sessionId,
-    sequence: row.sequence,
-    type: row.type,
-    turnId: row.turnId,
-    messageId: row.messageId,
-    payload: row.payload,
-    createdAt: row.createdAt.toISOString(),
-  };
-}
 
 const EVENT_SQL = columnList(EVENT_COLUMNS);
 
 /**
  * Stored events of a session with `after < sequence <= upTo` (to the end when `upTo` is null), oldest
- * first, at most `limit`. Plain SQL, as the counter read below: every subscription starts with these
- * reads, and hundreds of sockets may subscribe at once.
+ * first, a gapless run from `after + 1` as far as the log holds it: at least `limit` events when
+ * there are that many, fewer only when the range has no more. One statement reads the rows that
+ * start in the range (at most `limit` of them) and the folded rows that start before it and reach
+ * into it, so a read racing a fold sees the log before it or after it, whole. Plain SQL, as the
+ * counter read below: every subscription starts with these reads, and hundreds of sockets may
+ * subscribe at once.
  */
 export async function readEventsAfter(
   sql: SqlClient,
@@ -249,11 +236,25 @@ export async function readEventsAfter(
   limit: number,
 ): Promise<SessionEventMessage[]> {
   const rows = await sql.query<SessionEvent>(
-    `SELECT ${EVENT_SQL} FROM "SessionEvent" WHERE "sessionId" = $1 AND sequence > $2${upTo === null ? '' : ' AND sequence <= $4'}
-     ORDER BY sequence LIMIT $3`,
+    `(SELECT ${EVENT_SQL} FROM "SessionEvent" WHERE "sessionId" = $1 AND sequence > $2${upTo === null ? '' : ' AND sequence <= $4'}
+      ORDER BY sequence LIMIT $3)
+     UNION ALL
+     (SELECT ${EVENT_SQL} FROM "SessionEvent" WHERE "sessionId" = $1 AND "lastSequence" > $2 AND sequence <= $2)`,
     upTo === null ? [sessionId, after, limit] : [sessionId, after, limit, upTo],
   );
-  return rows.map(toMessage);
+  for (const row of rows) row.sequence = Number(row.sequence);
+  // A full page may have left rows unread: they start after the last row read, so the events up to
+  // it are complete, and the ones after it (of folded rows read) come again with the next page.
+  let starting = 0;
+  let newest = after;
+  for (const row of rows) {
+    if (row.sequence > after) {
+      starting++;
+      newest = Math.max(newest, row.sequence);
+    }
+  }
+  const end = starting >= limit ? (upTo === null ? newest : Math.min(newest, upTo)) : upTo;
+  return expandEventRows(rows, after, end);
 }
 
 /** The sequence of a session's latest event (its counter), or null when the session does not exist (any more). */
@@ -276,7 +277,9 @@ export function uuidv7Floor(ms: number): string {
  * on the primary key: ids are time-ordered, `uuidv7Floor`), and with them every event of the same
  * session at or below the newest of them, so what a session keeps is always a gapless suffix of
  * its log (two writers can take ids and sequences in opposite orders; an id made in an older
- * process without time-ordered wrapper ids is caught the same way). Row locks on old events only:
+ * process without time-ordered wrapper ids is caught the same way). A folded row goes whole or not
+ * at all: the reach extends over every folded row that starts within it (and over the ones those
+ * reach into), so no event of the suffix is lost with a folded row. Row locks on old events only:
  * appends, which insert new rows and move the session's counter, never wait for it, and a
  * concurrent sweep on another instance finds the rows gone and deletes nothing twice.
  * Returns how many old events the batch found (fewer than `limit`: nothing older is left) and how
@@ -284,10 +287,18 @@ export function uuidv7Floor(ms: number): string {
  */
 export async function deleteEventsBefore(sql: SqlClient, before: Date, limit: number): Promise<{ found: number; deleted: number }> {
   const [row] = await sql.query<{ found: number; deleted: number }>(
-    `WITH batch AS (
-       SELECT "sessionId", sequence FROM "SessionEvent" WHERE id < $1 AND "createdAt" < $2::timestamp(3) ORDER BY id LIMIT $3
+    `WITH RECURSIVE batch AS (
+       SELECT "sessionId", coalesce("lastSequence", sequence) AS sequence FROM "SessionEvent"
+       WHERE id < $1 AND "createdAt" < $2::timestamp(3) ORDER BY id LIMIT $3
+     ), reach("sessionId", sequence) AS (
+       SELECT "sessionId", max(sequence) FROM batch GROUP BY "sessionId"
+       UNION
+       SELECT r."sessionId", f.last FROM reach r CROSS JOIN LATERAL (
+         SELECT max(e."lastSequence") AS last FROM "SessionEvent" e
+         WHERE e."sessionId" = r."sessionId" AND e."lastSequence" > r.sequence AND e.sequence <= r.sequence
+       ) f WHERE f.last IS NOT NULL
      ), upto AS (
-       SELECT "sessionId", max(sequence) AS sequence FROM batch GROUP BY "sessionId"
+       SELECT "sessionId", max(sequence) AS sequence FROM reach GROUP BY "sessionId"
      ), gone AS (
        DELETE FROM "SessionEvent" e USING upto u WHERE e."sessionId" = u."sessionId" AND e.sequence <= u.sequence RETURNING 1
      )

@@ -46,6 +46,7 @@ export const USAGE_EVENT_INSERT: InsertShape<SessionEvent> = {
              'cacheWriteTokens', $9::bigint, 'cost', $10::float8),
            'total', ${usageObject('t')}, 'agentTotal', ${usageObject('a')})`,
     createdAt: '$11::timestamp(3)',
+    lastSequence: DEFAULT,
   },
 };
 
