@@ -51,8 +51,13 @@ export const builder = new SchemaBuilder<{
     pageInfoTypeOptions: { description: 'Where a page lies in its connection.' },
     hasNextPageFieldOptions: { description: 'True when items follow this page.' },
     hasPreviousPageFieldOptions: { description: 'True when items precede this page.' },
-    startCursorFieldOptions: { description: 'Cursor of the first item of the page; of a page left empty by the answer budget, the cursor it was asked from.' },
-    endCursorFieldOptions: { description: 'Cursor of the last item of the page; of a page left empty by the answer budget, the cursor it was asked from (page on from it).' },
+    startCursorFieldOptions: {
+      description: 'Cursor of the first item of the page; of a page left empty by the answer budget, the cursor it was asked from.',
+    },
+    endCursorFieldOptions: {
+      description:
+        'Cursor of the last item of the page; of a page left empty by the answer budget, the cursor it was asked from (page on from it).',
+    },
     firstArgOptions: { description: 'Page size from the start (or after `after`).' },
     lastArgOptions: { description: 'Page size from the end (or before `before`).' },
     afterArgOptions: { description: 'Return items after this cursor.' },

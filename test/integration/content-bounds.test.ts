@@ -185,7 +185,9 @@ describe(`pages of messages are cut to their content bounds (${backend.label})`,
     const from = after.session.messages.pageInfo.endCursor!;
     const aliases = Array.from({ length: 30 }, (_, i) => `p${i}: messages(first: 500, after: $after) { ${PAGE_FIELDS} }`).join(' ');
     const query = `query ($id: ID!, $after: String) { session(id: $id) { ${aliases} } }`;
-    const pages = Object.values(((await gql(app, query, { id: sessionId, after: from })).data as { session: Record<string, Page> }).session);
+    const pages = Object.values(
+      ((await gql(app, query, { id: sessionId, after: from })).data as { session: Record<string, Page> }).session,
+    );
     const empty = pages.filter((p) => p.edges.length === 0);
     expect(empty.length).toBeGreaterThan(0);
     for (const p of empty) expect(p.pageInfo).toEqual({ hasNextPage: true, hasPreviousPage: true, startCursor: from, endCursor: from });
