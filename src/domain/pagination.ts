@@ -59,3 +59,12 @@ export function pageCursors(
   const asked = args.before ?? args.after ?? null;
   return { startCursor: asked, endCursor: asked };
 }
+
+/** `pageCursors` of a page of messages, whose cursors are their positions. */
+export function positionCursors(rows: ReadonlyArray<{ position: number }>, args: { after?: string | null; before?: string | null }) {
+  return pageCursors(
+    rows.length ? encodeIndexCursor(rows[0].position) : undefined,
+    rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : undefined,
+    args,
+  );
+}

@@ -1,5 +1,5 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE, pageCursors } from '../domain/pagination.js';
+import { DEFAULT_PAGE, encodeIndexCursor, indexPage, MAX_PAGE, pageCursors, positionCursors } from '../domain/pagination.js';
 import { badInput } from '../domain/errors.js';
 import { contentBytesOf, joinCutReads } from '../domain/content-budget.js';
 import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
@@ -96,11 +96,7 @@ builder.prismaNode('Session', {
             pageInfo: {
               hasPreviousPage: page.hasPreviousPage,
               hasNextPage: page.hasNextPage,
-              ...pageCursors(
-                rows.length ? encodeIndexCursor(rows[0].position) : undefined,
-                rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : undefined,
-                args,
-              ),
+              ...positionCursors(rows, args),
             },
           };
         },

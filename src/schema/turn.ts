@@ -1,7 +1,7 @@
 import type { ModelUsageShape } from '../services/usage-loaders.js';
 import type { AssembledContext as AssembledContextShape } from '../domain/assembly/index.js';
 import { AssembledContext } from './assembly.js';
-import { DEFAULT_PAGE, encodeIndexCursor, MAX_CONNECTION_PAGE, pageCursors } from '../domain/pagination.js';
+import { DEFAULT_PAGE, encodeIndexCursor, MAX_CONNECTION_PAGE, positionCursors } from '../domain/pagination.js';
 import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
 import { builder } from './builder.js';
 import { Message } from './refs.js';
@@ -146,11 +146,7 @@ export const Turn = builder.prismaNode('Turn', {
             pageInfo: {
               hasPreviousPage: fromEnd ? hasMore : Boolean(args.after),
               hasNextPage: fromEnd ? Boolean(args.before) : hasMore,
-              ...pageCursors(
-                rows.length ? encodeIndexCursor(rows[0].position) : undefined,
-                rows.length ? encodeIndexCursor(rows[rows.length - 1].position) : undefined,
-                args,
-              ),
+              ...positionCursors(rows, args),
             },
             turnId: turn.id,
           };
