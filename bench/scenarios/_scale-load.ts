@@ -17,23 +17,12 @@
  * figure).
  */
 import { countTokens } from '../../src/domain/tokens.js';
+import { rng as random } from '../../test/unit/assembly/helpers.js';
 import type { BenchContext } from '../lib.js';
 
 const POOL = 4_096;
 const VOCABULARY = 4_000;
 const TOPICS = 100;
-
-/** A small deterministic PRNG (mulberry32): the same pool every run. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SYLLABLES = [
   'ka',

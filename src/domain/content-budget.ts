@@ -8,7 +8,8 @@ import { PAGE_CONTENT_BYTES } from './limits.js';
 
 /**
  * A message's size against the bounds: its `contentBytes` column, or (a row never read back from
- * the table has none) the same measure made here.
+ * the table has none) the same measure made here, up to jsonb's text form of the parts (which adds
+ * a space after each separator): close enough for a bound.
  */
 export function contentBytesOf(row: { contentBytes: number | null; text: string; parts: unknown }): number {
   return row.contentBytes ?? Buffer.byteLength(row.text) + Buffer.byteLength(JSON.stringify(row.parts));

@@ -14,8 +14,8 @@ export const SEARCH_DEFAULT_PAGE = 20;
  * Only the newest this-many matches of a query are ranked and returned: ranking every match of a
  * common word would cost in proportion to the workspace (and on PGlite, on the server's thread).
  * Finding the newest N matches of a word in a share s of the messages reads about N / s of them
- * newest first (or, for a rare word, every match through the GIN index): ten pages of 50 keep that
- * within the bench's 50 ms at 1M messages (`scale`, search.median).
+ * newest first (or, for a rare word, every match through the GIN index), whatever the workspace's
+ * size: ten pages of 50 (docs/performance.md has the figure).
  */
 export const SEARCH_RANK_WINDOW = 500;
 /** Largest page: each hit's highlight is computed by the database. */
