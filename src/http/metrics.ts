@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ExecutionResult } from 'graphql';
+import type { DocumentNode, ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, isAsyncIterable, Registry, usePrometheus } from '../packages/index.js';
+import { Counter, collectDefaultMetrics, Gauge, getOperationAST, Histogram, isAsyncIterable, Registry } from '../packages/index.js';
 import type { BusObserver } from '../pubsub/bus.js';
 import { fastPathCovers } from './fast-path-contract.js';
 import { within } from './guards.js';
@@ -21,18 +21,39 @@ export interface MetricsSources {
 export const METRICS_PATH = '/metrics';
 
 /**
- * The server's Prometheus metrics, one registry per app: Yoga's Prometheus plugin for operations
- * (`graphql_envelop_request` and `graphql_envelop_request_duration` by operation name and type),
- * the process's default metrics, and the server's own:
- * errors by `extensions.code`, live subscriptions and WebSocket connections, events published,
- * delivered and their delivery lag, and the database's and pub/sub's round trips.
+ * Distinct operation names the operation metrics keep a series for. Names are the client's to
+ * choose, and each one would be a series for ever: past this many, an operation is counted under
+ * `OTHER_OPERATIONS`.
+ */
+export const MAX_OPERATION_SERIES = 1_000;
+/** The operation name of everything past `MAX_OPERATION_SERIES`. */
+export const OTHER_OPERATIONS = '(other)';
+
+/** One operation's series: its request count and its duration histogram. */
+interface OperationSeries {
+  inc(): void;
+  observe(seconds: number): void;
+}
+
+/** Counts one finished operation of `series` that started at `start` (`performance.now()`). */
+function finish(series: OperationSeries, start: number) {
+  series.inc();
+  series.observe((performance.now() - start) / 1000);
+}
+
+/**
+ * The server's Prometheus metrics, one registry per app: operations (`graphql_envelop_request` and
+ * `graphql_envelop_request_duration` by operation name and type, the names and labels of Yoga's
+ * Prometheus plugin), the process's default metrics, and the server's own: errors by
+ * `extensions.code`, live subscriptions and WebSocket connections, events published, delivered
+ * and their delivery lag, and the database's and pub/sub's round trips.
  *
  * Counting is the same on every path a request can take. The operation metrics live on envelop's
  * execute and subscribe hooks only, which the HTTP fast path runs as Yoga does (and a request it
- * hands over has executed nothing yet); the phases the fast path may run once more after handing a
- * request over (parse, validate, context) are not measured. Errors are counted where a result
- * leaves the server: Yoga's `onResultProcess`, the fast path's answer (`countResult`, declared with
- * `fastPathCovers`) and graphql-ws (`countResult` and `countErrors`).
+ * hands over has executed nothing yet); a document that does not parse or validate executes
+ * nothing and is not counted there. Errors are counted where a result leaves the server: Yoga's
+ * `onResultProcess`, the fast path's answer (`countResult`, declared with `fastPathCovers`) and
+ * graphql-ws (`countResult` and `countErrors`).
  */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -59,6 +80,22 @@ export class ServerMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [this.registry],
   });
+  private readonly requests = new Counter({
+    name: 'graphql_envelop_request',
+    help: 'GraphQL operations executed: queries and mutations, and subscriptions over SSE when they end',
+    labelNames: ['operationName', 'operationType'],
+    registers: [this.registry],
+  });
+  private readonly durations = new Histogram({
+    name: 'graphql_envelop_request_duration',
+    help: 'Execution time of the operations counted by graphql_envelop_request, seconds',
+    labelNames: ['operationName', 'operationType'],
+    registers: [this.registry],
+  });
+  /** Each document's series, by the request's `operationName` ('' for none): one lookup per operation. */
+  private readonly seriesByDocument = new WeakMap<DocumentNode, Map<string, OperationSeries>>();
+  /** Series by `type name`, at most `maxOperationSeries` of them plus one `OTHER_OPERATIONS` per type. */
+  private readonly series = new Map<string, OperationSeries>();
 
   /** What the event bus reports (see `BusObserver`). */
   readonly bus: BusObserver = {
@@ -70,7 +107,10 @@ export class ServerMetrics {
     },
   };
 
-  constructor(private readonly token: string | null) {
+  constructor(
+    private readonly token: string | null,
+    private readonly maxOperationSeries = MAX_OPERATION_SERIES,
+  ) {
     collectDefaultMetrics({ register: this.registry });
     const sources = () => this.sources;
     new Gauge({
@@ -133,32 +173,55 @@ export class ServerMetrics {
     for (const error of errors) this.errors.inc({ code: String(error.extensions?.code ?? 'UNKNOWN') });
   }
 
+  /** The series an execution of `operationName` in `document` counts in (its name as Yoga's Prometheus plugin labels it). */
+  private seriesOf(document: DocumentNode, operationName: string | null | undefined): OperationSeries {
+    let byName = this.seriesByDocument.get(document);
+    if (!byName) this.seriesByDocument.set(document, (byName = new Map()));
+    const key = operationName ?? '';
+    let found = byName.get(key);
+    if (found) return found;
+    const operation = getOperationAST(document, operationName);
+    const type = operation?.operation ?? 'query';
+    let name = operationName || operation?.name?.value || 'Anonymous';
+    if (!this.series.has(`${type} ${name}`) && this.series.size >= this.maxOperationSeries) name = OTHER_OPERATIONS;
+    const id = `${type} ${name}`;
+    found = this.series.get(id);
+    if (!found) {
+      const count = this.requests.labels(name, type);
+      const time = this.durations.labels(name, type);
+      found = { inc: () => count.inc(), observe: (seconds) => time.observe(seconds) };
+      this.series.set(id, found);
+    }
+    byName.set(key, found);
+    return found;
+  }
+
   /** The app's plugins: the operation metrics, the error count, and the `/metrics` endpoint. */
   plugins(): Plugin[] {
-    const operations = usePrometheus({
-      registry: this.registry,
-      // Served below, behind METRICS_TOKEN.
-      endpoint: false,
-      metrics: {
-        graphql_envelop_request: true,
-        graphql_envelop_request_duration: true,
-        // Off: phases the fast path can run a second time for a request it hands to Yoga (parse,
-        // validate, context), Yoga's request hooks it does not run (HTTP duration), the execute and
-        // subscribe phases (the request duration already measures them), a summary, and work per
-        // request nothing here needs (the deprecated-field walk, resolver timing).
-        graphql_envelop_phase_execute: false,
-        graphql_envelop_phase_subscribe: false,
-        graphql_envelop_phase_parse: false,
-        graphql_envelop_phase_validate: false,
-        graphql_envelop_phase_context: false,
-        graphql_envelop_error_result: false,
-        graphql_envelop_request_time_summary: false,
-        graphql_envelop_deprecated_field: false,
-        graphql_envelop_schema_change: false,
-        graphql_envelop_execute_resolver: false,
-        graphql_yoga_http_duration: false,
+    // A subscription (over SSE: graphql-ws's run outside envelop) is counted when it ends, as the
+    // time it was open; an operation refused before it started streaming, at once.
+    const operations: Plugin = {
+      onExecute: ({ args }) => {
+        const series = this.seriesOf(args.document, args.operationName);
+        const start = performance.now();
+        return {
+          onExecuteDone: ({ result }) => {
+            if (!isAsyncIterable(result)) return finish(series, start);
+            return { onEnd: () => finish(series, start) };
+          },
+        };
       },
-    });
+      onSubscribe: ({ args }) => {
+        const series = this.seriesOf(args.document, args.operationName);
+        const start = performance.now();
+        return {
+          onSubscribeResult: ({ result }) => {
+            if (!isAsyncIterable(result)) return finish(series, start);
+            return { onEnd: () => finish(series, start) };
+          },
+        };
+      },
+    };
     // The fast path counts the results it answers with the same `countResult`.
     const errors = fastPathCovers<Plugin>(
       {

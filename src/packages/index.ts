@@ -16,7 +16,6 @@ export const { createYoga, isAsyncIterable, processRegularResult } = require('gr
 export const { sendNodeResponse } = require('@whatwg-node/server') as typeof import('@whatwg-node/server');
 export const { useCSRFPrevention } =
   require('@graphql-yoga/plugin-csrf-prevention') as typeof import('@graphql-yoga/plugin-csrf-prevention');
-export const { usePrometheus } = require('@graphql-yoga/plugin-prometheus') as typeof import('@graphql-yoga/plugin-prometheus');
 export const { usePersistedOperations } =
   require('@graphql-yoga/plugin-persisted-operations') as typeof import('@graphql-yoga/plugin-persisted-operations');
 export const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = require('prom-client') as typeof import('prom-client');

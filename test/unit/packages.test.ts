@@ -16,7 +16,6 @@ const PACKAGES = [
   'ws',
   'dataloader',
   '@whatwg-node/server',
-  '@graphql-yoga/plugin-prometheus',
   '@graphql-yoga/plugin-persisted-operations',
   'prom-client',
 ];
@@ -42,7 +41,6 @@ describe('the dual packages (src/packages/index.ts)', () => {
     expect(packages.WebSocketServer).toBe(require('ws').WebSocketServer);
     expect(packages.DataLoader).toBe(require('dataloader'));
     expect(packages.sendNodeResponse).toBe(require('@whatwg-node/server').sendNodeResponse);
-    expect(packages.usePrometheus).toBe(require('@graphql-yoga/plugin-prometheus').usePrometheus);
     expect(packages.usePersistedOperations).toBe(require('@graphql-yoga/plugin-persisted-operations').usePersistedOperations);
     expect(packages.Registry).toBe(require('prom-client').Registry);
   });
