@@ -92,7 +92,7 @@ export class ServerMetrics {
     labelNames: ['operationName', 'operationType'],
     registers: [this.registry],
   });
-  /** Each document's series, by the request's `operationName` ('' for none): one lookup per operation. */
+  /** Each document's series, by the request's `operationName` ('' for none) when the document has it: one lookup per operation. */
   private readonly seriesByDocument = new WeakMap<DocumentNode, Map<string, OperationSeries>>();
   /** Series by `type name`, at most `maxOperationSeries` of them plus one `OTHER_OPERATIONS` per type. */
   private readonly series = new Map<string, OperationSeries>();
@@ -192,7 +192,9 @@ export class ServerMetrics {
       found = { inc: () => count.inc(), observe: (seconds) => time.observe(seconds) };
       this.series.set(id, found);
     }
-    byName.set(key, found);
+    // Kept per document only for a name the document has: a client can send any name with a cached
+    // document, and such a request executes nothing but an error.
+    if (operation) byName.set(key, found);
     return found;
   }
 
