@@ -48,8 +48,9 @@ export interface EventBus {
   description: string;
   /**
    * Never throws and never waits: a publish that fails is logged (the event stays in the log).
-   * This instance's listeners get the event once the current I/O callback is done (the writer's
-   * response goes first), a slice of listeners per turn of the event loop (`Delivery`), in publish order.
+   * This instance's listeners get the event in publish order, a slice of listeners per turn of the
+   * event loop (`Delivery`): with Redis, once the current I/O callback is done (the writer's response
+   * goes first); in memory, at once for a session of up to `INLINE_LISTENERS` listeners, else the same.
    */
   publish(event: SessionEventMessage): void;
   /** Listens to one session's events until the returned function (or `unsubscribe`) is called. */

@@ -80,4 +80,9 @@ export class Delivery implements SlicedWork {
   unfinished(): boolean {
     return this.next < this.listeners.length;
   }
+
+  /** How many listeners the event goes to. */
+  get size(): number {
+    return this.listeners.length;
+  }
 }

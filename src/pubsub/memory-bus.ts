@@ -3,8 +3,16 @@ import { Delivery, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js
 import { Slicer } from './slicer.js';
 
 /**
- * The bus of a single instance: a publish reaches this process's listeners once the current I/O
- * callback is done (the writer's response goes first), a slice at a time.
+ * Listeners of a session that hear its event inside the publish, before the writer's response goes
+ * out: the writer waits for at most this many deliveries, however many watch. A session with more
+ * hears each event once the current I/O callback is done, a slice at a time.
+ */
+export const INLINE_LISTENERS = 16;
+
+/**
+ * The bus of a single instance. A publish reaches a session with up to `INLINE_LISTENERS` listeners
+ * at once, and one with more once the current I/O callback is done (the writer's response goes
+ * first); never before a delivery still queued, so each listener hears events in publish order.
  */
 export function createMemoryBus(observer?: BusObserver): EventBus {
   const table = new ListenerTable();
@@ -13,7 +21,10 @@ export function createMemoryBus(observer?: BusObserver): EventBus {
     description: 'in-memory pub/sub',
     publish(event) {
       observer?.published(event);
-      if (table.has(event.sessionId)) deliveries.later(new Delivery(table.listeners(event.sessionId), event, observer));
+      if (!table.has(event.sessionId)) return;
+      const delivery = new Delivery(table.listeners(event.sessionId), event, observer);
+      if (delivery.size <= INLINE_LISTENERS) deliveries.run(delivery);
+      else deliveries.later(delivery);
     },
     subscribe(sessionId, listener) {
       table.add(sessionId, listener);

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import type { BusListener, SessionEventMessage } from '../../src/pubsub/bus.js';
+import { LISTENERS_PER_TURN } from '../../src/pubsub/listener-table.js';
+import { createMemoryBus, INLINE_LISTENERS } from '../../src/pubsub/memory-bus.js';
+
+const event = (sessionId: string, sequence: number): SessionEventMessage => ({
+  id: `${sessionId}-${sequence}`,
+  sessionId,
+  sequence,
+  type: 'MESSAGE_ADDED',
+  turnId: null,
+  messageId: null,
+  payload: {},
+  createdAt: new Date().toISOString(),
+});
+
+/** A listener that records the sequences it hears. */
+function recorder(): BusListener & { heard: number[] } {
+  const heard: number[] = [];
+  return { heard, event: (e) => void heard.push(e.sequence), sync: () => {} };
+}
+
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('in-memory bus', () => {
+  it('delivers inside the publish to a session with few listeners', () => {
+    const bus = createMemoryBus();
+    const listeners = Array.from({ length: INLINE_LISTENERS }, () => recorder());
+    for (const listener of listeners) bus.subscribe('few', listener);
+    bus.publish(event('few', 1));
+    for (const listener of listeners) expect(listener.heard).toEqual([1]);
+  });
+
+  it('delivers to a session with more listeners only after the publishing callback, a slice per turn', async () => {
+    const bus = createMemoryBus();
+    const listeners = Array.from({ length: LISTENERS_PER_TURN + 10 }, () => recorder());
+    for (const listener of listeners) bus.subscribe('many', listener);
+    bus.publish(event('many', 1));
+    expect(listeners.filter((l) => l.heard.length).length).toBe(0);
+    await turns(1);
+    expect(listeners.filter((l) => l.heard.length).length).toBe(LISTENERS_PER_TURN);
+    await turns(2);
+    for (const listener of listeners) expect(listener.heard).toEqual([1]);
+  });
+
+  it('never lets an inline delivery overtake one still queued', async () => {
+    const bus = createMemoryBus();
+    const listeners = Array.from({ length: INLINE_LISTENERS + 4 }, () => recorder());
+    const leave = listeners.map((listener) => bus.subscribe('s', listener));
+    bus.publish(event('s', 1));
+    // Now few enough for an inline delivery, but event 1 is still queued for them.
+    for (const stop of leave.slice(INLINE_LISTENERS)) stop();
+    bus.publish(event('s', 2));
+    expect(listeners[0].heard).toEqual([]);
+    await turns(3);
+    for (const listener of listeners.slice(0, INLINE_LISTENERS)) expect(listener.heard).toEqual([1, 2]);
+    for (const listener of listeners.slice(INLINE_LISTENERS)) expect(listener.heard).toEqual([1]);
+  });
+});
