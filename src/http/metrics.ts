@@ -26,7 +26,9 @@ export const METRICS_PATH = '/metrics';
  * `OTHER_OPERATIONS`.
  */
 export const MAX_OPERATION_SERIES = 1_000;
-/** The operation name of everything past `MAX_OPERATION_SERIES`. */
+/** Longest operation name kept as a label value; a longer one is counted under `OTHER_OPERATIONS`. */
+export const MAX_OPERATION_NAME_CHARS = 200;
+/** The operation name of everything past `MAX_OPERATION_SERIES`, of names too long, and of names the document does not have. */
 export const OTHER_OPERATIONS = '(other)';
 
 /** One operation's series: its request count and its duration histogram. */
@@ -182,7 +184,8 @@ export class ServerMetrics {
     if (found) return found;
     const operation = getOperationAST(document, operationName);
     const type = operation?.operation ?? 'query';
-    let name = operationName || operation?.name?.value || 'Anonymous';
+    let name = operation ? operationName || operation.name?.value || 'Anonymous' : OTHER_OPERATIONS;
+    if (name.length > MAX_OPERATION_NAME_CHARS) name = OTHER_OPERATIONS;
     if (!this.series.has(`${type} ${name}`) && this.series.size >= this.maxOperationSeries) name = OTHER_OPERATIONS;
     const id = `${type} ${name}`;
     found = this.series.get(id);

@@ -1,6 +1,6 @@
 import { parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { OTHER_OPERATIONS, ServerMetrics } from '../../src/http/metrics.js';
+import { MAX_OPERATION_NAME_CHARS, OTHER_OPERATIONS, ServerMetrics } from '../../src/http/metrics.js';
 
 type Hook = (payload: unknown) => { onExecuteDone?: (p: unknown) => unknown; onSubscribeResult?: (p: unknown) => unknown } | undefined;
 
@@ -54,6 +54,19 @@ describe('operation metrics (ServerMetrics)', () => {
     expect((await series(metrics, 'graphql_envelop_request'))[watch]).toBe(1);
     live.onEnd();
     expect((await series(metrics, 'graphql_envelop_request'))[watch]).toBe(2);
+  });
+
+  it('count names the document does not have, and names over MAX_OPERATION_NAME_CHARS, as one', async () => {
+    const metrics = new ServerMetrics(null);
+    execute(metrics, 'query Known { a }', 'Unknown');
+    execute(metrics, 'query Known { a }', 'AnotherUnknown');
+    const long = `L${'o'.repeat(MAX_OPERATION_NAME_CHARS)}ng`;
+    execute(metrics, `query ${long} { a }`);
+    execute(metrics, 'query Known { a }');
+    expect(await series(metrics, 'graphql_envelop_request')).toEqual({
+      [`operationName="${OTHER_OPERATIONS}",operationType="query"`]: 3,
+      'operationName="Known",operationType="query"': 1,
+    });
   });
 
   it('keep a bounded number of series: names past the bound count as one', async () => {
