@@ -205,27 +205,17 @@ export class ServerMetrics {
   plugins(): Plugin[] {
     // A subscription (over SSE: graphql-ws's run outside envelop) is counted when it ends, as the
     // time it was open; an operation refused before it started streaming, at once.
+    const started = (args: { document: DocumentNode; operationName?: string | null }) => {
+      const series = this.seriesOf(args.document, args.operationName);
+      const start = performance.now();
+      return ({ result }: { result: unknown }) => {
+        if (!isAsyncIterable(result)) return finish(series, start);
+        return { onEnd: () => finish(series, start) };
+      };
+    };
     const operations: Plugin = {
-      onExecute: ({ args }) => {
-        const series = this.seriesOf(args.document, args.operationName);
-        const start = performance.now();
-        return {
-          onExecuteDone: ({ result }) => {
-            if (!isAsyncIterable(result)) return finish(series, start);
-            return { onEnd: () => finish(series, start) };
-          },
-        };
-      },
-      onSubscribe: ({ args }) => {
-        const series = this.seriesOf(args.document, args.operationName);
-        const start = performance.now();
-        return {
-          onSubscribeResult: ({ result }) => {
-            if (!isAsyncIterable(result)) return finish(series, start);
-            return { onEnd: () => finish(series, start) };
-          },
-        };
-      },
+      onExecute: ({ args }) => ({ onExecuteDone: started(args) }),
+      onSubscribe: ({ args }) => ({ onSubscribeResult: started(args) }),
     };
     // The fast path counts the results it answers with the same `countResult`.
     const errors = fastPathCovers<Plugin>(
