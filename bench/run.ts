@@ -529,10 +529,9 @@ async function main() {
   // A full run of a scenario on a backend replaces all its rows (a metric it no longer writes goes);
   // a run narrowed to one case (BENCH_<SCENARIO>_CASE) replaces only the rows it wrote again.
   const narrowed = Object.keys(process.env).some((name) => /^BENCH_[A-Z]+_CASE$/.test(name) && process.env[name]);
-  const rewritten = new Set(fresh.map((r) => `${r.scenario}\u0000${r.backend}\u0000${r.metric}`));
-  const kept = readResults().filter((r) =>
-    narrowed ? !rewritten.has(`${r.scenario}\u0000${r.backend}\u0000${r.metric}`) : !ran.has(`${r.scenario}\u0000${r.backend}`),
-  );
+  const rowKey = (r: ResultRow) => `${r.scenario}\u0000${r.backend}\u0000${r.metric}`;
+  const rewritten = new Set(fresh.map(rowKey));
+  const kept = readResults().filter((r) => (narrowed ? !rewritten.has(rowKey(r)) : !ran.has(`${r.scenario}\u0000${r.backend}`)));
   const order = (r: ResultRow) => `${r.scenario}\u0000${r.backend === 'pglite' ? 0 : 1}`;
   const merged = [...kept, ...fresh].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
   writeResults(merged);
