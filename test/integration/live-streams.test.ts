@@ -7,6 +7,7 @@ import { publishAll } from '../../src/services/event-log.js';
 import { filterEvents } from '../../src/services/event-filter.js';
 import { SESSION_DELETED, type SessionEventStream, sessionEventStream } from '../../src/services/event-stream.js';
 import { createLogger } from '../../src/logger.js';
+import { loadRedis } from '../../src/pubsub/redis-connection.js';
 import { API_KEYS, backend, createTestApp, dropTestDatabases, gqlOk, rawIdOf, type TestApp, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, UpdateMessage } from '../helpers/documents.js';
 import { PrivateRedis } from '../helpers/private-redis.js';
@@ -39,6 +40,21 @@ async function eventually(check: () => boolean | Promise<boolean>, what: string,
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Waits until Redis has the app's SUBSCRIBE for a session (`backend.redisUrl`), then for the log
+ * read its confirmation starts in each stream (one statement) to be over.
+ */
+async function channelSynced(app: TestApp, id: string) {
+  const inspect = new (loadRedis())(backend.redisUrl!);
+  try {
+    const channel = `${app.redisPrefix}session-events:${rawIdOf(id)}`;
+    await eventually(async () => ((await inspect.pubsub('NUMSUB', channel)) as [string, number])[1] >= 1, 'the SUBSCRIBE');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  } finally {
+    inspect.disconnect();
   }
 }
 
@@ -408,6 +424,10 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
     for (const sub of fromSecond) await sub.collector.until((e) => e.length >= 1, 10_000, 'the replayed second event');
     const same = [...fromStart, ...fromSecond];
 
+    // On Redis, the session's SUBSCRIBE may be confirmed after the replays, and its confirmation has
+    // every stream read the log once (`sync`): that read must be over before the write, or it may
+    // hand over the new event (read from the log, without its message) before the live one.
+    if (backend.redisUrl) await channelSynced(app, id);
     const before = { ...app.sharing };
     app.runtime.db.queries.reset();
     await append(app, id, 'shared');
