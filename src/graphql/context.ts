@@ -85,20 +85,24 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
   const search = new MessageSearchService(db.sql);
   return async (source) => {
     const { workspaceId, scope } = await auth.grantFor(source.authorization);
-    return {
-      ...initContextCache(),
-      workspaceId,
-      scope,
-      prisma: db.prisma,
-      loaders: new RequestLoaders(sources, workspaceId),
-      caps,
-      sessions,
-      transforms,
-      assembly,
-      turns,
-      reads,
-      search,
-    };
+    // A literal, with the Pothos cache key assigned last, not spread into it first: the spread
+    // builds a larger object for every request and subscription (docs/performance.md).
+    return Object.assign(
+      {
+        workspaceId,
+        scope,
+        prisma: db.prisma,
+        loaders: new RequestLoaders(sources, workspaceId),
+        caps,
+        sessions,
+        transforms,
+        assembly,
+        turns,
+        reads,
+        search,
+      },
+      initContextCache(),
+    );
   };
 }
 
