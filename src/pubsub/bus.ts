@@ -49,8 +49,9 @@ export interface EventBus {
   /**
    * Never throws and never waits: a publish that fails is logged (the event stays in the log).
    * This instance's listeners get the event in publish order, a slice of listeners per turn of the
-   * event loop (`Delivery`): with Redis, once the current I/O callback is done (the writer's response
-   * goes first); in memory, at once for a session of up to `INLINE_LISTENERS` listeners, else the same.
+   * event loop (`Delivery`): at once for a session of up to `INLINE_LISTENERS` listeners, else once
+   * the current I/O callback is done (the writer's response goes first). With Redis, after the
+   * PUBLISH is handed to the connection.
    */
   publish(event: SessionEventMessage): void;
   /** Listens to one session's events until the returned function (or `unsubscribe`) is called. */

@@ -1,6 +1,6 @@
 import type { BusListener, BusObserver, BusStats } from './bus.js';
 import type { SessionEventMessage } from '../db/session-events.js';
-import type { SlicedWork } from './slicer.js';
+import type { Slicer, SlicedWork } from './slicer.js';
 
 /** Local listeners per session; the one place both buses keep who hears what. */
 export class ListenerTable {
@@ -85,4 +85,21 @@ export class Delivery implements SlicedWork {
   get size(): number {
     return this.listeners.length;
   }
+}
+
+/**
+ * Listeners of a session that hear an event their own instance publishes inside the publish, before
+ * the writer's response goes out: the writer waits for at most this many deliveries, however many
+ * watch. A session with more hears each event once the current I/O callback is done, a slice at a time.
+ */
+export const INLINE_LISTENERS = 16;
+
+/**
+ * Hands an event this instance published to its own listeners: at once for a session of up to
+ * `INLINE_LISTENERS` (unless a delivery is still queued: it never overtakes one), else once the
+ * current I/O callback is done.
+ */
+export function deliverOwn(deliveries: Slicer, delivery: Delivery): void {
+  if (delivery.size <= INLINE_LISTENERS) deliveries.run(delivery);
+  else deliveries.later(delivery);
 }

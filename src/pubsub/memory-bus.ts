@@ -1,13 +1,6 @@
 import type { BusObserver, EventBus } from './bus.js';
-import { Delivery, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
+import { Delivery, deliverOwn, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
 import { Slicer } from './slicer.js';
-
-/**
- * Listeners of a session that hear its event inside the publish, before the writer's response goes
- * out: the writer waits for at most this many deliveries, however many watch. A session with more
- * hears each event once the current I/O callback is done, a slice at a time.
- */
-export const INLINE_LISTENERS = 16;
 
 /**
  * The bus of a single instance. A publish reaches a session with up to `INLINE_LISTENERS` listeners
@@ -22,9 +15,7 @@ export function createMemoryBus(observer?: BusObserver): EventBus {
     publish(event) {
       observer?.published(event);
       if (!table.has(event.sessionId)) return;
-      const delivery = new Delivery(table.listeners(event.sessionId), event, observer);
-      if (delivery.size <= INLINE_LISTENERS) deliveries.run(delivery);
-      else deliveries.later(delivery);
+      deliverOwn(deliveries, new Delivery(table.listeners(event.sessionId), event, observer));
     },
     subscribe(sessionId, listener) {
       table.add(sessionId, listener);

@@ -3,7 +3,7 @@ import { redact } from '../config.js';
 import type { SessionEventMessage } from '../db/session-events.js';
 import type { Logger } from '../logger.js';
 import { PING_TIMEOUT_MS, type BusListener, type BusObserver, type EventBus } from './bus.js';
-import { Delivery, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
+import { Delivery, deliverOwn, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
 import { loadRedis, whenReady } from './redis-connection.js';
 import { Slicer } from './slicer.js';
 
@@ -18,8 +18,8 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger,
   const originText = `{"origin":"${randomBytes(8).toString('hex')}",`;
   const origin = Buffer.from(originText);
   /**
-   * Local deliveries, own and other instances' events in the order they came, a slice at a time.
-   * An own event's delivery runs once the current I/O callback is done (a writer's response goes first).
+   * Local deliveries, own and other instances' events in the order they came, a slice at a time
+   * (an own event's as `deliverOwn` says).
    */
   const deliveries = new Slicer(LISTENERS_PER_TURN);
 
@@ -94,17 +94,18 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger,
     description: `Redis pub/sub at ${redact(redisUrl)}`,
     publish(event) {
       observer?.published(event);
-      if (table.has(event.sessionId) && !closed) deliveries.later(new Delivery(table.listeners(event.sessionId), event, observer));
+      // To Redis first: other instances' listeners do not wait for this one's.
       // While Redis is down after having been up, drop the publish at once instead of queueing it
       // without bound; other instances' subscribers get the event from the log when their
       // connection comes back.
       if (publisher.status !== 'ready' && publisherWasReady) {
         warnOnce('redis is down; events are kept in the log for replay', new Error(publisher.status));
-        return;
+      } else {
+        publisher.publish(channelPrefix + event.sessionId, originText + JSON.stringify(event).slice(1)).catch((error: Error) => {
+          warnOnce('redis publish failed; the event stays in the log for replay', error);
+        });
       }
-      publisher.publish(channelPrefix + event.sessionId, originText + JSON.stringify(event).slice(1)).catch((error: Error) => {
-        warnOnce('redis publish failed; the event stays in the log for replay', error);
-      });
+      if (table.has(event.sessionId) && !closed) deliverOwn(deliveries, new Delivery(table.listeners(event.sessionId), event, observer));
     },
     subscribe(sessionId, listener) {
       // A listener joining a channel that is already subscribed hears every publish from now on;

@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
-import type { BusListener, SessionEventMessage } from '../../src/pubsub/bus.js';
-import { LISTENERS_PER_TURN } from '../../src/pubsub/listener-table.js';
-import { createMemoryBus, INLINE_LISTENERS } from '../../src/pubsub/memory-bus.js';
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import type { BusListener, EventBus, SessionEventMessage } from '../../src/pubsub/bus.js';
+import { INLINE_LISTENERS, LISTENERS_PER_TURN } from '../../src/pubsub/listener-table.js';
+import { createMemoryBus } from '../../src/pubsub/memory-bus.js';
+import { createRedisBus } from '../../src/pubsub/redis-bus.js';
 
 const event = (sessionId: string, sequence: number): SessionEventMessage => ({
   id: `${sessionId}-${sequence}`,
@@ -24,9 +27,33 @@ const turns = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
-describe('in-memory bus', () => {
+const redisUrl = process.env.TEST_REDIS_URL || null;
+const buses: [string, () => EventBus][] = [
+  ['in-memory bus', () => createMemoryBus()],
+  // An instance's own events on the Redis bus: its listeners hear them from the publish, as in memory.
+  ...(redisUrl
+    ? [
+        ['Redis bus', () => createRedisBus(redisUrl, `bus-test:${randomBytes(4).toString('hex')}:`, createLogger('error'))] as [
+          string,
+          () => EventBus,
+        ],
+      ]
+    : []),
+];
+
+describe.each(buses)("%s: an instance's own events", (_, make) => {
+  const open: EventBus[] = [];
+  const createBus = () => {
+    const bus = make();
+    open.push(bus);
+    return bus;
+  };
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((bus) => bus.close()));
+  });
+
   it('delivers inside the publish to a session with few listeners', () => {
-    const bus = createMemoryBus();
+    const bus = createBus();
     const listeners = Array.from({ length: INLINE_LISTENERS }, () => recorder());
     for (const listener of listeners) bus.subscribe('few', listener);
     bus.publish(event('few', 1));
@@ -34,7 +61,7 @@ describe('in-memory bus', () => {
   });
 
   it('delivers to a session with more listeners only after the publishing callback, a slice per turn', async () => {
-    const bus = createMemoryBus();
+    const bus = createBus();
     const listeners = Array.from({ length: LISTENERS_PER_TURN + 10 }, () => recorder());
     for (const listener of listeners) bus.subscribe('many', listener);
     bus.publish(event('many', 1));
@@ -46,7 +73,7 @@ describe('in-memory bus', () => {
   });
 
   it('never lets an inline delivery overtake one still queued', async () => {
-    const bus = createMemoryBus();
+    const bus = createBus();
     const listeners = Array.from({ length: INLINE_LISTENERS + 4 }, () => recorder());
     const leave = listeners.map((listener) => bus.subscribe('s', listener));
     bus.publish(event('s', 1));
