@@ -591,7 +591,7 @@ async function fanout() {
         const gi = i % side.groups.length;
         const at = performance.now();
         // The server's event counts from when the writer's thread sent it: the hand-over to that
-        // thread (0.13-0.23 ms, its wake-up) is the load's time, which the relays' sends never pay.
+        // thread (its wake-up) is the load's time, which the relays' sends never pay.
         const { key, sentAt } = await side.send(gi);
         side.sentAt.set(key, sentAt ?? at);
       }

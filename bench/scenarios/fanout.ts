@@ -3,8 +3,8 @@
  * against a raw Redis relay (bench/servers/raw.mjs: one Redis channel per session forwarded as is
  * to the sockets) with the same sockets, instances and pace in the same run.
  *
- * - `one.1000`: 1,000 subscribers of one session, 200 events at 20/s (with 40, the writer's p99 was
- *   the worse of its two slowest calls in a round, and one hiccup of the machine doubled it).
+ * - `one.1000`: 1,000 subscribers of one session, 200 events at 20/s (enough of the writer's calls
+ *   that its p99 is not the slowest one or two of a round).
  * - `multi.100x10`: 100 sessions × 10 subscribers, 300 events at 20/s round robin over the sessions
  *   (3 per session: with 100, the p99 of its 1,000 deliveries, 10 per event, was the slowest event
  *   or two, and moved with one hiccup of the machine).
