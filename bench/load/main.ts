@@ -146,8 +146,7 @@ class WriterThread {
 
   /**
    * A GraphQL call; throws on an HTTP or GraphQL error. Answers when the writer's thread sent it, on
-   * this thread's clock (`performance.now()`): after the hand-over to that thread, which on this
-   * machine takes a wake-up of a sleeping thread.
+   * this thread's clock (`performance.now()`): after the hand-over to that thread, not before it.
    */
   async gql(url: string, query: string, variables: Record<string, unknown>): Promise<number> {
     const id = this.nextId++;
@@ -282,6 +281,8 @@ async function openSockets(options: {
     for (let i = 0; i < g.subscribers; i++) plan.push(gi);
   });
   const sockets: WebSocket[] = [];
+  /** How a `next` message of the subscription's field starts its data (its first field is `sequence`). */
+  const marker = Buffer.from(`"${options.field ?? 'sessionEvents'}":{"sequence":`);
   await pool(plan.length, options.concurrency ?? 50, async (i) => {
     const gi = plan[i];
     const group = options.groups[gi];
@@ -302,7 +303,6 @@ async function openSockets(options: {
     }
     const socket = new WebSocket(base, 'graphql-transport-ws', RECEIVER);
     sockets.push(socket);
-    const marker = Buffer.from(`"${options.field ?? 'sessionEvents'}":{"sequence":`);
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
       socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
