@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { partsChars } from '../domain/parts.js';
 import type { StoredPart } from '../domain/types.js';
 
 /**
@@ -20,7 +21,7 @@ export class FinishedPartsCache {
   private readonly entries: LRUCache<string, { sessionId: string; parts: StoredPart[] }> | null;
 
   constructor(maxChars = 32_000_000) {
-    this.entries = maxChars > 0 ? new LRUCache({ maxSize: maxChars, sizeCalculation: (entry) => partsChars(entry.parts) }) : null;
+    this.entries = maxChars > 0 ? new LRUCache({ maxSize: maxChars, sizeCalculation: (entry) => partsWeight(entry.parts) }) : null;
   }
 
   get(id: string): StoredPart[] | undefined {
@@ -47,16 +48,8 @@ export class FinishedPartsCache {
   }
 }
 
-/** What a message's parts weigh: their texts, plus a fixed 64 per part for the objects. */
-function partsChars(parts: readonly StoredPart[]): number {
-  let chars = 0;
-  for (const p of parts) {
-    chars += 64;
-    if (p.type === 'text') chars += p.text.length;
-    else if (p.type === 'toolResult') chars += p.content.length;
-    // The arguments' text and their value (about as long).
-    else if (p.type === 'toolCall') chars += 2 * (p.argumentsJson?.length ?? 0);
-  }
+/** What a message's parts weigh: their strings, plus a fixed 64 per part for the objects. */
+function partsWeight(parts: readonly StoredPart[]): number {
   // lru-cache weighs an entry by a positive integer.
-  return Math.max(1, chars);
+  return Math.max(1, 64 * parts.length + partsChars(parts));
 }

@@ -2,8 +2,7 @@
  * A session event as it leaves the database for live delivery, and the copy of its message it may
  * carry: the shapes the stores write and the event bus carries (below both, so neither imports the other).
  */
-import { joinText } from '../domain/parts.js';
-import { toolArgumentsText } from '../domain/tokens.js';
+import { joinText, partsChars } from '../domain/parts.js';
 import type { StoredPart } from '../domain/types.js';
 import type { Message } from '../generated/prisma/client.js';
 
@@ -42,18 +41,6 @@ export function messageSnapshot(row: Message): MessageSnapshot | undefined {
   if (row.text.length > SNAPSHOT_MAX_CHARS || partsChars(row.parts as unknown as StoredPart[]) > SNAPSHOT_MAX_CHARS) return undefined;
   const { text: _text, createdAt, updatedAt, ...rest } = row;
   return { ...rest, createdAt: new Date(createdAt).toISOString(), updatedAt: new Date(updatedAt).toISOString() };
-}
-
-/** Characters of the strings a message's parts carry (text, tool results, tool-call arguments as sent). */
-export function partsChars(parts: readonly StoredPart[]): number {
-  let chars = 0;
-  for (const part of parts) {
-    if (part.type === 'text') chars += part.text.length;
-    else if (part.type === 'toolResult') chars += part.content.length;
-    // The arguments travel twice: as their text and as the value parsed from it.
-    else if (part.type === 'toolCall') chars += 2 * toolArgumentsText(part).length;
-  }
-  return chars;
 }
 
 /** The row a snapshot was made of (the same object for every caller of one event: do not mutate). */

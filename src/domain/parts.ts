@@ -1,15 +1,32 @@
 import { badInput } from './errors.js';
 import { checkJson } from './input.js';
+import { toolArgumentsText } from './tokens.js';
 import { LIMITS, type TextCaps } from './limits.js';
-import type { MessageRole, StoredPart } from './types.js';
+import {
+  type MessageRole,
+  PROVIDERS,
+  type ProviderMetadata,
+  type ProviderName,
+  type ProviderStoredPart,
+  type StoredPart,
+} from './types.js';
+
+/** What every part input may carry beside its own fields. */
+interface PartInputExtras {
+  providerMetadata?: unknown;
+}
 
 /** One `MessagePartInput` (a @oneOf input: exactly one key set). */
 export interface PartInput {
-  text?: { text: string } | null;
-  toolCall?: { callId: string; name: string; arguments?: unknown; argumentsJson?: string | null } | null;
-  toolResult?: { callId: string; content: string; isError?: boolean | null } | null;
-  attachment?: { name: string; mimeType: string; content: string } | null;
+  text?: ({ text: string } & PartInputExtras) | null;
+  toolCall?: ({ callId: string; name: string; arguments?: unknown; argumentsJson?: string | null } & PartInputExtras) | null;
+  toolResult?: ({ callId: string; content: string; isError?: boolean | null } & PartInputExtras) | null;
+  attachment?: ({ name: string; mimeType: string; content: string } & PartInputExtras) | null;
+  reasoning?: ({ text?: string | null; redacted?: boolean | null } & PartInputExtras) | null;
+  providerPart?: ({ provider: string; data?: unknown; format?: string | null } & PartInputExtras) | null;
 }
+
+const PART_KINDS = 'text, toolCall, toolResult, attachment, reasoning, providerPart';
 
 export interface MessageInputData {
   role: MessageRole;
@@ -27,7 +44,7 @@ export interface AttachmentUpload {
   content: string;
 }
 
-export type DraftPart = Exclude<StoredPart, { type: 'attachment' }> | AttachmentUpload;
+export type DraftPart = Exclude<StoredPart, { type: 'attachment' }> | (AttachmentUpload & { providerMetadata?: ProviderMetadata });
 
 export interface DraftMessage {
   role: MessageRole;
@@ -54,7 +71,14 @@ export function draftMessage(input: MessageInputData, where: string, caps: TextC
 
 function draftPart(input: PartInput, where: string, caps: TextCaps): DraftPart {
   const keys = (Object.keys(input) as (keyof PartInput)[]).filter((k) => input[k] !== undefined && input[k] !== null);
-  if (keys.length !== 1) throw badInput(`${where}: set exactly one of text, toolCall, toolResult, attachment.`);
+  if (keys.length !== 1) throw badInput(`${where}: set exactly one of ${PART_KINDS}.`);
+  const part = draftPartBody(input, where, caps);
+  const given = input[keys[0]]!.providerMetadata;
+  if (given === undefined || given === null) return part;
+  return { ...part, providerMetadata: providerMetadataOf(given, `${where}.${keys[0]}.providerMetadata`, caps) };
+}
+
+function draftPartBody(input: PartInput, where: string, caps: TextCaps): DraftPart {
   if (input.text) return { type: 'text', text: input.text.text };
   if (input.toolCall) {
     const { callId, name } = input.toolCall;
@@ -74,6 +98,8 @@ function draftPart(input: PartInput, where: string, caps: TextCaps): DraftPart {
       isError: input.toolResult.isError ?? false,
     };
   }
+  if (input.reasoning) return { type: 'reasoning', text: input.reasoning.text ?? '', redacted: input.reasoning.redacted ?? false };
+  if (input.providerPart) return providerPartOf(input.providerPart, `${where}.providerPart`, caps);
   const a = input.attachment!;
   if (!a.name.trim()) throw badInput(`${where}.attachment.name must not be empty.`);
   if (!/^[\w.+-]+\/[\w.+-]+$/.test(a.mimeType)) throw badInput(`${where}.attachment.mimeType "${a.mimeType}" is not a MIME type.`);
@@ -81,6 +107,56 @@ function draftPart(input: PartInput, where: string, caps: TextCaps): DraftPart {
     throw badInput(`${where}.attachment.content is larger than ${caps.attachmentBytes} bytes (UTF-8), the cap on this server.`);
   }
   return { type: 'attachmentUpload', name: a.name, mimeType: a.mimeType, content: a.content };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Characters of `value` as JSON text, refused past `max` (what storing and sending it back costs). */
+function checkJsonSize(value: unknown, where: string, max: number) {
+  const length = JSON.stringify(value).length;
+  if (length > max) throw badInput(`${where} is ${length} characters as JSON, more than ${max}, the cap on this server.`);
+}
+
+/**
+ * Provider metadata as given: a JSON object keyed by provider, each provider's value an object;
+ * at most the string cap as JSON text. The contract's keys are checked for their type where they
+ * are set (a signature, an item id, a thought signature: strings).
+ */
+function providerMetadataOf(value: unknown, where: string, caps: TextCaps): ProviderMetadata {
+  if (!isObject(value)) throw badInput(`${where} must be a JSON object keyed by provider (anthropic, openai, google).`);
+  for (const [provider, fields] of Object.entries(value)) {
+    if (!isObject(fields)) throw badInput(`${where}.${provider} must be a JSON object.`);
+    for (const key of STRING_METADATA[provider as ProviderName] ?? []) {
+      if (fields[key] !== undefined && typeof fields[key] !== 'string') throw badInput(`${where}.${provider}.${key} must be a string.`);
+    }
+  }
+  checkJsonSize(value, where, caps.stringLength);
+  return value;
+}
+
+const STRING_METADATA: Partial<Record<ProviderName, readonly string[]>> = {
+  anthropic: ['signature', 'redactedData'],
+  openai: ['itemId', 'encryptedContent'],
+  google: ['thoughtSignature', 'id'],
+};
+
+const PROVIDER_FORMATS: Record<ProviderName, readonly string[]> = {
+  anthropic: ['ANTHROPIC_MESSAGES'],
+  openai: ['OPENAI_CHAT', 'OPENAI_RESPONSES'],
+  google: ['GEMINI'],
+};
+
+function providerPartOf(input: NonNullable<PartInput['providerPart']>, where: string, caps: TextCaps): DraftPart {
+  const provider = input.provider as ProviderName;
+  if (!PROVIDERS.includes(provider)) throw badInput(`${where}.provider "${input.provider}" is not one of ${PROVIDERS.join(', ')}.`);
+  if (!isObject(input.data)) throw badInput(`${where}.data must be a JSON object (the provider's block as it gave it).`);
+  checkJsonSize(input.data, `${where}.data`, caps.stringLength);
+  const format = input.format ?? undefined;
+  if (format !== undefined && !PROVIDER_FORMATS[provider].includes(format)) {
+    throw badInput(`${where}.format ${format} is not a format of ${provider} (${PROVIDER_FORMATS[provider].join(', ')}).`);
+  }
+  const part: ProviderStoredPart = { type: 'providerPart', provider, data: input.data };
+  return format === undefined ? part : { ...part, format: format as ProviderStoredPart['format'] };
 }
 
 /**
@@ -154,6 +230,9 @@ function checkRoleParts(role: MessageRole, parts: DraftPart[], where: string) {
     if (part.type === 'toolResult' && role !== 'TOOL') {
       throw badInput(`${where}: tool results belong in TOOL messages, not ${role}.`);
     }
+    if (part.type === 'reasoning' && role !== 'ASSISTANT') {
+      throw badInput(`${where}: reasoning belongs in ASSISTANT messages, not ${role}.`);
+    }
   }
   if (role === 'TOOL' && parts.some((p) => p.type !== 'toolResult')) {
     throw badInput(`${where}: a TOOL message holds tool results only.`);
@@ -173,3 +252,21 @@ export const toolCallIdsOf = (parts: readonly DraftPart[] | readonly StoredPart[
 
 export const toolResultIdsOf = (parts: readonly DraftPart[] | readonly StoredPart[]) =>
   parts.flatMap((p) => (p.type === 'toolResult' ? [p.callId] : []));
+
+/**
+ * Characters of the strings a message's parts carry: texts, tool results, tool-call arguments as
+ * sent (twice: as their text and as the value parsed from it), reasoning, and provider data and
+ * metadata as JSON text. What holding or carrying the parts weighs.
+ */
+export function partsChars(parts: readonly StoredPart[]): number {
+  let chars = 0;
+  for (const part of parts) {
+    if (part.type === 'text') chars += part.text.length;
+    else if (part.type === 'toolResult') chars += part.content.length;
+    else if (part.type === 'toolCall') chars += 2 * toolArgumentsText(part).length;
+    else if (part.type === 'reasoning') chars += part.text.length;
+    else if (part.type === 'providerPart') chars += JSON.stringify(part.data).length;
+    if (part.providerMetadata !== undefined) chars += JSON.stringify(part.providerMetadata).length;
+  }
+  return chars;
+}

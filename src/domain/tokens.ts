@@ -155,7 +155,8 @@ const NO_TEXTS: readonly string[] = [];
  * The texts a part contributes to a model-facing message, each counted on its own, as
  * gpt-tokenizer's chat-completion count does it: a tool call's name and its arguments text apart
  * (`countMessageTokens`: name tokens + arguments tokens + call metadata). Attachments are resolved
- * at assembly and counted there.
+ * at assembly and counted there; reasoning and provider parts are counted there too, by the format
+ * that sends them (assembly/provider-data.ts): their stored count is 0.
  */
 export function partTokenTexts(part: StoredPart): readonly string[] {
   switch (part.type) {
@@ -166,6 +167,8 @@ export function partTokenTexts(part: StoredPart): readonly string[] {
     case 'toolResult':
       return [part.content];
     case 'attachment':
+    case 'reasoning':
+    case 'providerPart':
       return NO_TEXTS;
   }
 }
@@ -180,6 +183,8 @@ export function countPartTokens(part: StoredPart, encoding: TokenEncoding): numb
     case 'toolResult':
       return countTokens(part.content, encoding);
     case 'attachment':
+    case 'reasoning':
+    case 'providerPart':
       return 0;
   }
 }

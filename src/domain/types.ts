@@ -8,12 +8,55 @@ export type MessageRole = 'SYSTEM' | 'USER' | 'ASSISTANT' | 'TOOL';
 
 export type TokenEncoding = 'O200K_BASE' | 'CL100K_BASE' | 'CHARS_DIV_4';
 
+/**
+ * Provider data of a part: an object keyed by provider (`anthropic`, `openai`, `google`, as the
+ * Vercel AI SDK names them), each value an object of that provider's fields for the block the part
+ * came from (`anthropic.signature`, `openai.itemId`, `google.thoughtSignature`, …). Stored as sent;
+ * read only by the payload format(s) of that provider (docs/provider-replay.md).
+ */
+export type ProviderMetadata = Record<string, unknown>;
+
+/** Provider names a provider part or provider metadata may name, and the formats each one's data reaches. */
+export const PROVIDERS = ['anthropic', 'openai', 'google'] as const;
+export type ProviderName = (typeof PROVIDERS)[number];
+
+/** What every stored part may carry beside its own fields. */
+interface PartExtras {
+  providerMetadata?: ProviderMetadata;
+}
+
+/**
+ * A model's reasoning (Anthropic thinking, an OpenAI reasoning item, a Gemini thought): `text` is
+ * what can be read of it (thinking text, a summary; "" when none), `redacted` says that its content
+ * is encrypted (Anthropic `redacted_thinking`, data in `providerMetadata.anthropic.redactedData`).
+ */
+export interface ReasoningStoredPart extends PartExtras {
+  type: 'reasoning';
+  text: string;
+  redacted: boolean;
+}
+
+/** A provider block this server does not model, stored whole and sent only to that provider's format(s). */
+export interface ProviderStoredPart extends PartExtras {
+  type: 'providerPart';
+  provider: ProviderName;
+  /** The block, item or part as the provider gave it. */
+  data: Record<string, unknown>;
+  /**
+   * The payload format `data` is a piece of, when the provider has several (OpenAI's Chat
+   * Completions and Responses shapes differ); absent: every format of the provider.
+   */
+  format?: 'OPENAI_CHAT' | 'OPENAI_RESPONSES' | 'ANTHROPIC_MESSAGES' | 'GEMINI';
+}
+
 /** One part of a message, as stored in `Message.parts` (a JSON array). */
 export type StoredPart =
-  | { type: 'text'; text: string }
+  | ({ type: 'text'; text: string } & PartExtras)
   | ToolCallStoredPart
-  | { type: 'toolResult'; callId: string; content: string; isError: boolean }
-  | { type: 'attachment'; attachmentId: string; name: string; mimeType: string; size: number };
+  | ({ type: 'toolResult'; callId: string; content: string; isError: boolean } & PartExtras)
+  | ({ type: 'attachment'; attachmentId: string; name: string; mimeType: string; size: number } & PartExtras)
+  | ReasoningStoredPart
+  | ProviderStoredPart;
 
 /**
  * A tool call as stored. `argumentsJson` is the arguments' JSON text exactly as the client gave it
@@ -22,7 +65,7 @@ export type StoredPart =
  * the `arguments` value (jsonb reorders keys). Rows written before it existed lack it (see
  * `toolArgumentsText`).
  */
-export interface ToolCallStoredPart {
+export interface ToolCallStoredPart extends PartExtras {
   type: 'toolCall';
   callId: string;
   name: string;

@@ -20,10 +20,64 @@ type TextPartShape = Extract<StoredPart, { type: 'text' }>;
 type ToolCallPartShape = Extract<StoredPart, { type: 'toolCall' }>;
 type ToolResultPartShape = Extract<StoredPart, { type: 'toolResult' }>;
 type AttachmentPartShape = Extract<StoredPart, { type: 'attachment' }>;
+type ReasoningPartShape = Extract<StoredPart, { type: 'reasoning' }>;
+type ProviderPartShape = Extract<StoredPart, { type: 'providerPart' }>;
+
+const PROVIDER_METADATA_OUT =
+  "Provider data of the part, as given (null: none): an object keyed by provider (`anthropic`, `openai`, `google`), read only by that provider's payload formats (docs/provider-replay.md).";
 
 const TextPart = builder.objectRef<TextPartShape>('TextPart').implement({
   description: 'Plain text.',
-  fields: (t) => ({ text: t.exposeString('text', { description: 'The text.' }) }),
+  fields: (t) => ({
+    text: t.exposeString('text', { description: 'The text.' }),
+    providerMetadata: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: PROVIDER_METADATA_OUT,
+      resolve: (p) => p.providerMetadata ?? null,
+    }),
+  }),
+});
+
+const ReasoningPart = builder.objectRef<ReasoningPartShape>('ReasoningPart').implement({
+  description:
+    "A model's reasoning: Anthropic thinking (its signature in `providerMetadata.anthropic.signature`), an OpenAI reasoning item (`openai.itemId`, `openai.encryptedContent`), a Gemini thought (`google.thoughtSignature`). Sent back only to the provider that made it, with what it needs to accept it; every other format leaves it out and says so in the message's decision. Never part of `Message.text`.",
+  fields: (t) => ({
+    text: t.exposeString('text', {
+      description: 'What can be read of the reasoning: thinking text or a summary ("" when none, or when redacted).',
+    }),
+    redacted: t.exposeBoolean('redacted', {
+      description:
+        "True when its content is encrypted: Anthropic's redacted_thinking, its data in `providerMetadata.anthropic.redactedData`.",
+    }),
+    providerMetadata: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: PROVIDER_METADATA_OUT,
+      resolve: (p) => p.providerMetadata ?? null,
+    }),
+  }),
+});
+
+const ProviderPart = builder.objectRef<ProviderPartShape>('ProviderPart').implement({
+  description:
+    "A provider's block this server does not model (Anthropic server_tool_use and web_search_tool_result, OpenAI web_search_call, Gemini executableCode, …), stored whole and sent verbatim only to that provider's format(s); the other formats leave it out and say so in the message's decision.",
+  fields: (t) => ({
+    provider: t.exposeString('provider', { description: 'anthropic, openai or google.' }),
+    data: t.field({ type: 'JSON', description: 'The block, item or part as the provider gave it.', resolve: (p) => p.data }),
+    format: t.string({
+      nullable: true,
+      description:
+        'The payload format `data` is a piece of (OPENAI_CHAT or OPENAI_RESPONSES for OpenAI, whose shapes differ); null: every format of the provider.',
+      resolve: (p) => p.format ?? null,
+    }),
+    providerMetadata: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: PROVIDER_METADATA_OUT,
+      resolve: (p) => p.providerMetadata ?? null,
+    }),
+  }),
 });
 
 const ToolCallPart = builder.objectRef<ToolCallPartShape>('ToolCallPart').implement({
@@ -37,6 +91,12 @@ const ToolCallPart = builder.objectRef<ToolCallPartShape>('ToolCallPart').implem
         'The arguments as JSON text, byte for byte as given (`argumentsJson`, or `arguments` given as JSON text), or as the server serialized the JSON value given: what OPENAI_CHAT payloads send as `function.arguments` and what is counted.',
       resolve: (p) => toolArgumentsText(p),
     }),
+    providerMetadata: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: PROVIDER_METADATA_OUT,
+      resolve: (p) => p.providerMetadata ?? null,
+    }),
   }),
 });
 
@@ -46,17 +106,31 @@ const ToolResultPart = builder.objectRef<ToolResultPartShape>('ToolResultPart').
     callId: t.exposeString('callId', { description: 'The id of the call this answers.' }),
     content: t.exposeString('content', { description: 'What the tool returned.' }),
     isError: t.exposeBoolean('isError', { description: 'True when the tool failed and `content` describes the failure.' }),
+    providerMetadata: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: PROVIDER_METADATA_OUT,
+      resolve: (p) => p.providerMetadata ?? null,
+    }),
   }),
 });
 
 const AttachmentPart = builder.objectRef<AttachmentPartShape>('AttachmentPart').implement({
   description: 'A file attached to the message.',
-  fields: (t) => ({ attachment: t.field({ type: Attachment, description: 'The stored file.', resolve: (p) => p }) }),
+  fields: (t) => ({
+    attachment: t.field({ type: Attachment, description: 'The stored file.', resolve: (p) => p }),
+    providerMetadata: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: PROVIDER_METADATA_OUT,
+      resolve: (p) => p.providerMetadata ?? null,
+    }),
+  }),
 });
 
 export const MessagePart = builder.unionType('MessagePart', {
-  description: 'One piece of a message: text, a tool call, a tool result or an attachment.',
-  types: [TextPart, ToolCallPart, ToolResultPart, AttachmentPart],
+  description: "One piece of a message: text, a tool call, a tool result, an attachment, a model's reasoning or a provider's own block.",
+  types: [TextPart, ToolCallPart, ToolResultPart, AttachmentPart, ReasoningPart, ProviderPart],
   resolveType: (part) => {
     switch ((part as StoredPart).type) {
       case 'text':
@@ -67,6 +141,10 @@ export const MessagePart = builder.unionType('MessagePart', {
         return ToolResultPart;
       case 'attachment':
         return AttachmentPart;
+      case 'reasoning':
+        return ReasoningPart;
+      case 'providerPart':
+        return ProviderPart;
     }
   },
 });
@@ -111,9 +189,46 @@ builder.prismaNode('Message', {
 const maxChars = `${DEFAULT_STRING_CHARS.postgres.toLocaleString('en-US')} on PostgreSQL, ${DEFAULT_STRING_CHARS.pglite.toLocaleString('en-US')} on the embedded backend`;
 const maxAttachment = `${DEFAULT_STRING_CHARS.postgres / 1024 / 1024} MiB on PostgreSQL, ${DEFAULT_STRING_CHARS.pglite / 1024} KiB on the embedded backend`;
 
+const PROVIDER_METADATA_IN = `Provider data of the part (optional): a JSON object keyed by provider, \`anthropic\` (\`signature\`, \`redactedData\`), \`openai\` (\`itemId\`, \`encryptedContent\`), \`google\` (\`thoughtSignature\`), other keys stored as sent; at most ${maxChars} characters as JSON text. Stored as sent and read only by that provider's payload formats (docs/provider-replay.md).`;
+
 const TextPartInput = builder.inputType('TextPartInput', {
   description: 'A text part.',
-  fields: (t) => ({ text: t.string({ required: true, description: `The text (at most ${maxChars} characters).` }) }),
+  fields: (t) => ({
+    text: t.string({ required: true, description: `The text (at most ${maxChars} characters).` }),
+    providerMetadata: t.field({ type: 'JSON', required: false, description: PROVIDER_METADATA_IN }),
+  }),
+});
+
+const ReasoningPartInput = builder.inputType('ReasoningPartInput', {
+  description:
+    "A model's reasoning (ASSISTANT messages only), with what its provider needs to take it back in `providerMetadata`: Anthropic thinking `{ anthropic: { signature } }` (redacted_thinking: `redacted: true`, `{ anthropic: { redactedData } }`), an OpenAI reasoning item `{ openai: { itemId, encryptedContent } }`, a Gemini thought `{ google: { thoughtSignature } }`. appendProviderMessages fills these from a provider's own payload.",
+  fields: (t) => ({
+    text: t.string({ required: false, description: `The thinking text or summary (default ""; at most ${maxChars} characters).` }),
+    redacted: t.boolean({
+      required: false,
+      description: 'True when the content is encrypted (Anthropic redacted_thinking). Default false.',
+    }),
+    providerMetadata: t.field({ type: 'JSON', required: false, description: PROVIDER_METADATA_IN }),
+  }),
+});
+
+const ProviderPartInput = builder.inputType('ProviderPartInput', {
+  description:
+    "A provider's block this server does not model (Anthropic `server_tool_use`, `web_search_tool_result`; OpenAI `web_search_call`; Gemini `executableCode`, `codeExecutionResult`, …): stored whole, sent verbatim only to that provider's format(s).",
+  fields: (t) => ({
+    provider: t.string({ required: true, description: 'anthropic, openai or google.' }),
+    data: t.field({
+      type: 'JSON',
+      required: true,
+      description: `The block as the provider gave it: a JSON object of at most ${maxChars} characters as JSON text.`,
+    }),
+    format: t.string({
+      required: false,
+      description:
+        'The payload format the block is a piece of, when the provider has several (OPENAI_CHAT or OPENAI_RESPONSES); default: every format of the provider.',
+    }),
+    providerMetadata: t.field({ type: 'JSON', required: false, description: PROVIDER_METADATA_IN }),
+  }),
 });
 
 const ToolCallPartInput = builder.inputType('ToolCallPartInput', {
@@ -131,6 +246,7 @@ const ToolCallPartInput = builder.inputType('ToolCallPartInput', {
       required: false,
       description: `The arguments as JSON text, stored and sent to providers byte for byte (key order, escapes, number forms) and counted as sent; instead of \`arguments\`. Valid JSON, at most ${LIMITS.jsonLength.toLocaleString('en-US')} characters, without NUL or unpaired surrogates (escaped ones included).`,
     }),
+    providerMetadata: t.field({ type: 'JSON', required: false, description: PROVIDER_METADATA_IN }),
   }),
 });
 
@@ -140,6 +256,7 @@ const ToolResultPartInput = builder.inputType('ToolResultPartInput', {
     callId: t.string({ required: true, description: 'The id of the call this answers.' }),
     content: t.string({ required: true, description: `What the tool returned (at most ${maxChars} characters).` }),
     isError: t.boolean({ required: false, description: 'True when the tool failed (default false).' }),
+    providerMetadata: t.field({ type: 'JSON', required: false, description: PROVIDER_METADATA_IN }),
   }),
 });
 
@@ -149,6 +266,7 @@ const AttachmentPartInput = builder.inputType('AttachmentPartInput', {
     name: t.string({ required: true, description: 'File name.' }),
     mimeType: t.string({ required: true, description: 'MIME type, e.g. text/plain.' }),
     content: t.string({ required: true, description: 'The file content as text.' }),
+    providerMetadata: t.field({ type: 'JSON', required: false, description: PROVIDER_METADATA_IN }),
   }),
 });
 
@@ -160,6 +278,8 @@ export const MessagePartInput = builder.inputType('MessagePartInput', {
     toolCall: t.field({ type: ToolCallPartInput, description: 'A tool call.' }),
     toolResult: t.field({ type: ToolResultPartInput, description: 'A tool result.' }),
     attachment: t.field({ type: AttachmentPartInput, description: 'An attachment.' }),
+    reasoning: t.field({ type: ReasoningPartInput, description: "A model's reasoning (ASSISTANT messages only)." }),
+    providerPart: t.field({ type: ProviderPartInput, description: "A provider's block this server does not model." }),
   }),
 });
 

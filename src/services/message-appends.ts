@@ -202,7 +202,8 @@ export async function storeAttachments(tx: Tx, session: LockedSession, parts: Dr
       sha256: createHash('sha256').update(part.content).digest('hex'),
       content: part.content,
     });
-    stored.push({ type: 'attachment', attachmentId: attachment.id, name: part.name, mimeType: part.mimeType, size });
+    const kept: StoredPart = { type: 'attachment', attachmentId: attachment.id, name: part.name, mimeType: part.mimeType, size };
+    stored.push(part.providerMetadata === undefined ? kept : { ...kept, providerMetadata: part.providerMetadata });
   }
   return stored;
 }

@@ -6,13 +6,12 @@
  * counters and events: stores/append.ts).
  */
 import type { Segment } from '../../domain/lineage.js';
-import { joinText, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
+import { joinText, partsChars, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
 import { countStoredTokens } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
 import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
 import { columnList, type ColumnSet } from './columns.js';
-import { partsChars } from '../session-events.js';
 
 /** Every column of a message row. */
 export const MESSAGE_COLUMNS: ColumnSet<Message> = {

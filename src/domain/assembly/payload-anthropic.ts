@@ -1,12 +1,16 @@
 /** The Anthropic Messages payload (framing and rules: formats.ts). */
 import { hasVisibleText } from './provider-rules.js';
 import { pieceOf, textsOf, toolArgumentsValue, toolInputObject } from './payload-pieces.js';
+import { extraOf, metaOf, metaString, sends } from './provider-data.js';
 import type { AssembledMessage } from './types.js';
 
 export type AnthropicBlock =
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; citations?: unknown }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: true };
+  | { type: 'tool_result'; tool_use_id: string; content: string | unknown[]; is_error?: true }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
+  | Record<string, unknown>;
 export interface AnthropicMessage {
   role: 'user' | 'assistant';
   content: AnthropicBlock[];
@@ -16,20 +20,46 @@ export interface AnthropicMessagesPayload {
   messages: AnthropicMessage[];
 }
 
-/** The content blocks of one user or assistant message (no empty text blocks), as a message of its own. */
+/**
+ * The content blocks of one user or assistant message (no empty text blocks), as a message of its
+ * own. A block made from an Anthropic response or request gets back the keys it had that the part
+ * does not model (`providerMetadata.anthropic.extra`: citations, …); a tool_result given as blocks
+ * gets its blocks back unless it is sent as a stub.
+ */
 function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
   const blocks: AnthropicBlock[] = [];
   for (const p of m.parts) {
-    if (p.type === 'text') {
-      if (hasVisibleText(p.text)) blocks.push({ text: p.text, type: 'text' });
-    } else if (p.type === 'toolCall') {
-      blocks.push({ id: p.callId, input: toolInputObject(toolArgumentsValue(p)), name: p.name, type: 'tool_use' });
-    } else {
-      blocks.push(
-        p.isError
-          ? { content: p.content, is_error: true, tool_use_id: p.callId, type: 'tool_result' }
-          : { content: p.content, tool_use_id: p.callId, type: 'tool_result' },
-      );
+    switch (p.type) {
+      case 'text':
+        if (hasVisibleText(p.text)) blocks.push({ ...extraOf(p, 'anthropic'), text: p.text, type: 'text' });
+        break;
+      case 'toolCall':
+        blocks.push({
+          ...extraOf(p, 'anthropic'),
+          id: p.callId,
+          input: toolInputObject(toolArgumentsValue(p)),
+          name: p.name,
+          type: 'tool_use',
+        });
+        break;
+      case 'toolResult': {
+        const blocksGiven = metaOf(p, 'anthropic')?.content;
+        const content = !p.elided && Array.isArray(blocksGiven) ? blocksGiven : p.content;
+        const block = { ...extraOf(p, 'anthropic'), content, tool_use_id: p.callId, type: 'tool_result' as const };
+        blocks.push(p.isError ? { ...block, is_error: true as const } : block);
+        break;
+      }
+      case 'reasoning':
+        if (!sends('ANTHROPIC_MESSAGES', p)) break;
+        blocks.push(
+          p.redacted
+            ? { data: metaString(p, 'anthropic', 'redactedData')!, type: 'redacted_thinking' }
+            : { signature: metaString(p, 'anthropic', 'signature')!, thinking: p.text, type: 'thinking' },
+        );
+        break;
+      case 'providerPart':
+        if (sends('ANTHROPIC_MESSAGES', p)) blocks.push(p.data);
+        break;
     }
   }
   return { content: blocks, role: m.role === 'ASSISTANT' ? 'assistant' : 'user' };
@@ -67,6 +97,6 @@ function trimFinalAssistant(out: AnthropicMessage[]): void {
   const last = out[out.length - 1];
   if (last?.role !== 'assistant') return;
   const block = last.content[last.content.length - 1];
-  if (block.type !== 'text' || block.text === block.text.trimEnd()) return;
-  out[out.length - 1] = { content: [...last.content.slice(0, -1), { text: block.text.trimEnd(), type: 'text' }], role: last.role };
+  if (block.type !== 'text' || typeof block.text !== 'string' || block.text === block.text.trimEnd()) return;
+  out[out.length - 1] = { content: [...last.content.slice(0, -1), { ...block, text: block.text.trimEnd() }], role: last.role };
 }

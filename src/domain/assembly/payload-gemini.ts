@@ -1,12 +1,14 @@
 /** The Gemini `generateContent` payload (framing and rules: formats.ts). */
 import { hasVisibleText } from './provider-rules.js';
 import { pieceOf, textsOf, toolArgumentsValue, toolInputObject } from './payload-pieces.js';
-import type { AssembledMessage } from './types.js';
+import { extraOf, metaOf, metaString, sends } from './provider-data.js';
+import type { AssembledMessage, AssembledPart } from './types.js';
 
 export type GeminiPart =
-  | { text: string }
-  | { functionCall: { args: Record<string, unknown>; name: string } }
-  | { functionResponse: { name: string; response: { output: string } | { error: string } } };
+  | { text: string; thought?: true; thoughtSignature?: string }
+  | { functionCall: { args: Record<string, unknown>; name: string; id?: string }; thoughtSignature?: string }
+  | { functionResponse: { name: string; response: Record<string, unknown>; id?: string } }
+  | Record<string, unknown>;
 export interface GeminiContent {
   role: 'user' | 'model';
   parts: GeminiPart[];
@@ -19,22 +21,56 @@ export interface GeminiPayload {
 /** The call id each function part stands for (Gemini sends none): orders a round's responses as its calls. */
 const geminiCallIds = new WeakMap<object, string>();
 
-/** The turn of one user, assistant or tool message (no empty text parts), as a turn of its own. */
+/**
+ * The part's own Gemini keys: its `thoughtSignature` (sent back on the part it came with, never
+ * invented: a parallel call that had none gets none) and the keys the part does not model.
+ */
+function geminiKeys(p: AssembledPart): Record<string, unknown> {
+  const signature = metaString(p, 'google', 'thoughtSignature');
+  const extra = extraOf(p, 'google');
+  return signature === undefined ? extra : { ...extra, thoughtSignature: signature };
+}
+
+/** `{ id }` when the Gemini call or response this part came from had one. */
+function geminiId(p: AssembledPart): { id?: string } {
+  const id = metaString(p, 'google', 'id');
+  return id === undefined ? {} : { id };
+}
+
+/** The turn of one user, assistant or tool message (no empty text parts unless signed), as a turn of its own. */
 function geminiContentOf(m: AssembledMessage): GeminiContent {
   const parts: GeminiPart[] = [];
   for (const p of m.parts) {
-    if (p.type === 'text') {
-      if (hasVisibleText(p.text)) parts.push({ text: p.text });
-    } else if (p.type === 'toolCall') {
-      const part = { functionCall: { args: toolInputObject(toolArgumentsValue(p)), name: p.name } };
-      geminiCallIds.set(part, p.callId);
-      parts.push(part);
-    } else {
-      const part = {
-        functionResponse: { name: p.toolName ?? p.callId, response: p.isError ? { error: p.content } : { output: p.content } },
-      };
-      geminiCallIds.set(part, p.callId);
-      parts.push(part);
+    switch (p.type) {
+      case 'text':
+        if (hasVisibleText(p.text) || metaString(p, 'google', 'thoughtSignature') !== undefined)
+          parts.push({ ...geminiKeys(p), text: p.text });
+        break;
+      case 'toolCall': {
+        const part = { ...geminiKeys(p), functionCall: { ...geminiId(p), args: toolInputObject(toolArgumentsValue(p)), name: p.name } };
+        geminiCallIds.set(part, p.callId);
+        parts.push(part);
+        break;
+      }
+      case 'toolResult': {
+        const given = metaOf(p, 'google')?.response;
+        const response =
+          !p.elided && given !== null && typeof given === 'object' && !Array.isArray(given)
+            ? (given as Record<string, unknown>)
+            : p.isError
+              ? { error: p.content }
+              : { output: p.content };
+        const part = { ...geminiKeys(p), functionResponse: { ...geminiId(p), name: p.toolName ?? p.callId, response } };
+        geminiCallIds.set(part, p.callId);
+        parts.push(part);
+        break;
+      }
+      case 'reasoning':
+        if (sends('GEMINI', p)) parts.push({ ...geminiKeys(p), text: p.text, thought: true });
+        break;
+      case 'providerPart':
+        if (sends('GEMINI', p)) parts.push(p.data);
+        break;
     }
   }
   return { parts, role: m.role === 'ASSISTANT' ? 'model' : 'user' };

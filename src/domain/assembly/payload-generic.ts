@@ -2,10 +2,19 @@
 import { pieceOf, toolArgumentsValue } from './payload-pieces.js';
 import type { AssembledMessage } from './types.js';
 
-export type GenericPart =
+type WithMetadata = { providerMetadata?: Record<string, unknown> };
+export type GenericPart = (
   | { type: 'text'; text: string }
   | { type: 'toolCall'; callId: string; name: string; arguments: unknown }
-  | { type: 'toolResult'; callId: string; content: string; isError: boolean };
+  | { type: 'toolResult'; callId: string; content: string; isError: boolean }
+  | { type: 'reasoning'; text: string; redacted: boolean }
+  | { type: 'providerPart'; provider: string; data: unknown; format?: string }
+) &
+  WithMetadata;
+
+/** The part's provider metadata, when it has some: GENERIC carries every part with everything stored. */
+const withMetadata = <T extends object>(part: T, p: WithMetadata): T & WithMetadata =>
+  p.providerMetadata === undefined ? part : { ...part, providerMetadata: p.providerMetadata };
 export interface GenericPayload {
   messages: Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; parts: GenericPart[] }>;
 }
@@ -15,11 +24,17 @@ function genericMessageOf(m: AssembledMessage): GenericPayload['messages'][numbe
     parts: m.parts.map((p): GenericPart => {
       switch (p.type) {
         case 'text':
-          return { text: p.text, type: 'text' };
+          return withMetadata({ text: p.text, type: 'text' as const }, p);
         case 'toolCall':
-          return { arguments: toolArgumentsValue(p), callId: p.callId, name: p.name, type: 'toolCall' };
+          return withMetadata({ arguments: toolArgumentsValue(p), callId: p.callId, name: p.name, type: 'toolCall' as const }, p);
         case 'toolResult':
-          return { callId: p.callId, content: p.content, isError: p.isError, type: 'toolResult' };
+          return withMetadata({ callId: p.callId, content: p.content, isError: p.isError, type: 'toolResult' as const }, p);
+        case 'reasoning':
+          return withMetadata({ redacted: p.redacted, text: p.text, type: 'reasoning' as const }, p);
+        case 'providerPart': {
+          const part = { data: p.data, provider: p.provider, type: 'providerPart' as const };
+          return withMetadata(p.format === undefined ? part : { ...part, format: p.format }, p);
+        }
       }
     }),
     role: m.role.toLowerCase() as 'system' | 'user' | 'assistant' | 'tool',

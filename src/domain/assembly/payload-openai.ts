@@ -3,55 +3,93 @@ import { markImmutable } from '../immutable.js';
 import { toolArgumentsText } from '../tokens.js';
 import { seal } from './hash.js';
 import { pieceOf, textsOf } from './payload-pieces.js';
-import type { AssembledMessage } from './types.js';
+import { extraOf, metaOf, metaString, sends } from './provider-data.js';
+import type { AssembledMessage, AssembledPart } from './types.js';
 
-export type OpenAiContent = string | Array<{ type: 'text'; text: string }>;
+export type OpenAiContentPart = { type: 'text'; text: string } | Record<string, unknown>;
+export type OpenAiContent = string | OpenAiContentPart[];
 export type OpenAiMessage =
-  | { role: 'system' | 'user'; content: OpenAiContent }
+  | { role: 'system' | 'developer' | 'user'; content: OpenAiContent }
   | {
       role: 'assistant';
       content: OpenAiContent | null;
       tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
     }
-  | { role: 'tool'; tool_call_id: string; content: string };
+  | { role: 'tool'; tool_call_id: string; content: string | unknown[] };
 export interface OpenAiChatPayload {
   messages: OpenAiMessage[];
 }
 
-function openAiContent(texts: string[]): OpenAiContent {
-  if (texts.length === 0) return '';
-  if (texts.length === 1) return texts[0];
-  return texts.map((text) => ({ text, type: 'text' as const }));
+/**
+ * Whether the message's content goes as an array of parts even when it holds one text: the client
+ * gave it so (`providerMetadata.openai.contentArray` on its first part), or it holds other parts.
+ */
+const asArray = (m: AssembledMessage) => m.parts.length > 0 && metaOf(m.parts[0], 'openai')?.contentArray === true;
+
+/** The role a SYSTEM message is sent with: `developer` when it came as one. */
+const systemRole = (m: AssembledMessage): 'system' | 'developer' =>
+  m.parts.length > 0 && metaString(m.parts[0], 'openai', 'role') === 'developer' ? 'developer' : 'system';
+
+/** Content of a Chat message: text parts and the message's own OPENAI_CHAT provider parts (image_url, …), in order. */
+function chatContent(m: AssembledMessage): OpenAiContent {
+  const items: OpenAiContentPart[] = [];
+  let plain = true;
+  for (const p of m.parts) {
+    if (p.type === 'text') {
+      const extra = extraOf(p, 'openai');
+      items.push({ ...extra, text: p.text, type: 'text' });
+    } else if (p.type === 'providerPart' && sends('OPENAI_CHAT', p)) {
+      items.push(p.data);
+      plain = false;
+    }
+  }
+  if (plain && !asArray(m) && items.length <= 1) return items.length === 0 ? '' : (items[0] as { text: string }).text;
+  return items;
 }
 
 /** The Chat Completions messages of one assembled message (a TOOL message gives one per result). */
 function openAiMessagesOf(m: AssembledMessage): OpenAiMessage[] {
   switch (m.role) {
     case 'SYSTEM':
-      return [{ content: openAiContent(textsOf(m.parts)), role: 'system' }];
+      return [{ content: chatContent(m), role: systemRole(m) }];
     case 'USER':
-      return [{ content: openAiContent(textsOf(m.parts)), role: 'user' }];
+      return [{ content: chatContent(m), role: 'user' }];
     case 'ASSISTANT': {
-      const texts = textsOf(m.parts);
       const calls: NonNullable<Extract<OpenAiMessage, { role: 'assistant' }>['tool_calls']> = [];
       for (const p of m.parts) {
         if (p.type === 'toolCall') {
-          calls.push({ function: { arguments: toolArgumentsText(p), name: p.name }, id: p.callId, type: 'function' });
+          calls.push({
+            ...extraOf(p, 'openai'),
+            function: { arguments: toolArgumentsText(p), name: p.name },
+            id: p.callId,
+            type: 'function',
+          });
         }
       }
-      if (calls.length === 0) return [{ content: openAiContent(texts), role: 'assistant' }];
-      return [{ content: texts.length === 0 ? null : openAiContent(texts), role: 'assistant', tool_calls: calls }];
+      const hasContent = m.parts.some((p) => p.type === 'text' || (p.type === 'providerPart' && sends('OPENAI_CHAT', p)));
+      const fields = m.parts.length > 0 ? messageFields(m.parts[0]) : {};
+      if (calls.length === 0) return [{ ...fields, content: chatContent(m), role: 'assistant' }];
+      return [{ ...fields, content: hasContent ? chatContent(m) : null, role: 'assistant', tool_calls: calls }];
     }
     case 'TOOL': {
       const out: OpenAiMessage[] = [];
       for (const p of m.parts) {
-        if (p.type === 'toolResult') out.push({ content: p.content, role: 'tool', tool_call_id: p.callId });
+        if (p.type !== 'toolResult') continue;
+        const given = metaOf(p, 'openai')?.content;
+        out.push({ content: !p.elided && Array.isArray(given) ? given : p.content, role: 'tool', tool_call_id: p.callId });
       }
       const texts = textsOf(m.parts);
-      if (texts.length > 0) out.push({ content: openAiContent(texts), role: 'user' });
+      if (texts.length > 0)
+        out.push({ content: texts.length === 1 ? texts[0] : texts.map((text) => ({ text, type: 'text' as const })), role: 'user' });
       return out;
     }
   }
+}
+
+/** Keys of a Chat assistant message the parts do not model (`name`, `refusal`), kept on its first part. */
+function messageFields(first: AssembledPart): Record<string, unknown> {
+  const fields = metaOf(first, 'openai')?.message;
+  return fields !== null && typeof fields === 'object' && !Array.isArray(fields) ? (fields as Record<string, unknown>) : {};
 }
 
 export function toOpenAiChat(messages: readonly AssembledMessage[]): OpenAiChatPayload {
@@ -66,44 +104,126 @@ export function toOpenAiChat(messages: readonly AssembledMessage[]): OpenAiChatP
 
 // ---------------------------------------------------------------- OpenAI Responses
 
-export type ResponsesText = { type: 'input_text' | 'output_text'; text: string };
+export type ResponsesText = { type: 'input_text' | 'output_text'; text: string; annotations?: unknown[] };
 export type ResponsesItem =
-  | { type: 'message'; role: 'system' | 'user' | 'assistant'; content: string | ResponsesText[] }
-  | { type: 'function_call'; call_id: string; name: string; arguments: string }
-  | { type: 'function_call_output'; call_id: string; output: string };
+  | {
+      type: 'message';
+      role: 'system' | 'developer' | 'user' | 'assistant';
+      content: string | Array<ResponsesText | Record<string, unknown>>;
+    }
+  | { type: 'message'; id: string; role: 'assistant'; status: string; content: ResponsesText[] }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string; id?: string }
+  | { type: 'function_call_output'; call_id: string; output: string | unknown[] }
+  | { type: 'reasoning'; id: string; summary: unknown[]; encrypted_content?: string }
+  | Record<string, unknown>;
 export interface OpenAiResponsesPayload {
   input: ResponsesItem[];
 }
 
-function responsesMessage(role: 'system' | 'user' | 'assistant', texts: string[]): ResponsesItem {
-  const type = role === 'assistant' ? ('output_text' as const) : ('input_text' as const);
-  const content = texts.length === 0 ? '' : texts.length === 1 ? texts[0] : texts.map((text) => ({ text, type }));
-  return { content, role, type: 'message' };
+/** A system, developer or user message item: its texts as `input_text` parts and its own Responses provider parts (input_image, …). */
+function responsesInputMessage(m: AssembledMessage, role: 'system' | 'developer' | 'user'): ResponsesItem {
+  const items: Array<ResponsesText | Record<string, unknown>> = [];
+  let plain = true;
+  for (const p of m.parts) {
+    if (p.type === 'text') items.push({ ...extraOf(p, 'openai'), text: p.text, type: 'input_text' });
+    else if (p.type === 'providerPart' && sends('OPENAI_RESPONSES', p)) {
+      items.push(p.data);
+      plain = false;
+    }
+  }
+  const content = plain && !asArray(m) && items.length <= 1 ? (items.length === 0 ? '' : (items[0] as ResponsesText).text) : items;
+  return { ...itemFields(m.parts[0]), content, role, type: 'message' };
+}
+
+/** Keys of the item a part came from that the part does not model (`status`, `phase`), kept on the item's first part. */
+function itemFields(first: AssembledPart | undefined): Record<string, unknown> {
+  const fields = first && metaOf(first, 'openai')?.item;
+  return fields !== null && typeof fields === 'object' && !Array.isArray(fields) ? (fields as Record<string, unknown>) : {};
+}
+
+/**
+ * The items of an assistant message, in the order of its parts: a reasoning item per reasoning part
+ * OpenAI made, a message item per run of text parts of one OpenAI item (with its id, status and
+ * each text's annotations: the SDK's `ResponseOutputMessage`) or per text part without one (the
+ * SDK's `EasyInputMessage`, content a string: an `output_text` part needs the item's id), a
+ * function_call per call, and the message's own Responses provider parts (web_search_call, …).
+ */
+function responsesAssistantItems(m: AssembledMessage): ResponsesItem[] {
+  const out: ResponsesItem[] = [];
+  type OpenItem = { id: string; content: ResponsesText[] };
+  let open = null as OpenItem | null;
+  for (const p of m.parts) {
+    const itemId = metaString(p, 'openai', 'itemId');
+    if (p.type === 'text') {
+      if (itemId === undefined) {
+        open = null;
+        out.push({ ...itemFields(p), content: p.text, role: 'assistant', type: 'message' });
+        continue;
+      }
+      const text: ResponsesText = { annotations: [], ...extraOf(p, 'openai'), text: p.text, type: 'output_text' };
+      if (open?.id === itemId) open.content.push(text);
+      else {
+        open = { id: itemId, content: [text] };
+        out.push({ status: 'completed', ...itemFields(p), content: open.content, id: itemId, role: 'assistant', type: 'message' });
+      }
+      continue;
+    }
+    open = null;
+    if (p.type === 'toolCall') {
+      const call = {
+        ...extraOf(p, 'openai'),
+        arguments: toolArgumentsText(p),
+        call_id: p.callId,
+        name: p.name,
+        type: 'function_call' as const,
+      };
+      out.push(itemId === undefined ? call : { ...call, id: itemId });
+    } else if (p.type === 'reasoning') {
+      if (!sends('OPENAI_RESPONSES', p)) continue;
+      const given = metaOf(p, 'openai')?.summary;
+      const summary = Array.isArray(given) ? given : p.text === '' ? [] : [{ text: p.text, type: 'summary_text' }];
+      const encrypted = metaString(p, 'openai', 'encryptedContent');
+      const item = { ...extraOf(p, 'openai'), id: itemId!, summary, type: 'reasoning' as const };
+      out.push(encrypted === undefined ? item : { ...item, encrypted_content: encrypted });
+    } else if (p.type === 'providerPart' && sends('OPENAI_RESPONSES', p)) {
+      out.push(p.data);
+    }
+  }
+  if (out.length === 0) out.push({ content: '', role: 'assistant', type: 'message' });
+  return out;
 }
 
 /** The Responses input items of one assembled message (calls and results are items of their own). */
 function responsesItemsOf(m: AssembledMessage): ResponsesItem[] {
-  const texts = textsOf(m.parts);
   switch (m.role) {
     case 'SYSTEM':
-      return [responsesMessage('system', texts)];
+      return [responsesInputMessage(m, systemRole(m))];
     case 'USER':
-      return [responsesMessage('user', texts)];
-    case 'ASSISTANT': {
-      const out: ResponsesItem[] = [];
-      const hasCalls = m.parts.some((p) => p.type === 'toolCall');
-      if (texts.length > 0 || !hasCalls) out.push(responsesMessage('assistant', texts));
-      for (const p of m.parts) {
-        if (p.type === 'toolCall') out.push({ arguments: toolArgumentsText(p), call_id: p.callId, name: p.name, type: 'function_call' });
-      }
-      return out;
-    }
+      return [responsesInputMessage(m, 'user')];
+    case 'ASSISTANT':
+      return responsesAssistantItems(m);
     case 'TOOL': {
       const out: ResponsesItem[] = [];
       for (const p of m.parts) {
-        if (p.type === 'toolResult') out.push({ call_id: p.callId, output: p.content, type: 'function_call_output' });
+        if (p.type !== 'toolResult') continue;
+        const given = metaOf(p, 'openai')?.output;
+        const itemId = metaString(p, 'openai', 'itemId');
+        const item = {
+          ...extraOf(p, 'openai'),
+          call_id: p.callId,
+          output: !p.elided && Array.isArray(given) ? given : p.content,
+          type: 'function_call_output' as const,
+        };
+        out.push(itemId === undefined ? item : { ...item, id: itemId });
       }
-      if (texts.length > 0) out.push(responsesMessage('user', texts));
+      const texts = textsOf(m.parts);
+      if (texts.length > 0) {
+        out.push({
+          content: texts.length === 1 ? texts[0] : texts.map((text) => ({ text, type: 'input_text' as const })),
+          role: 'user',
+          type: 'message',
+        });
+      }
       return out;
     }
   }

@@ -46,7 +46,7 @@ import type {
 import { validateAssembleOptions } from './validate.js';
 import { NO_TRANSFORMS, projectMessage } from '../transforms.js';
 import { hideMessages, stripToolOutputs } from './history-transforms.js';
-import { newestUserIndex, shapeOf, toWork, workContentTokens, type StepResult, type WorkMessage } from './work.js';
+import { newestUserIndex, shapeOf, toWork, workContentTokens, workProviderTokens, type StepResult, type WorkMessage } from './work.js';
 
 function syntheticBlock(
   kind: AssembledMessageKind,
@@ -166,11 +166,26 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   const summaryLeads = startsWithUserTurn(format) && summaryBlock !== null;
   const leadBlock =
     startsWithUserTurn(format) && !summaryLeads ? syntheticBlock('system', 'USER', LEADING_USER_TEXT, format, encoding) : null;
+  // What opens the payload is the first kept message that sends a block, or the turn-context block
+  // where it stands (right before the newest user message): the placeholder is charged only when
+  // that is not a user turn. The kept messages run without a gap from the oldest one to the end,
+  // unless the oldest is the newest user message itself; past it, the rest is not known here, so
+  // the placeholder is charged (the final list decides whether it is sent).
+  const position = leadBlock ? new Map(list.map((w, i) => [w, i])) : null;
+  const newestUserAt = newestUserIndex(list);
   const leadCost = leadBlock
-    ? (first: WorkMessage | null) =>
-        (first === null ? turnContextBlock === null : first.shape.role !== 'USER' || !sendsAnthropicContent(first.source.parts))
-          ? leadBlock.tokenCount
-          : 0
+    ? (first: WorkMessage | null) => {
+        if (first === null) return turnContextBlock === null ? leadBlock.tokenCount : 0;
+        const from = position!.get(first)!;
+        for (let i = from; i < list.length; i++) {
+          if (i === newestUserAt && turnContextBlock !== null) return 0;
+          const w = list[i];
+          if (w.shape.role !== 'SYSTEM' && sendsAnthropicContent(w.source.parts, format))
+            return w.shape.role === 'USER' ? 0 : leadBlock.tokenCount;
+          if (i === newestUserAt && from === newestUserAt) break;
+        }
+        return leadBlock.tokenCount;
+      }
     : undefined;
   // Tool names the format refuses, over every message that may be kept: their cost is the sent name's.
   const names = mapToolNames(toolNamesOf(pinned ? [pinned, ...list] : list), format, encoding);
@@ -183,6 +198,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     workContentTokens(w, encoding) +
     (names.delta.size > 0 && w.shape.calls.length > 0 ? nameDelta(w) : 0) +
     (w.shape.attachments > 0 ? resolver.resolve(w).tokens : 0) +
+    workProviderTokens(w, format, encoding) +
     framingTokensFor(format, w.shape.role, w.shape.calls.length, w.shape.results.length, w.shape.others);
   if (pinned) {
     const cost = costOf(pinned);
@@ -237,7 +253,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   });
   if (forced < 0 && turnContextBlock) messages.push(turnContextBlock);
   // The first message the Anthropic payload sends (one without content blocks is left out of it).
-  const firstTurnOf = (list: readonly AssembledMessage[]) => list.findIndex((m) => m.role !== 'SYSTEM' && sendsAnthropicContent(m.parts));
+  const firstTurnOf = (list: readonly AssembledMessage[]) =>
+    list.findIndex((m) => m.role !== 'SYSTEM' && sendsAnthropicContent(m.parts, format));
   if (summaryLeads) {
     const firstTurn = firstTurnOf(messages);
     if (firstTurn < 0 || messages[firstTurn].role !== 'USER') {

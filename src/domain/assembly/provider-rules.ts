@@ -17,7 +17,8 @@
  */
 import { createHash } from 'node:crypto';
 import { countTokens } from '../tokens.js';
-import type { TokenEncoding } from '../types.js';
+import type { StoredPart, TokenEncoding } from '../types.js';
+import { isProviderData, leftOutBecause, metaOf, sends } from './provider-data.js';
 import type { AssembledMessage, AssembledPart, ContextFormat, ToolMapping } from './types.js';
 
 /** What one provider accepts for one kind of identifier, and how anything else is made acceptable. */
@@ -79,9 +80,13 @@ const hashed = (rule: IdentifierRule, original: string) => withSuffix(rule.clean
 /** Whether a text is sent as an Anthropic or Gemini text block (both refuse empty ones; Anthropic whitespace-only ones too). */
 export const hasVisibleText = (text: string) => /\S/.test(text);
 
-/** Whether a message gives at least one content block in ANTHROPIC_MESSAGES and GEMINI (it is a turn of the payload). */
-export function sendsAnthropicContent(parts: readonly { type: string; text?: string }[]): boolean {
-  return parts.some((p) => p.type !== 'text' || hasVisibleText(p.text ?? ''));
+/**
+ * Whether a message gives at least one content block in ANTHROPIC_MESSAGES and GEMINI (it is a turn
+ * of the payload): a visible text, a tool call or result, an attachment, or a reasoning or provider
+ * part that `format` sends.
+ */
+export function sendsAnthropicContent(parts: readonly (StoredPart | AssembledPart)[], format: ContextFormat): boolean {
+  return parts.some((p) => (p.type === 'text' ? hasVisibleText(p.text) : isProviderData(p) ? sends(format, p) : true));
 }
 
 /** Formats whose payload must start with a user turn and holds no empty text block (Anthropic's and Gemini's rules). */
@@ -203,7 +208,10 @@ export function applyProviderRules(input: readonly AssembledMessage[], format: C
         if (id !== p.callId) note(m, `its result for tool call id "${p.callId}" sent as "${id}"`);
         if (format === 'GEMINI') out = { ...p, toolName: call?.name ?? p.callId };
         else if (id !== p.callId) out = { ...p, callId: id };
-      } else if (startsWithUserTurn(format) && !hasVisibleText(p.text)) {
+      } else if (p.type === 'reasoning' || p.type === 'providerPart') {
+        const why = leftOutBecause(format, p);
+        if (why !== null) note(m, `its ${p.type === 'reasoning' ? 'reasoning' : `${p.provider} provider`} part is left out (${why})`);
+      } else if (startsWithUserTurn(format) && !hasVisibleText(p.text) && metaOf(p, 'google')?.thoughtSignature === undefined) {
         note(m, `a whitespace-only text part is left out (${format === 'GEMINI' ? 'Gemini' : 'Anthropic'} refuses empty text parts)`);
       }
       if (out !== p) parts ??= m.parts.slice(0, k);
@@ -215,8 +223,10 @@ export function applyProviderRules(input: readonly AssembledMessage[], format: C
     // The payload's last block belongs to the last message that sends content.
     for (let i = messages.length - 1; i >= 0; i--) {
       const m = messages[i];
-      if (m.role === 'SYSTEM' || !sendsAnthropicContent(m.parts)) continue;
-      const last = [...m.parts].reverse().find((p) => p.type !== 'text' || hasVisibleText(p.text));
+      if (m.role === 'SYSTEM' || !sendsAnthropicContent(m.parts, format)) continue;
+      const last = [...m.parts]
+        .reverse()
+        .find((p) => (p.type === 'text' ? hasVisibleText(p.text) : !isProviderData(p) || sends(format, p)));
       if (m.role === 'ASSISTANT' && last?.type === 'text' && last.text !== last.text.trimEnd()) {
         note(m, 'its trailing whitespace is trimmed (Anthropic refuses final assistant content ending in whitespace)');
       }

@@ -22,6 +22,8 @@ export interface ToolShape {
   others: number;
   /** Attachment parts among them. */
   attachments: number;
+  /** Reasoning and provider parts among them (sent by some formats only: provider-data.ts). */
+  providerData: number;
 }
 
 const NONE: readonly string[] = Object.freeze([]);
@@ -31,6 +33,7 @@ export function toolShapeOf(message: ToolCheckMessage): ToolShape {
   let results: string[] | null = null;
   let others = 0;
   let attachments = 0;
+  let providerData = 0;
   const parts = message.parts;
   for (let k = 0; k < parts.length; k++) {
     const type = parts[k].type;
@@ -39,9 +42,10 @@ export function toolShapeOf(message: ToolCheckMessage): ToolShape {
     else {
       others++;
       if (type === 'attachment') attachments++;
+      else if (type === 'reasoning' || type === 'providerPart') providerData++;
     }
   }
-  return { role: message.role, calls: calls ?? NONE, results: results ?? NONE, others, attachments };
+  return { role: message.role, calls: calls ?? NONE, results: results ?? NONE, others, attachments, providerData };
 }
 
 /** An ASSISTANT message that makes at least one tool call: the head of a round. */

@@ -4,7 +4,16 @@
  * pipeline, and maps the result back.
  */
 import type { HistoryTransforms } from '../transforms.js';
-import type { DomainCompaction, DomainMessage, MessageRole, ResolvedAttachment, TokenEncoding } from '../types.js';
+import type {
+  DomainCompaction,
+  DomainMessage,
+  MessageRole,
+  ProviderMetadata,
+  ProviderStoredPart,
+  ReasoningStoredPart,
+  ResolvedAttachment,
+  TokenEncoding,
+} from '../types.js';
 
 export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'OPENAI_RESPONSES' | 'ANTHROPIC_MESSAGES' | 'GEMINI';
 
@@ -76,8 +85,13 @@ export interface AssembleContextInput {
 
 /** A part of an assembled message: stored parts with attachments resolved to text. */
 export type AssembledPart =
-  | { type: 'text'; text: string /** set when this text is a resolved attachment block */; attachmentId?: string }
-  | { type: 'toolCall'; callId: string; name: string; arguments: unknown; argumentsJson?: string }
+  | {
+      type: 'text';
+      text: string /** set when this text is a resolved attachment block */;
+      attachmentId?: string;
+      providerMetadata?: ProviderMetadata;
+    }
+  | { type: 'toolCall'; callId: string; name: string; arguments: unknown; argumentsJson?: string; providerMetadata?: ProviderMetadata }
   | {
       type: 'toolResult';
       callId: string;
@@ -87,7 +101,10 @@ export type AssembledPart =
       elided?: boolean;
       /** GEMINI: the (sent) name of the call it answers, which its functionResponse names (provider-rules.ts). */
       toolName?: string;
-    };
+      providerMetadata?: ProviderMetadata;
+    }
+  | ReasoningStoredPart
+  | ProviderStoredPart;
 
 /**
  * `system` is every synthetic block that is not the summary or the turn context: the system prompt

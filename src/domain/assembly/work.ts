@@ -9,7 +9,8 @@ import { countCodePoints, countPartTokens, countTokens, tokensFor } from '../tok
 import type { DomainMessage, StoredPart, TokenEncoding } from '../types.js';
 import { toolShapeOf, type ToolShape } from './tool-shape.js';
 import { markImmutable } from '../immutable.js';
-import type { AssembledPart, Removal } from './types.js';
+import { providerDataTokens, responsesFramingDelta } from './provider-data.js';
+import type { AssembledPart, ContextFormat, Removal } from './types.js';
 
 export interface WorkMessage {
   readonly source: DomainMessage;
@@ -24,6 +25,9 @@ export interface WorkMessage {
   /** @internal memo of `workContentTokens` (for `memoEncoding`) */
   memoTokens?: number;
   memoEncoding?: TokenEncoding;
+  /** @internal memo of `workProviderTokens` (for `memoProviderKey`) */
+  memoProviderTokens?: number;
+  memoProviderKey?: string;
 }
 
 export interface StepResult {
@@ -123,4 +127,21 @@ export function newestUserIndex(list: readonly WorkMessage[]): number {
 /** Human label of a source message used in reasons: `message #12 (ASSISTANT)`. */
 export function label(message: DomainMessage): string {
   return `message #${message.index} (${message.role})`;
+}
+
+/**
+ * Tokens a format adds for the message's reasoning and provider parts (0 where it leaves them out)
+ * and, in OPENAI_RESPONSES, for an assistant message sent as several message items
+ * (provider-data.ts): 0 for the messages that have neither, without walking their parts again.
+ */
+export function workProviderTokens(w: WorkMessage, format: ContextFormat, encoding: TokenEncoding): number {
+  const responsesItems = format === 'OPENAI_RESPONSES' && w.shape.role === 'ASSISTANT' && w.shape.others > 1;
+  if (w.shape.providerData === 0 && !responsesItems) return 0;
+  const key = `${format}:${encoding}`;
+  if (w.memoProviderKey === key) return w.memoProviderTokens!;
+  let tokens = responsesItems ? responsesFramingDelta(w.source.parts) : 0;
+  if (w.shape.providerData > 0) for (const part of w.source.parts) tokens += providerDataTokens(format, part, encoding);
+  w.memoProviderTokens = tokens;
+  w.memoProviderKey = key;
+  return tokens;
 }
