@@ -61,7 +61,7 @@ export class PumpStream<T>
   private handed: Handed | null = null;
   /** The pump handed a result over and waits until the transport asks again (it has sent it). */
   private paused = false;
-  /** A result without errors waiting for its turn in `sends`. */
+  /** A result without errors waiting for its slice in `sends`. */
   private unsent: ExecutionResult | null = null;
 
   constructor(
@@ -158,7 +158,7 @@ export class PumpStream<T>
     this.sends.run(this);
   }
 
-  /** Its turn in `sends` (`SlicedWork`): writes the waiting result, then pulls the next event. */
+  /** Its slice in `sends` (`SlicedWork`): writes the waiting result, then pulls the next event. */
   runSlice(): number {
     const result = this.unsent;
     if (!result) return 0;

@@ -41,11 +41,11 @@ export interface SubscriptionSharingOptions<Context> {
 }
 
 /**
- * Socket writes per turn of the event loop (`PumpStream`'s `sends`): one event for 1,000 sockets
+ * Socket writes per event-loop tick (`PumpStream`'s `sends`): one event for 1,000 sockets
  * is written in slices of this many, and a request that comes in meanwhile waits for one slice,
  * not for the whole fan-out.
  */
-export const SENDS_PER_TURN = 64;
+export const SENDS_PER_TICK = 64;
 
 export interface SubscriptionSharing extends Plugin {
   stats: SharingStats;
@@ -88,7 +88,7 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   const stats: SharingStats = { executions: 0, shared: 0 };
   const results = new EventMemo<ExecutionResult>(options.maxEntries, options.ttlMs);
   const selectionKey = selectionKeys({ ...options, maxKeys: options.maxEntries });
-  const sends = new Slicer(SENDS_PER_TURN);
+  const sends = new Slicer(SENDS_PER_TICK);
 
   const executions: Executions = {
     run(args, event) {
