@@ -1,8 +1,8 @@
 import type { ExecutionArgs, ExecutionResult } from 'graphql';
 import { isPromiseLike } from '../caches/event-memo.js';
 import type { SlicedWork, Slicer } from '../pubsub/slicer.js';
-import { PULL, type Pullable, type StepConsumer } from '../services/pull.js';
-import { pullStep } from './pull.js';
+import { PULL, type Pullable, type StepConsumer } from '../services/pull-protocol.js';
+import { pullStep } from './pull-step.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './subscription-tracker.js';
 import { type LiveSink, nextMessage } from './ws-sink.js';
 
