@@ -19,11 +19,11 @@ export interface SharingStats {
 export interface SubscriptionSharingOptions<Context> {
   /**
    * Who is asking, as far as results can differ: subscribers with different scopes never share
-   * (the workspace today). Return null to opt a context out of sharing.
+   * (the workspace today). Return null to opt a request context out of sharing.
    */
   scopeOf(context: Context): string | null;
-  /** A fresh context for one event's execution (Pothos's per-context caches are per event, hayes/pothos#1421). */
-  contextForEvent(context: Context): Context;
+  /** A fresh request context for one event's execution (Pothos's per-context caches are per event, hayes/pothos#1421). */
+  requestContextForEvent(context: Context): Context;
   /**
    * Arguments of root subscription fields that only choose where the source stream starts and
    * never change an event's payload (`sessionEvents.afterSequence`): subscribers that differ only
@@ -93,7 +93,7 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   const executions: Executions = {
     run(args, event) {
       stats.executions++;
-      const contextValue = options.contextForEvent(args.contextValue as Context);
+      const contextValue = options.requestContextForEvent(args.contextValue as Context);
       const compiled = options.compiled?.(args);
       return compiled
         ? compiled(event, contextValue)
