@@ -5,7 +5,7 @@ import type { Tracing } from './graphql/tracing.js';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
 import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
-import { contextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
+import { requestContextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
 import { checkTokenizerShape } from './domain/tokens.js';
 import { createLogger } from './logger.js';
@@ -167,7 +167,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
 
 function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics, extraPlugins: Plugin[]): App {
   const { config, caps, logger, db, bus } = runtime;
-  const createContext = requestContexts(runtime);
+  const createRequestContext = requestContexts(runtime);
   const endpoint = '/graphql';
   const subscriptions = new SubscriptionTracker();
   let stopping = false;
@@ -187,7 +187,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
 
   const sharing = useSubscriptionSharing<RequestContext>({
     scopeOf: (ctx) => ctx.workspaceId,
-    contextForEvent,
+    requestContextForEvent,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,
     // Events run compiled once their document has run often enough (see useQueryJit).
@@ -247,7 +247,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
       connectionParams?: Record<string, unknown>;
       extra?: SocketExtra;
     }) =>
-      createContext({
+      createRequestContext({
         authorization: authorizationFrom(request, connectionParams, extra?.authorization),
       }),
   });

@@ -66,10 +66,10 @@ export interface RequestContext {
 }
 
 /** What the event and subscription helpers use (every resolver receives the whole `RequestContext`: Pothos has one context type per builder). */
-export type EventsContext = Pick<RequestContext, 'workspaceId' | 'loaders' | 'reads'>;
+export type EventsRequestContext = Pick<RequestContext, 'workspaceId' | 'loaders' | 'reads'>;
 
 /**
- * The context factory of one app: credentials come from the `Authorization` header or, over
+ * The request context factory of one app: credentials come from the `Authorization` header or, over
  * WebSocket, from `connectionParams.Authorization` (or `authorization`).
  */
 export function requestContexts(runtime: AppRuntime): (source: { authorization?: string | null }) => Promise<RequestContext> {
@@ -106,7 +106,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
   };
 }
 
-/** A copy of a subscription's context with fresh loaders and Pothos caches, for one event (hayes/pothos#1421). */
-export function contextForEvent(ctx: RequestContext): RequestContext {
+/** A copy of a subscription's request context with fresh loaders and Pothos caches, for one event (hayes/pothos#1421). */
+export function requestContextForEvent(ctx: RequestContext): RequestContext {
   return { ...ctx, ...initContextCache(), loaders: ctx.loaders.fresh() };
 }

@@ -1,5 +1,5 @@
 /**
- * The one place domain errors become GraphQL errors (Yoga's maskError, the WebSocket context, and
+ * The one place domain errors become GraphQL errors (Yoga's maskError, the WebSocket request context, and
  * validation rules call it). The domain's classes are re-exported so callers outside the domain
  * import errors from one module.
  */

@@ -15,7 +15,7 @@ export const OUTAGE_RETRY_AFTER_SECONDS = 2;
  * WebSocket subscriptions): a domain refusal with its code, a client error as BAD_USER_INPUT, an
  * outage as a retryable SERVICE_UNAVAILABLE, anything else as INTERNAL_SERVER_ERROR with an id
  * under which the cause is logged. An outage that refused the request before execution (no
- * `path`: the key check, the context) carries Yoga's `http` extension: HTTP 503 (with `Retry-After`, `useOutageRetryAfter`)
+ * `path`: the key check, the request context) carries Yoga's `http` extension: HTTP 503 (with `Retry-After`, `useOutageRetryAfter`)
  * for a client that accepts `application/graphql-response+json`, which the GraphQL-over-HTTP spec
  * allows when no execution began (`spec: true`: Yoga keeps 200 for `application/json`, and strips
  * the extension from the body).

@@ -191,7 +191,7 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
 }
 
 /** What a linear scan of a document's text finds, before any parsing. */
-export interface DocumentShape {
+export interface DocumentTextScan {
   /** The deepest nesting of `{`, `[` and `(`. */
   nesting: number;
   /** The keyword `fragment` outside any bracket: fragment definitions (an operation or type named `fragment` counts too). */
@@ -203,12 +203,12 @@ export interface DocumentShape {
 const isNameChar = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f;
 
 /**
- * The shape of a GraphQL document's text, strings, block strings and comments skipped. graphql-js
+ * Scans a GraphQL document's text, strings, block strings and comments skipped. graphql-js
  * parses recursively (10,000 nested selections or list literals overflow its stack), and parsing
  * a document of thousands of fragments costs tens of milliseconds under the token cap: this scan
  * runs first, so such a document is refused before the parser allocates anything.
  */
-export function documentShape(text: string): DocumentShape {
+export function scanDocumentText(text: string): DocumentTextScan {
   let depth = 0;
   let nesting = 0;
   let fragments = 0;
@@ -249,13 +249,13 @@ export function documentShape(text: string): DocumentShape {
 }
 
 /**
- * Parsing with limits: the text's shape (nesting, fragments, spreads), then graphql-js's parser with `maxTokens`. A syntax error
+ * Parsing with limits: the text's scan (nesting, fragments, spreads), then graphql-js's parser with `maxTokens`. A syntax error
  * is the client's: it answers BAD_USER_INPUT (graphql-js gives it no code).
  */
 export function limitedParse(limits: QueryLimits) {
   return (source: string | Source, options?: ParseOptions) => {
     const text = typeof source === 'string' ? source : source.body;
-    const { nesting, fragments, spreads } = documentShape(text);
+    const { nesting, fragments, spreads } = scanDocumentText(text);
     if (nesting > limits.maxNesting) throw tooComplex(`nests brackets ${nesting} deep (at most ${limits.maxNesting})`);
     if (fragments > limits.maxFragments) throw tooComplex(fragmentsProblem(fragments, limits));
     if (spreads > limits.maxFragmentSpreads) throw tooComplex(spreadsProblem(spreads, limits));

@@ -105,7 +105,7 @@ function paramsOf(
   return params as { query: string; variables?: Record<string, unknown> | null; operationName?: string | null };
 }
 
-/** Just the `Headers.get` the context function and envelop's plugins read, over Node's headers. */
+/** Just the `Headers.get` the request context function and envelop's plugins read, over Node's headers. */
 class NodeHeaders {
   constructor(private readonly headers: IncomingHttpHeaders) {}
   get(name: string): string | null {
@@ -131,7 +131,7 @@ class NodeHeaders {
  *   `operationName` and `extensions` is handed to Yoga as a Fetch request (`yoga.handleRequest`)
  *   before anything ran;
  * - after the rate limit (counted here, as Yoga counts first): a syntax or validation error, a
- *   subscription, a context that cannot be made (a bad key, the database down) are handed over
+ *   subscription, a request context that cannot be made (a bad key, the database down) are handed over
  *   marked `rateCounted`, before anything was executed.
  * A result with errors (or `extensions`) is formatted by Yoga's own `processRegularResult`, and a
  * request over the rate limit gets the same 429 as Yoga's `useRateLimit` gives.

@@ -45,10 +45,11 @@ export interface GraphQLWebSocketOptions {
 
 /**
  * graphql-ws on the app's server, at Yoga's endpoint: a connection is authenticated at
- * `connection_init`; each subscribe is rate limited (the same `takeRate` as HTTP), gets its context,
- * and is parsed and validated through envelop as Yoga would; queries and mutations execute through
- * envelop, subscriptions through subscription sharing (outside envelop: masked by `streamMask`,
- * tracked for shutdown). `close()` completes every operation and closes every socket with 1001.
+ * `connection_init`; each subscribe is rate limited (the same `takeRate` as HTTP), gets its
+ * request context, and is parsed and validated through envelop as Yoga would; queries and
+ * mutations execute through envelop, subscriptions through subscription sharing (outside envelop:
+ * masked by `streamMask`, tracked for shutdown). `close()` completes every operation and closes
+ * every socket with 1001.
  */
 export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
   const { server, yoga, limiter, auth, logger, sharing, subscriptions, streamMask, metrics, trusted } = options;
@@ -118,9 +119,9 @@ export function useGraphQLWebSocket(options: GraphQLWebSocketOptions) {
           contextFactory,
           parse,
           validate,
-          // Only what the context function reads, and the operation: the context built on this
-          // object lives as long as the subscription, so the rest of graphql-ws's connection state
-          // (the socket, its operations table) is left out of it.
+          // Only what the request context function reads, and the operation: the request context
+          // built on this object lives as long as the subscription, so the rest of graphql-ws's
+          // connection state (the socket, its operations table) is left out of it.
         } = yoga.getEnveloped({ connectionParams: ctx.connectionParams, extra: ctx.extra, params });
         let contextValue: RequestContext;
         try {

@@ -1,8 +1,8 @@
 import type { ExecutionArgs, ExecutionResult } from 'graphql';
 import { isPromiseLike } from '../caches/event-memo.js';
 import type { SlicedWork, Slicer } from '../pubsub/slicer.js';
-import { PULL, type Pullable, type StepConsumer } from '../services/pull.js';
-import { pullStep } from './pull.js';
+import { PULL, type Pullable, type StepConsumer } from '../services/pull-protocol.js';
+import { pullStep } from './pull-step.js';
 import { type Completable, type SelfTracking, TRACK_SELF } from './subscription-tracker.js';
 import { type LiveSink, nextMessage } from './ws-sink.js';
 
@@ -61,7 +61,7 @@ export class PumpStream<T>
   private handed: Handed | null = null;
   /** The pump handed a result over and waits until the transport asks again (it has sent it). */
   private paused = false;
-  /** A result without errors waiting for its turn in `sends`. */
+  /** A result without errors waiting for its slice in `sends`. */
   private unsent: ExecutionResult | null = null;
 
   constructor(
@@ -158,7 +158,7 @@ export class PumpStream<T>
     this.sends.run(this);
   }
 
-  /** Its turn in `sends` (`SlicedWork`): writes the waiting result, then pulls the next event. */
+  /** Its slice in `sends` (`SlicedWork`): writes the waiting result, then pulls the next event. */
   runSlice(): number {
     const result = this.unsent;
     if (!result) return 0;

@@ -33,7 +33,7 @@ export function selectionKeys<Context>(options: SelectionKeyOptions<Context>): (
   const shapeOf = (document: DocumentNode): DocumentShape => {
     let shape = shapes.get(document);
     if (shape) return shape;
-    const { text, keyedVariables } = documentShape(document, streamOnly);
+    const { text, keyedVariables } = stripStreamOnlyArguments(document, streamOnly);
     let id = shapeIds.get(text);
     if (id === undefined) shapeIds.set(text, (id = `${++lastShapeId}`));
     shapes.set(document, (shape = { id, keyedVariables }));
@@ -61,7 +61,10 @@ interface DocumentShape {
   keyedVariables: string[];
 }
 
-function documentShape(document: DocumentNode, streamOnly: Record<string, readonly string[]>): { text: string; keyedVariables: string[] } {
+function stripStreamOnlyArguments(
+  document: DocumentNode,
+  streamOnly: Record<string, readonly string[]>,
+): { text: string; keyedVariables: string[] } {
   const uses = new Map<string, number>();
   const declared: string[] = [];
   visit(document, {

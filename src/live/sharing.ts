@@ -19,11 +19,11 @@ export interface SharingStats {
 export interface SubscriptionSharingOptions<Context> {
   /**
    * Who is asking, as far as results can differ: subscribers with different scopes never share
-   * (the workspace today). Return null to opt a context out of sharing.
+   * (the workspace today). Return null to opt a request context out of sharing.
    */
   scopeOf(context: Context): string | null;
-  /** A fresh context for one event's execution (Pothos's per-context caches are per event, hayes/pothos#1421). */
-  contextForEvent(context: Context): Context;
+  /** A fresh request context for one event's execution (Pothos's per-context caches are per event, hayes/pothos#1421). */
+  requestContextForEvent(context: Context): Context;
   /**
    * Arguments of root subscription fields that only choose where the source stream starts and
    * never change an event's payload (`sessionEvents.afterSequence`): subscribers that differ only
@@ -41,11 +41,11 @@ export interface SubscriptionSharingOptions<Context> {
 }
 
 /**
- * Socket writes per turn of the event loop (`PumpStream`'s `sends`): one event for 1,000 sockets
+ * Socket writes per event-loop tick (`PumpStream`'s `sends`): one event for 1,000 sockets
  * is written in slices of this many, and a request that comes in meanwhile waits for one slice,
  * not for the whole fan-out.
  */
-export const SENDS_PER_TURN = 64;
+export const SENDS_PER_TICK = 64;
 
 export interface SubscriptionSharing extends Plugin {
   stats: SharingStats;
@@ -88,12 +88,12 @@ export function useSubscriptionSharing<Context>(options: SubscriptionSharingOpti
   const stats: SharingStats = { executions: 0, shared: 0 };
   const results = new EventMemo<ExecutionResult>(options.maxEntries, options.ttlMs);
   const selectionKey = selectionKeys({ ...options, maxKeys: options.maxEntries });
-  const sends = new Slicer(SENDS_PER_TURN);
+  const sends = new Slicer(SENDS_PER_TICK);
 
   const executions: Executions = {
     run(args, event) {
       stats.executions++;
-      const contextValue = options.contextForEvent(args.contextValue as Context);
+      const contextValue = options.requestContextForEvent(args.contextValue as Context);
       const compiled = options.compiled?.(args);
       return compiled
         ? compiled(event, contextValue)

@@ -2,11 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import type { ExecutionArgs, ExecutionResult } from 'graphql';
 import type { SubscribePayload } from 'graphql-ws';
 import type { WebSocket } from 'ws';
-import type { StepConsumer } from '../services/pull.js';
-import { pullStep } from './pull.js';
+import type { StepConsumer } from '../services/pull-protocol.js';
+import { pullStep } from './pull-step.js';
 import { CloseCode, GraphQLError, MessageType, getOperationAST, parseMessage, stringifyMessage } from '../packages/index.js';
 
-/** What an operation's context keeps of a WebSocket connection: see `useWebSocketServer`. */
+/** What an operation's request context keeps of a WebSocket connection: see `useWebSocketServer`. */
 export interface SocketExtra {
   socket: WebSocket;
   /** The upgrade request's `Authorization` header, if any. */

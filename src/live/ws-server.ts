@@ -33,7 +33,7 @@ function checkInitialised(connection: Connection) {
  * - The connection state is one `Connection` and each running stream one `Operation` (see there),
  *   not graphql-ws's closures and suspended `for await` per subscription.
  * - The upgrade request is not kept (use/ws puts it in `ctx.extra`, which every operation's
- *   context holds); only the header and address the server reads are.
+ *   request context holds); only the header and address the server reads are.
  * - One heartbeat pings every socket, a share at a time (`Heartbeat`), instead of an interval, a
  *   timeout and a `pong` listener per socket. `keepAliveMs` is its interval (tests shorten it).
  * - The wait for `connection_init` (`connectionInitWaitTimeout`, 3 s by default) is a timer that

@@ -48,8 +48,8 @@ export interface EventBus {
   description: string;
   /**
    * Never throws and never waits: a publish that fails is logged (the event stays in the log).
-   * This instance's listeners get the event in publish order, a slice of listeners per turn of the
-   * event loop (`Delivery`): at once for a session of up to `INLINE_LISTENERS` listeners, else once
+   * This instance's listeners get the event in publish order, a slice of listeners per event-loop
+   * tick (`Delivery`): at once for a session of up to `INLINE_LISTENERS` listeners, else once
    * the current I/O callback is done (the writer's response goes first). With Redis, after the
    * PUBLISH is handed to the connection.
    */

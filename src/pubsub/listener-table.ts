@@ -45,10 +45,10 @@ export class ListenerTable {
 }
 
 /**
- * Listener calls per turn of the event loop: a session's 1,000 local subscribers hear an event in
+ * Listener calls per event-loop tick: a session's 1,000 local subscribers hear an event in
  * slices of this many, with I/O (a writer's next request) handled in between.
  */
-export const LISTENERS_PER_TURN = 128;
+export const LISTENERS_PER_TICK = 128;
 
 /**
  * One event handed to each of a session's listeners (a copy of the set: a listener may leave while

@@ -1,5 +1,5 @@
 import type { BusObserver, EventBus } from './bus.js';
-import { Delivery, deliverOwn, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
+import { Delivery, deliverOwn, LISTENERS_PER_TICK, ListenerTable } from './listener-table.js';
 import { Slicer } from './slicer.js';
 
 /**
@@ -9,7 +9,7 @@ import { Slicer } from './slicer.js';
  */
 export function createMemoryBus(observer?: BusObserver): EventBus {
   const table = new ListenerTable();
-  const deliveries = new Slicer(LISTENERS_PER_TURN);
+  const deliveries = new Slicer(LISTENERS_PER_TICK);
   return {
     description: 'in-memory pub/sub',
     publish(event) {

@@ -3,7 +3,7 @@ import { redact } from '../config.js';
 import type { SessionEventMessage } from '../db/session-events.js';
 import type { Logger } from '../logger.js';
 import { PING_TIMEOUT_MS, type BusListener, type BusObserver, type EventBus } from './bus.js';
-import { Delivery, deliverOwn, LISTENERS_PER_TURN, ListenerTable } from './listener-table.js';
+import { Delivery, deliverOwn, LISTENERS_PER_TICK, ListenerTable } from './listener-table.js';
 import { loadRedis, whenReady } from './redis-connection.js';
 import { Slicer } from './slicer.js';
 
@@ -21,7 +21,7 @@ export function createRedisBus(redisUrl: string, prefix: string, logger: Logger,
    * Local deliveries, own and other instances' events in the order they came, a slice at a time
    * (an own event's as `deliverOwn` says).
    */
-  const deliveries = new Slicer(LISTENERS_PER_TURN);
+  const deliveries = new Slicer(LISTENERS_PER_TICK);
 
   const publisher = new (loadRedis())(redisUrl, { connectionName: 'session-graph-pub', maxRetriesPerRequest: 1 });
   // Our own (re)subscription logic decides what the connection listens to: no offline queue (a

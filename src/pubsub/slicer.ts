@@ -10,35 +10,35 @@ export interface SlicedWork {
 }
 
 /**
- * Runs work in FIFO order, at most `perTurn` units per turn of the event loop: what is over the
+ * Runs work in FIFO order, at most `perTick` units per event-loop tick: what is over the
  * budget waits for a `setImmediate` (the check phase, right after the poll phase), so I/O that
  * came in meanwhile (an HTTP request, a WebSocket frame) is handled between two slices instead of
  * waiting for the whole of a large fan-out. A work never overtakes one queued before it, and runs
  * whole before the next one starts: what one listener or socket gets stays in the order it was
  * handed in.
  *
- * A `Slicer` holds no timer while idle and allocates nothing per unit; one `setImmediate` per turn
+ * A `Slicer` holds no timer while idle and allocates nothing per unit; one `setImmediate` per tick
  * in which it was used resets its budget.
  */
 export class Slicer {
   private readonly queue: SlicedWork[] = [];
   private head = 0;
-  /** Units done in the current turn. */
+  /** Units done in the current tick. */
   private used = 0;
   private scheduled = false;
   /** A work runs at once (`run`), outside the queue. */
   private running = false;
-  private readonly onTurn = () => this.turn();
+  private readonly onTick = () => this.tick();
 
-  constructor(private readonly perTurn: number) {}
+  constructor(private readonly perTick: number) {}
 
-  /** Runs `work` at once as far as this turn's budget goes and nothing is queued before it; the rest later. */
+  /** Runs `work` at once as far as this tick's budget goes and nothing is queued before it; the rest later. */
   run(work: SlicedWork) {
-    if (!this.running && this.head === this.queue.length && this.used < this.perTurn) {
+    if (!this.running && this.head === this.queue.length && this.used < this.perTick) {
       // What the work hands in while it runs is queued behind it.
       this.running = true;
       try {
-        this.used += work.runSlice(this.perTurn - this.used);
+        this.used += work.runSlice(this.perTick - this.used);
       } finally {
         this.running = false;
       }
@@ -49,7 +49,7 @@ export class Slicer {
     this.schedule();
   }
 
-  /** Runs `work` in a later turn (after the current I/O callback is done), behind everything already queued. */
+  /** Runs `work` in a later tick (after the current I/O callback is done), behind everything already queued. */
   later(work: SlicedWork) {
     this.queue.push(work);
     this.schedule();
@@ -64,20 +64,20 @@ export class Slicer {
   private schedule() {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(this.onTurn);
+    setImmediate(this.onTick);
   }
 
-  private turn() {
+  private tick() {
     this.scheduled = false;
     this.used = 0;
     try {
-      while (this.head < this.queue.length && this.used < this.perTurn) {
+      while (this.head < this.queue.length && this.used < this.perTick) {
         const work = this.queue[this.head];
         let over = true;
         try {
           // Done (or it threw, which a work must not do: it is dropped, and the queue behind it goes
-          // on in the next turn).
-          this.used += work.runSlice(this.perTurn - this.used);
+          // on in the next tick).
+          this.used += work.runSlice(this.perTick - this.used);
           over = !work.unfinished?.();
         } finally {
           if (over) this.head++;

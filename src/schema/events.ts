@@ -1,4 +1,4 @@
-import type { EventsContext } from '../graphql/context.js';
+import type { EventsRequestContext } from '../graphql/context.js';
 import { notFound } from '../graphql/errors.js';
 import type { SessionEventMessage } from '../pubsub/bus.js';
 import { SESSION_DELETED } from '../services/event-stream.js';
@@ -148,7 +148,11 @@ eventType(
  * Checks that the session is in the caller's workspace (NOT_FOUND otherwise, whether it exists
  * elsewhere or not at all) and returns its event stream, which ends after SessionDeleted.
  */
-export async function workspaceSessionStream(ctx: EventsContext, rawSessionId: string | number, afterSequence: number | null | undefined) {
+export async function workspaceSessionStream(
+  ctx: EventsRequestContext,
+  rawSessionId: string | number,
+  afterSequence: number | null | undefined,
+) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
   // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
   const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null, String(rawSessionId));

@@ -1,5 +1,5 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import type { EventsContext, RequestContext } from '../graphql/context.js';
+import type { EventsRequestContext, RequestContext } from '../graphql/context.js';
 import type { SessionEventMessage } from '../pubsub/bus.js';
 import type { ViewedMessage } from '../services/transforms.js';
 import { HIDE_REASON_MAX } from '../services/transforms.js';
@@ -253,7 +253,7 @@ eventType('MessagesUnhidden', 'MESSAGES_UNHIDDEN', 'unhideMessages showed hidden
 }));
 
 /** The message an event names, as seen in the event's session (null once deleted). */
-const viewedMessage = async (e: SessionEventMessage, ctx: EventsContext) =>
+const viewedMessage = async (e: SessionEventMessage, ctx: EventsRequestContext) =>
   e.messageId ? ((await ctx.reads.messagesInView([e.messageId], e.sessionId))[0] ?? null) : null;
 
 /** A redaction event: the message, as seen in the session, and its index. */

@@ -64,7 +64,7 @@ export class AppendBatcher {
       this.queue.push({ job, input, complete, settle: resolve as (outcome: BatchOutcome<unknown>) => void, fail: reject });
       if (!this.running) {
         this.running = true;
-        // The calls parsed in the same turn of the event loop go together.
+        // The calls parsed in the same event-loop tick go together.
         setImmediate(() => void this.drain());
       }
     });

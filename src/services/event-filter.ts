@@ -1,6 +1,6 @@
 import type { SessionEventMessage } from '../pubsub/bus.js';
 import type { SessionEventStream } from './event-stream.js';
-import { PULL, type StepConsumer } from './pull.js';
+import { PULL, type StepConsumer } from './pull-protocol.js';
 
 /**
  * The events of `stream` that `keep` accepts (turnEvents takes a session's turn events this way).

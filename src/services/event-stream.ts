@@ -1,7 +1,7 @@
 import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { SqlClient } from '../db/sql.js';
 import type { BusListener, EventBus, SessionEventMessage } from '../pubsub/bus.js';
-import { PULL, type Pullable, type StepConsumer } from './pull.js';
+import { PULL, type Pullable, type StepConsumer } from './pull-protocol.js';
 import { readClock, sharedRead } from './shared-reads.js';
 import { eventsExpired } from './event-retention.js';
 

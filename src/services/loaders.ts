@@ -32,8 +32,8 @@ export interface LoaderSources {
 
 /**
  * One request's (or one subscription event's) loaders, each made on first read: a subscription
- * keeps its context for its whole life, and most requests and events need one loader or none.
- * Getters on the prototype, so an unused set costs one small object.
+ * keeps its request context for its whole life, and most requests and events need one loader or
+ * none. Getters on the prototype, so an unused set costs one small object.
  */
 export class RequestLoaders {
   /** Characters of attachment content asked for so far (bounded per request, see Attachment.content). */

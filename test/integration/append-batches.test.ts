@@ -85,7 +85,7 @@ describe(`batched appends (${backend.label})`, () => {
     const results = await Promise.all(appends);
     for (const result of await Promise.all(refused)) expect(result.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect((await betaAppend).appendMessages.messages.map((m) => [m.index, m.text])).toEqual([[0, 'mine']]);
-    // Fewer statements than calls: they were batched (the in-process app sends them in one turn).
+    // Fewer statements than calls: they were batched (the in-process app sends them in one event-loop tick).
     for (const [s, sessionId] of sessions.entries()) {
       const mine = results.slice(s * calls, (s + 1) * calls).map((r) => r.appendMessages);
       const { count, nodes } = await allMessages(sessionId);

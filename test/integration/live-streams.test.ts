@@ -34,7 +34,7 @@ type FullMessage = Record<string, unknown>;
 type FullEv = { sequence: number; message?: FullMessage };
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-/** Waits until `check` holds, looking again after each turn of the event loop's timers. */
+/** Waits until `check` holds, looking again after each event-loop tick of its timer. */
 async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import type { BusListener, EventBus, SessionEventMessage } from '../../src/pubsub/bus.js';
-import { INLINE_LISTENERS, LISTENERS_PER_TURN } from '../../src/pubsub/listener-table.js';
+import { INLINE_LISTENERS, LISTENERS_PER_TICK } from '../../src/pubsub/listener-table.js';
 import { createMemoryBus } from '../../src/pubsub/memory-bus.js';
 import { createRedisBus } from '../../src/pubsub/redis-bus.js';
 
@@ -23,7 +23,7 @@ function recorder(): BusListener & { heard: number[] } {
   return { heard, event: (e) => void heard.push(e.sequence), sync: () => {} };
 }
 
-const turns = async (n: number) => {
+const ticks = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
@@ -53,15 +53,15 @@ describe.each(buses)("%s: an instance's own events", (_, make) => {
     for (const listener of listeners) expect(listener.heard).toEqual([1]);
   });
 
-  it('delivers to a session with more listeners only after the publishing callback, a slice per turn', async () => {
+  it('delivers to a session with more listeners only after the publishing callback, a slice per tick', async () => {
     const bus = createBus();
-    const listeners = Array.from({ length: LISTENERS_PER_TURN + 10 }, () => recorder());
+    const listeners = Array.from({ length: LISTENERS_PER_TICK + 10 }, () => recorder());
     for (const listener of listeners) bus.subscribe('many', listener);
     bus.publish(event('many', 1));
     expect(listeners.filter((l) => l.heard.length).length).toBe(0);
-    await turns(1);
-    expect(listeners.filter((l) => l.heard.length).length).toBe(LISTENERS_PER_TURN);
-    await turns(2);
+    await ticks(1);
+    expect(listeners.filter((l) => l.heard.length).length).toBe(LISTENERS_PER_TICK);
+    await ticks(2);
     for (const listener of listeners) expect(listener.heard).toEqual([1]);
   });
 
@@ -74,7 +74,7 @@ describe.each(buses)("%s: an instance's own events", (_, make) => {
     for (const stop of leave.slice(INLINE_LISTENERS)) stop();
     bus.publish(event('s', 2));
     expect(listeners[0].heard).toEqual([]);
-    await turns(3);
+    await ticks(3);
     for (const listener of listeners.slice(0, INLINE_LISTENERS)) expect(listener.heard).toEqual([1, 2]);
     for (const listener of listeners.slice(INLINE_LISTENERS)) expect(listener.heard).toEqual([1]);
   });

@@ -1,6 +1,6 @@
 import { buildSchema, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_QUERY_LIMITS, documentShape, limitedParse, queryLimitsRule } from '../../src/graphql/query-limits.js';
+import { DEFAULT_QUERY_LIMITS, limitedParse, queryLimitsRule, scanDocumentText } from '../../src/graphql/query-limits.js';
 
 const schema = buildSchema(`
   type Query { node: Node }
@@ -57,7 +57,7 @@ describe('query limits', () => {
 
   it('counts fragment definitions and spreads in the text, outside strings and comments, before parsing', () => {
     const text = '{ a(s: "fragment ...") ...F ... on Q { b } } # fragment ...\nfragment F on Q { ...G } query fragmentless { c }';
-    expect(documentShape(text)).toEqual({ nesting: 2, fragments: 1, spreads: 3 });
+    expect(scanDocumentText(text)).toEqual({ nesting: 2, fragments: 1, spreads: 3 });
     expect(() => limitedParse(DEFAULT_QUERY_LIMITS)(`{ a } ${'fragment F on Q { a } '.repeat(65)}`)).toThrow(
       /defines 65 fragments \(at most 64\)/,
     );
@@ -69,7 +69,7 @@ describe('query limits', () => {
   });
 
   it('measures bracket nesting outside strings, block strings and comments', () => {
-    const nesting = (text: string) => documentShape(text).nesting;
+    const nesting = (text: string) => scanDocumentText(text).nesting;
     expect(nesting('{ a { b(x: [[1]]) } }')).toBe(5);
     expect(nesting('{ a(s: "{{{\\"{{") }')).toBe(2);
     expect(nesting('{ a(s: """ {{{ \\""" {{ """) }')).toBe(2);

@@ -20,22 +20,22 @@ function work(log: string[], name: string, units: number, onUnit?: (i: number) =
 }
 
 const range = (name: string, units: number) => Array.from({ length: units }, (_, i) => `${name}:${i}`);
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-/** Waits `turns` turns of the event loop (a few more than the slicer can need). */
-const settle = async (turns: number) => {
-  for (let i = 0; i < turns; i++) await turn();
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Waits `ticks` event-loop ticks (a few more than the slicer can need). */
+const settle = async (ticks: number) => {
+  for (let i = 0; i < ticks; i++) await tick();
 };
 
 describe('Slicer', () => {
-  it('runs at once within the budget, and the rest a budget per turn of the event loop', async () => {
+  it('runs at once within the budget, and the rest a budget per event-loop tick', async () => {
     const log: string[] = [];
     const slicer = new Slicer(4);
     slicer.run(work(log, 'a', 10));
     expect(log).toHaveLength(4);
-    // Each turn (the check phase, after the poll phase that handles I/O) runs one slice.
-    await turn();
+    // Each tick (the check phase, after the poll phase that handles I/O) runs one slice.
+    await tick();
     expect(log).toHaveLength(8);
-    await turn();
+    await tick();
     expect(log).toEqual(range('a', 10));
   });
 
@@ -64,7 +64,7 @@ describe('Slicer', () => {
     expect(log).toEqual(['a:0', 'a:1', 'b:0', 'b:1', 'b:2', 'b:3', 'd:0', 'c:0', 'c:1']);
   });
 
-  it('resets its budget each turn, and is idle (no timer) once its queue is empty', async () => {
+  it('resets its budget each tick, and is idle (no timer) once its queue is empty', async () => {
     const log: string[] = [];
     const slicer = new Slicer(2);
     slicer.run(work(log, 'a', 1));

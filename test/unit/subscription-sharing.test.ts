@@ -64,7 +64,7 @@ function tickServer(options: { maxShapes?: number } = {}) {
   });
   const sharing = useSubscriptionSharing<Ctx>({
     scopeOf: (ctx) => ctx.scope,
-    contextForEvent: (ctx) => ({ ...ctx }),
+    requestContextForEvent: (ctx) => ({ ...ctx }),
     streamOnlyArguments: { ticks: ['after'] },
     maxShapes: options.maxShapes,
   });
@@ -268,7 +268,7 @@ async function tickWsServer(direct: boolean) {
   });
   const sharing = useSubscriptionSharing<Ctx>({
     scopeOf: (ctx) => ctx.scope,
-    contextForEvent: (ctx) => ({ ...ctx }),
+    requestContextForEvent: (ctx) => ({ ...ctx }),
   });
   const yoga = createYoga({
     schema,
@@ -424,7 +424,7 @@ describe('subscribeToSocket', () => {
         },
       },
     });
-    const sharing = useSubscriptionSharing<Ctx>({ scopeOf: (ctx) => ctx.scope, contextForEvent: (ctx) => ctx });
+    const sharing = useSubscriptionSharing<Ctx>({ scopeOf: (ctx) => ctx.scope, requestContextForEvent: (ctx) => ctx });
     const written: Buffer[] = [];
     const sink = { id: '1', open: () => true, write: (frame: Buffer) => void written.push(frame) };
     const mask: StreamMask = { result: (r) => r, error: (e) => new Error(`masked: ${(e as Error).message}`) };

@@ -1,6 +1,6 @@
-import { PULL, type Pullable, type StepConsumer } from '../services/pull.js';
+import { PULL, type Pullable, type StepConsumer } from '../services/pull-protocol.js';
 
-/** Whether `value` offers the pull protocol (services/pull.ts) for its next step. */
+/** Whether `value` offers the pull protocol (services/pull-protocol.ts) for its next step. */
 export function isPullable<T>(value: object): value is Pullable<T> {
   return typeof (value as Partial<Pullable<T>>)[PULL] === 'function';
 }
