@@ -1,10 +1,10 @@
-// Writes the configuration table of README.md (between its config-table markers) from SETTINGS in
-// src/config.ts; `npm run docs` runs it, and test/unit/config-table.test.ts fails when the README
-// differs from what this prints.
+// Writes the configuration table of docs/operations.md (between its config-table markers) from
+// SETTINGS in src/config.ts; `npm run docs` runs it, and test/unit/config-table.test.ts fails when
+// the page differs from what this prints.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { SETTINGS, type Setting } from '../src/config.js';
 
-export const README_FILE = new URL('../README.md', import.meta.url);
+export const CONFIG_TABLE_FILE = new URL('../docs/operations.md', import.meta.url);
 
 const START = '<!-- config-table: generated from SETTINGS in src/config.ts by `npm run docs` -->';
 const END = '<!-- /config-table -->';
@@ -22,19 +22,19 @@ export function configTable(): string {
   return ['| variable | default | meaning |', '| --- | --- | --- |', ...rows].join('\n');
 }
 
-/** `readme` with the text between the markers replaced by `configTable()`; throws if a marker is missing. */
-export function withConfigTable(readme: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md must hold the lines "${START}" and "${END}", in that order.`);
-  return `${readme.slice(0, start + START.length)}\n${configTable()}\n${readme.slice(end)}`;
+/** `page` with the text between the markers replaced by `configTable()`; throws if a marker is missing. */
+export function withConfigTable(page: string): string {
+  const start = page.indexOf(START);
+  const end = page.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`docs/operations.md must hold the lines "${START}" and "${END}", in that order.`);
+  return `${page.slice(0, start + START.length)}\n${configTable()}\n${page.slice(end)}`;
 }
 
 export function writeConfigTable() {
-  writeFileSync(README_FILE, withConfigTable(readFileSync(README_FILE, 'utf8')));
+  writeFileSync(CONFIG_TABLE_FILE, withConfigTable(readFileSync(CONFIG_TABLE_FILE, 'utf8')));
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
   writeConfigTable();
-  console.log('wrote the configuration table of README.md');
+  console.log('wrote the configuration table of docs/operations.md');
 }

@@ -1,6 +1,7 @@
 // Writes docs/api.md (`npm run docs`) from the schema's own descriptions and the worked examples in
-// docs/examples.ts, and README.md's configuration table (print-config.ts); test/integration/api-docs.test.ts
-// and test/unit/config-table.test.ts fail when either differs from what is printed.
+// docs/examples.ts, and docs/operations.md's configuration table (print-config.ts);
+// test/integration/api-docs.test.ts and test/unit/config-table.test.ts fail when either differs from
+// what is printed.
 import { writeFileSync } from 'node:fs';
 import {
   astFromValue,
@@ -202,5 +203,5 @@ export function printDocs(target: GraphQLSchema = schema): string {
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
   writeFileSync(DOCS_FILE, printDocs());
   writeConfigTable();
-  console.log('wrote docs/api.md and the configuration table of README.md');
+  console.log('wrote docs/api.md and the configuration table of docs/operations.md');
 }

@@ -100,7 +100,7 @@ export interface AppConfig {
   eventRetentionMs: number | null;
 }
 
-/** A documented environment variable: what the README's table shows, and for integers how it is parsed. */
+/** A documented environment variable: what the settings table of docs/operations.md shows, and for integers how it is parsed. */
 export interface Setting {
   meaning: string;
   /** The default as the table shows it (integers: `integer`, unless given). */
@@ -114,8 +114,9 @@ export interface Setting {
 }
 
 /**
- * Every environment variable the server reads, in the README's order (`npm run docs` prints the
- * table from this list; `loadConfig` reads nothing else, and a test checks it reads all of them).
+ * Every environment variable the server reads, in the order of the settings table of
+ * docs/operations.md (`npm run docs` prints the table from this list; `loadConfig` reads nothing
+ * else, and a test checks it reads all of them).
  */
 export const SETTINGS = {
   PORT: { integer: 4000, min: 0, max: 65535, meaning: 'TCP port (0 picks a free one)' },

@@ -1,8 +1,9 @@
 /**
- * Plain SQL on the app's database, beside Prisma, for the two hot paths with latency targets
- * (`forkSession` and the context window): there Prisma 7's per-statement compilation and its
- * interactive-transaction round trips cost as much as the statements themselves. Everything else
- * goes through Prisma. Rows come back as Prisma would give them for the same columns: timestamps
+ * Plain SQL on the app's database, beside Prisma, for the stores only: the hot paths (appends,
+ * forks, assembly and page reads, turns, the event log), where Prisma 7's per-statement cost was
+ * as large as the statements themselves, and what Prisma cannot say. The one rule for reaching
+ * data is in docs/architecture.md ("Reaching data"). Rows come back as Prisma would give them for
+ * the same columns: timestamps
  * (stored as `TIMESTAMP(3)`, UTC) as `Date`, `BIGINT` as `bigint`, JSON parsed, arrays as arrays,
  * enums as their names.
  */

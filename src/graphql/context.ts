@@ -46,7 +46,9 @@ export interface AppRuntime {
 
 /**
  * One request's (or one WebSocket operation's) GraphQL context: who is asking, its loaders, and
- * the services resolvers call. No database handle: resolvers read through loaders and services.
+ * the services resolvers call. Its one database handle, `prisma`, is for Pothos's Prisma plugin
+ * (selections); every other read and every write goes through loaders and services to the stores
+ * (docs/architecture.md, "Reaching data").
  */
 export interface RequestContext {
   workspaceId: string;

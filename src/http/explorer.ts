@@ -16,7 +16,7 @@ const FILES: Record<string, { file: string; type: string }> = {
 const POLICY = "default-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
- * The explorer page (explorer/, README "Explorer") at `/explorer`: static files built beforehand,
+ * The explorer page (explorer/, docs/guide.md "Explorer") at `/explorer`: static files built beforehand,
  * read from disk once each and kept; everything the page shows comes from the public GraphQL
  * endpoint. A GET for a file not built answers 404 saying how to build it.
  */

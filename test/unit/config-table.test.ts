@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { configTable, README_FILE, withConfigTable } from '../../scripts/print-config.js';
+import { CONFIG_TABLE_FILE, configTable, withConfigTable } from '../../scripts/print-config.js';
 import { SETTINGS } from '../../src/config.js';
 
-describe("README.md's configuration table", () => {
+describe("docs/operations.md's configuration table", () => {
   it('is what `npm run docs` prints from SETTINGS in src/config.ts', () => {
-    const readme = readFileSync(README_FILE, 'utf8');
-    expect(readme).toBe(withConfigTable(readme));
+    const page = readFileSync(CONFIG_TABLE_FILE, 'utf8');
+    expect(page).toBe(withConfigTable(page));
   });
 
   it('has one row per setting, about 20 of them', () => {
@@ -15,7 +15,7 @@ describe("README.md's configuration table", () => {
     expect(rows.length).toBeLessThanOrEqual(26);
   });
 
-  it('refuses a README without its markers', () => {
+  it('refuses a page without its markers', () => {
     expect(() => withConfigTable('# no table here\n')).toThrow(/config-table/);
   });
 });
