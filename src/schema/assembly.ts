@@ -23,7 +23,7 @@ const TokenEncodingEnum = builder.enumType('TokenEncoding', {
   } as const,
 });
 
-const ContextFormatEnum = builder.enumType('ContextFormat', {
+export const ContextFormatEnum = builder.enumType('ContextFormat', {
   description: 'The wire shape of `AssembledContext.payload`.',
   values: {
     GENERIC: { description: '{ messages: [{ role, parts }] } with lower-case roles.' },

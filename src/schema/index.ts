@@ -14,6 +14,7 @@ import './events.js';
 import './transforms.js';
 import './turn-events.js';
 import './search.js';
+import './provider-messages.js';
 import { lexicographicSortSchema } from '../packages/index.js';
 
 /**

@@ -55,7 +55,7 @@ const AppendMessagesInput = builder.inputType('AppendMessagesInput', {
 });
 
 type AppendMessagesPayloadShape = { session: SessionRow; messages: MessageRow[] };
-const AppendMessagesPayload = builder.objectRef<AppendMessagesPayloadShape>('AppendMessagesPayload').implement({
+export const AppendMessagesPayload = builder.objectRef<AppendMessagesPayloadShape>('AppendMessagesPayload').implement({
   description: 'The session after the append and the messages added.',
   fields: (t) => ({
     session: t.field({ type: Session, description: 'The session.', resolve: (p) => p.session }),

@@ -13,8 +13,12 @@ export type AnthropicBlock =
   | Record<string, unknown>;
 export interface AnthropicMessage {
   role: 'user' | 'assistant';
-  content: AnthropicBlock[];
+  /** Blocks; a string when the client gave it so (`providerMetadata.anthropic.contentString`) and it is one text. */
+  content: AnthropicBlock[] | string;
 }
+
+const blocksOf = (content: AnthropicMessage['content']): AnthropicBlock[] =>
+  typeof content === 'string' ? [{ text: content, type: 'text' }] : content;
 export interface AnthropicMessagesPayload {
   system?: string;
   messages: AnthropicMessage[];
@@ -62,7 +66,12 @@ function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
         break;
     }
   }
-  return { content: blocks, role: m.role === 'ASSISTANT' ? 'assistant' : 'user' };
+  const role = m.role === 'ASSISTANT' ? 'assistant' : 'user';
+  const only = blocks.length === 1 ? blocks[0] : null;
+  if (only?.type === 'text' && Object.keys(only).length === 2 && metaOf(m.parts[0], 'anthropic')?.contentString === true) {
+    return { content: only.text as string, role };
+  }
+  return { content: blocks, role };
 }
 
 export function toAnthropicMessages(messages: readonly AssembledMessage[]): AnthropicMessagesPayload {
@@ -80,8 +89,9 @@ export function toAnthropicMessages(messages: readonly AssembledMessage[]): Anth
     if (message.content.length === 0) continue;
     const last = out[out.length - 1];
     if (last && last.role === message.role) {
-      if (!lastMerged) out[out.length - 1] = { content: [...last.content], role: last.role };
-      out[out.length - 1].content.push(...message.content);
+      const merged = lastMerged ? (last.content as AnthropicBlock[]) : [...blocksOf(last.content)];
+      merged.push(...blocksOf(message.content));
+      out[out.length - 1] = { content: merged, role: last.role };
       lastMerged = true;
     } else {
       out.push(message);
@@ -96,6 +106,10 @@ export function toAnthropicMessages(messages: readonly AssembledMessage[]): Anth
 function trimFinalAssistant(out: AnthropicMessage[]): void {
   const last = out[out.length - 1];
   if (last?.role !== 'assistant') return;
+  if (typeof last.content === 'string') {
+    if (last.content !== last.content.trimEnd()) out[out.length - 1] = { content: last.content.trimEnd(), role: last.role };
+    return;
+  }
   const block = last.content[last.content.length - 1];
   if (block.type !== 'text' || typeof block.text !== 'string' || block.text === block.text.trimEnd()) return;
   out[out.length - 1] = { content: [...last.content.slice(0, -1), { ...block, text: block.text.trimEnd() }], role: last.role };

@@ -69,6 +69,8 @@ function openAiMessagesOf(m: AssembledMessage): OpenAiMessage[] {
       const hasContent = m.parts.some((p) => p.type === 'text' || (p.type === 'providerPart' && sends('OPENAI_CHAT', p)));
       const fields = m.parts.length > 0 ? messageFields(m.parts[0]) : {};
       if (calls.length === 0) return [{ ...fields, content: chatContent(m), role: 'assistant' }];
+      if (!hasContent && metaOf(m.parts[0], 'openai')?.noContent === true)
+        return [{ ...fields, role: 'assistant', tool_calls: calls } as OpenAiMessage];
       return [{ ...fields, content: hasContent ? chatContent(m) : null, role: 'assistant', tool_calls: calls }];
     }
     case 'TOOL': {

@@ -8,6 +8,7 @@ import {
   REPLY_PRIMING_TOKENS,
   toAnthropicMessages,
   toOpenAiChat,
+  type AnthropicBlock,
   type AnthropicMessagesPayload,
   type AssembledMessage,
   type ContextFormat,
@@ -228,9 +229,9 @@ describe('provider shapes', () => {
     const { messages } = r.payload as AnthropicMessagesPayload;
     for (let i = 0; i < messages.length; i++) {
       if (i > 0) expect(messages[i].role).not.toBe(messages[i - 1].role);
-      const uses = messages[i].content.flatMap((b) => (b.type === 'tool_use' ? [b.id] : []));
+      const uses = (messages[i].content as AnthropicBlock[]).flatMap((b) => (b.type === 'tool_use' ? [b.id] : []));
       if (uses.length === 0) continue;
-      const next = messages[i + 1].content;
+      const next = messages[i + 1].content as AnthropicBlock[];
       const leading = next.slice(0, uses.length);
       expect(leading.every((b) => b.type === 'tool_result')).toBe(true);
       expect(leading.map((b) => (b.type === 'tool_result' ? b.tool_use_id : '')).sort()).toEqual([...uses].sort());

@@ -6,6 +6,7 @@ import {
   type AssembledContext,
   type AssembleContextOptions,
   LEADING_USER_TEXT,
+  type AnthropicBlock,
   type AnthropicMessagesPayload,
   type OpenAiChatPayload,
 } from '../../../src/domain/assembly/index.js';
@@ -590,7 +591,9 @@ describe('assembleContext: ANTHROPIC_MESSAGES starts with a user turn', () => {
             role: 'user',
             content: [{ type: 'text', text: r.messages[0].parts[0].type === 'text' ? r.messages[0].parts[0].text : '' }],
           });
-          expect(payload.messages.some((m) => m.content.some((b) => b.type === 'text' && b.text === LEADING_USER_TEXT))).toBe(false);
+          expect(
+            payload.messages.some((m) => (m.content as AnthropicBlock[]).some((b) => b.type === 'text' && b.text === LEADING_USER_TEXT)),
+          ).toBe(false);
         }
         if (format === 'OPENAI_CHAT') expect((r.payload as OpenAiChatPayload).messages[0].role).toBe('system');
         expect(r.tokenCount).toBe(r.messages.reduce((n, m) => n + m.tokenCount, 3));

@@ -1,6 +1,7 @@
 /** The providers' documented request rules (formats.ts, "PROVIDER RULES"): a test per rule. */
 import { describe, expect, it } from 'vitest';
 import {
+  type AnthropicBlock,
   type AnthropicMessagesPayload,
   type AssembleContextOptions,
   type AssembledContext,
@@ -41,7 +42,7 @@ describe('ANTHROPIC_MESSAGES: no whitespace-only text blocks', () => {
     const messages = [user(0, 'q'), msg(1, 'ASSISTANT', [text(' \n\t'), call('c1')]), results(2, ['c1']), user(3, 'ok')];
     const r = assemble(messages, { format: 'ANTHROPIC_MESSAGES' });
     expect(anthropicViolations(anthropic(r))).toEqual([]);
-    expect(anthropic(r).messages[1].content.map((b) => b.type)).toEqual(['tool_use']);
+    expect((anthropic(r).messages[1].content as AnthropicBlock[]).map((b) => b.type)).toEqual(['tool_use']);
     expect(reasonOf(r, 1)).toContain('whitespace-only text part is left out');
     // OpenAI accepts whitespace: nothing is changed or noted there.
     expect(reasonOf(assemble(messages, { format: 'OPENAI_CHAT' }), 1)).toBe('Kept.');

@@ -1,0 +1,162 @@
+/**
+ * Gemini generateContent: request `contents` (and `systemInstruction`) and a
+ * `GenerateContentResponse` (its first candidate). A part keeps its `thoughtSignature` on the part
+ * it came with (`providerMetadata.google.thoughtSignature`, never added to one that had none) and
+ * its other keys (`google.extra`). Gemini pairs calls and responses by name and position, and gives
+ * a call an id only sometimes: a call without one is stored with the call id `<name>_<k>` (the k-th
+ * call of that name in its turn), and a functionResponse without one answers `<name>_<k>` (the k-th
+ * response of that name in its turn), so a response appended in a later call finds its call without
+ * a read. Such ids repeat across turns, which the formats that need unique ids map
+ * (assembly/provider-rules.ts); GEMINI sends no id it was not given.
+ */
+import { badInput } from '../errors.js';
+import {
+  array,
+  at,
+  count,
+  isObject,
+  type Json,
+  MessageList,
+  metadata,
+  object,
+  optionalString,
+  type ProviderRead,
+  string,
+  without,
+} from './common.js';
+
+const googleMeta = (fields: Json) => metadata('google', fields);
+
+function signedFields(part: Json, where: string, modeled: readonly string[]): Json {
+  const extra = without(part, [...modeled, 'thoughtSignature']);
+  return { thoughtSignature: optionalString(part.thoughtSignature, at(where, 'thoughtSignature')), ...(extra ? { extra } : {}) };
+}
+
+function responseContent(response: Json): { content: string; isError: boolean } {
+  const keys = Object.keys(response);
+  if (keys.length === 1 && typeof response.output === 'string') return { content: response.output, isError: false };
+  if (keys.length === 1 && typeof response.error === 'string') return { content: response.error, isError: true };
+  return { content: JSON.stringify(response), isError: false };
+}
+
+/** The call id of the k-th call (or response) named `name` in its turn, for parts without an id. */
+const positionalId = (name: string, k: number) => `${name}_${k}`;
+
+class GeminiReader {
+  readonly list = new MessageList();
+  /** Calls (or responses) of each name seen in the current turn. */
+  private seen = new Map<string, number>();
+
+  private nth(name: string): number {
+    const k = (this.seen.get(name) ?? 0) + 1;
+    this.seen.set(name, k);
+    return k;
+  }
+
+  content(value: unknown, where: string) {
+    this.seen = new Map();
+    const content = object(value, where);
+    const role = content.role ?? 'user';
+    if (role !== 'user' && role !== 'model') throw badInput(`${at(where, 'role')} must be "user" or "model".`);
+    const pWhere = at(where, 'parts');
+    array(content.parts, pWhere).forEach((p, i) => this.part(object(p, at(pWhere, i)), at(pWhere, i), role === 'model'));
+    this.list.flush();
+  }
+
+  private part(part: Json, where: string, model: boolean) {
+    if (typeof part.text === 'string') {
+      const fields = signedFields(part, where, ['text', 'thought']);
+      if (part.thought === true) {
+        if (!model) throw badInput(`${where}: a thought belongs in a "model" turn.`);
+        this.list.add('ASSISTANT', { reasoning: { text: part.text, providerMetadata: googleMeta(fields) } });
+      } else {
+        const extra =
+          part.thought === undefined ? fields : { ...fields, extra: { ...(fields.extra as Json | undefined), thought: part.thought } };
+        this.list.add(model ? 'ASSISTANT' : 'USER', { text: { text: part.text, providerMetadata: googleMeta(extra) } });
+      }
+    } else if (isObject(part.functionCall)) {
+      if (!model) throw badInput(`${where}: a functionCall belongs in a "model" turn.`);
+      const call = part.functionCall;
+      const cWhere = at(where, 'functionCall');
+      const name = string(call.name, at(cWhere, 'name'));
+      const id = optionalString(call.id, at(cWhere, 'id'));
+      const k = this.nth(name);
+      const callId = id ?? positionalId(name, k);
+      const args = call.args === undefined ? {} : object(call.args, at(cWhere, 'args'));
+      this.list.add('ASSISTANT', {
+        toolCall: {
+          callId,
+          name,
+          argumentsJson: JSON.stringify(args),
+          providerMetadata: googleMeta({ ...signedFields(part, where, ['functionCall']), id }),
+        },
+      });
+    } else if (isObject(part.functionResponse)) {
+      if (model) throw badInput(`${where}: a functionResponse belongs in a "user" turn.`);
+      const fr = part.functionResponse;
+      const rWhere = at(where, 'functionResponse');
+      const name = string(fr.name, at(rWhere, 'name'));
+      const id = optionalString(fr.id, at(rWhere, 'id'));
+      const response = object(fr.response ?? {}, at(rWhere, 'response'));
+      const { content, isError } = responseContent(response);
+      const k = this.nth(name);
+      const callId = id ?? positionalId(name, k);
+      const plain = Object.keys(response).length === 1 && (typeof response.output === 'string' || typeof response.error === 'string');
+      this.list.add('TOOL', {
+        toolResult: {
+          callId,
+          content,
+          isError,
+          providerMetadata: googleMeta({ ...signedFields(part, where, ['functionResponse']), id, ...(plain ? {} : { response }) }),
+        },
+      });
+    } else {
+      if (Object.keys(part).length === 0) throw badInput(`${where} is an empty part.`);
+      this.list.add(model ? 'ASSISTANT' : 'USER', { providerPart: { provider: 'google', data: part } });
+    }
+  }
+}
+
+/** Reads request `contents` (or a request body with `contents` and `systemInstruction`). */
+export function readGeminiContents(value: unknown, where: string): ProviderRead {
+  const reader = new GeminiReader();
+  let contents = value;
+  if (isObject(value)) {
+    const system = value.systemInstruction;
+    if (typeof system === 'string') reader.list.add('SYSTEM', { text: { text: system } });
+    else if (system !== undefined) {
+      const sWhere = at(at(where, 'systemInstruction'), 'parts');
+      array(object(system, at(where, 'systemInstruction')).parts, sWhere).forEach((p, i) =>
+        reader.list.add('SYSTEM', { text: { text: string(object(p, at(sWhere, i)).text, at(at(sWhere, i), 'text')) } }),
+      );
+    }
+    reader.list.flush();
+    contents = value.contents;
+    where = at(where, 'contents');
+  }
+  array(contents, where).forEach((c, i) => reader.content(c, at(where, i)));
+  return { messages: reader.list.done(where), usage: null };
+}
+
+/** Reads a `GenerateContentResponse`: its first candidate's content, and its usage. */
+export function readGeminiResponse(value: unknown, where: string): ProviderRead {
+  const response = object(value, where);
+  const candidates = array(response.candidates, at(where, 'candidates'));
+  if (candidates.length === 0) throw badInput(`${at(where, 'candidates')} is empty: nothing to store.`);
+  const cWhere = at(at(where, 'candidates'), 0);
+  const reader = new GeminiReader();
+  reader.content({ role: 'model', ...object(object(candidates[0], cWhere).content, at(cWhere, 'content')) }, at(cWhere, 'content'));
+  const usage = isObject(response.usageMetadata) ? response.usageMetadata : {};
+  const cached = count(usage.cachedContentTokenCount);
+  return {
+    messages: reader.list.done(cWhere),
+    usage: {
+      inputTokens: Math.max(0, count(usage.promptTokenCount) - cached),
+      outputTokens: count(usage.candidatesTokenCount) + count(usage.thoughtsTokenCount),
+      cacheReadTokens: cached,
+      cacheWriteTokens: 0,
+      model: typeof response.modelVersion === 'string' ? response.modelVersion : null,
+      callId: typeof response.responseId === 'string' ? response.responseId : null,
+    },
+  };
+}
