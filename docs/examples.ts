@@ -834,4 +834,79 @@ export const EXAMPLES: ApiExample[] = [
       },
     },
   },
+  {
+    field: 'appendProviderMessages',
+    kind: 'mutation',
+    summary:
+      "Stores a provider's own payload: here an Anthropic Message from a model with extended thinking, whose thinking block (with its signature) must go back first in the assistant message of the next call of the tool loop. Every part keeps its provider data; `assembleContext(format: ANTHROPIC_MESSAGES)` sends the blocks back as they came, and the other formats leave the thinking out and say so. `messages` takes request items instead (Anthropic `messages`, Chat `messages`, Responses `input`, Gemini `contents`); with `turnId` and `agentId`, a response's usage is reported to the turn.",
+    document: `mutation AppendProviderMessages($input: AppendProviderMessagesInput!) {
+  appendProviderMessages(input: $input) {
+    messages {
+      role
+      text
+      parts {
+        __typename
+        ... on ReasoningPart {
+          text
+          redacted
+          providerMetadata
+        }
+        ... on ToolCallPart {
+          callId
+          name
+          arguments
+        }
+      }
+    }
+  }
+}`,
+    variables: {
+      input: {
+        sessionId: KIMI_SESSION_ID,
+        format: 'ANTHROPIC_MESSAGES',
+        response: {
+          id: 'msg_01XFDUDYJgAACzvnptvVoYEL',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-5',
+          content: [
+            {
+              type: 'thinking',
+              thinking: 'The user wants the forecast for day 2: call the weather tool.',
+              signature: 'EuYBCkQYAiJAgCs1le6/Pol5Z4/JdQ==',
+            },
+            { type: 'text', text: 'Let me check the forecast.' },
+            { type: 'tool_use', id: 'toolu_01A09q90qw90lq917835lq9', name: 'weather', input: { city: 'Lisbon', day: 2 } },
+          ],
+          stop_reason: 'tool_use',
+          usage: { input_tokens: 412, output_tokens: 96 },
+        },
+      },
+    },
+    response: {
+      appendProviderMessages: {
+        messages: [
+          {
+            role: 'ASSISTANT',
+            text: 'Let me check the forecast.',
+            parts: [
+              {
+                __typename: 'ReasoningPart',
+                text: 'The user wants the forecast for day 2: call the weather tool.',
+                redacted: false,
+                providerMetadata: { anthropic: { signature: 'EuYBCkQYAiJAgCs1le6/Pol5Z4/JdQ==' } },
+              },
+              { __typename: 'TextPart' },
+              {
+                __typename: 'ToolCallPart',
+                callId: 'toolu_01A09q90qw90lq917835lq9',
+                name: 'weather',
+                arguments: { city: 'Lisbon', day: 2 },
+              },
+            ],
+          },
+        ],
+      },
+    },
+  },
 ];

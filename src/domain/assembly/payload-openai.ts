@@ -36,8 +36,7 @@ function chatContent(m: AssembledMessage): OpenAiContent {
   let plain = true;
   for (const p of m.parts) {
     if (p.type === 'text') {
-      const extra = extraOf(p, 'openai');
-      items.push({ ...extra, text: p.text, type: 'text' });
+      items.push({ ...extraOf(p, 'openai', 'chatExtra'), text: p.text, type: 'text' });
     } else if (p.type === 'providerPart' && sends('OPENAI_CHAT', p)) {
       items.push(p.data);
       plain = false;
@@ -59,7 +58,7 @@ function openAiMessagesOf(m: AssembledMessage): OpenAiMessage[] {
       for (const p of m.parts) {
         if (p.type === 'toolCall') {
           calls.push({
-            ...extraOf(p, 'openai'),
+            ...extraOf(p, 'openai', 'chatExtra'),
             function: { arguments: toolArgumentsText(p), name: p.name },
             id: p.callId,
             type: 'function',

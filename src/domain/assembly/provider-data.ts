@@ -44,9 +44,12 @@ export function metaString(part: { providerMetadata?: Record_ }, provider: Provi
   return typeof v === 'string' ? v : undefined;
 }
 
-/** The block keys kept in `providerMetadata[provider].extra` (an object; {} when none). */
-export function extraOf(part: { providerMetadata?: Record_ }, provider: ProviderName): Record_ {
-  const extra = metaOf(part, provider)?.extra;
+/**
+ * The block keys kept in `providerMetadata[provider][key]` (an object; {} when none): `extra`, or
+ * `chatExtra` for what a Chat Completions part had (OpenAI's two shapes keep theirs apart).
+ */
+export function extraOf(part: { providerMetadata?: Record_ }, provider: ProviderName, key: 'extra' | 'chatExtra' = 'extra'): Record_ {
+  const extra = metaOf(part, provider)?.[key];
   return isRecord(extra) ? extra : {};
 }
 

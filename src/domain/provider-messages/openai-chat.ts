@@ -18,7 +18,9 @@ function contentParts(content: unknown, where: string, first: Json): PartInput[]
     const part = object(p, at(where, i));
     if (part.type === 'text') {
       const extra = without(part, ['type', 'text']);
-      return { text: { text: string(part.text, at(at(where, i), 'text')), providerMetadata: openaiMeta(extra ? { extra } : {}) } };
+      return {
+        text: { text: string(part.text, at(at(where, i), 'text')), providerMetadata: openaiMeta(extra ? { chatExtra: extra } : {}) },
+      };
     }
     string(part.type, at(at(where, i), 'type'));
     return { providerPart: { provider: 'openai', data: part, format: 'OPENAI_CHAT' } };
@@ -47,7 +49,7 @@ function toolCalls(value: unknown, where: string): PartInput[] {
         callId: string(call.id, at(at(where, i), 'id')),
         name: string(fn.name, at(at(at(where, i), 'function'), 'name')),
         argumentsJson: string(fn.arguments, at(at(at(where, i), 'function'), 'arguments')),
-        providerMetadata: openaiMeta(extra ? { extra } : {}),
+        providerMetadata: openaiMeta(extra ? { chatExtra: extra } : {}),
       },
     };
   });

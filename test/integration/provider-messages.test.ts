@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/domain/assembly/hash.js';
+import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { expectedItems, payloadItems, type ProviderFixture, type ProviderFormat, providerFixtures } from '../helpers/provider-fixtures.js';
+
+const fixture = (file: string): ProviderFixture => providerFixtures().find((f) => f.file === file)!;
+const canonical = (value: unknown) => JSON.parse(canonicalJson(value));
+
+const Create = 'mutation ($input: CreateSessionInput!) { createSession(input: $input) { id } }';
+const AppendProvider = `mutation ($input: AppendProviderMessagesInput!) {
+  appendProviderMessages(input: $input) { session { messageCount } messages { role parts { __typename } } }
+}`;
+const Assemble = `mutation ($input: AssembleContextInput!) {
+  assembleContext(input: $input) { payload decisions { index reason } }
+}`;
+const Count = 'query ($id: ID!) { node(id: $id) { ... on Session { messageCount } } }';
+
+interface Assembled {
+  assembleContext: { payload: Record<string, unknown>; decisions: { index: number; reason: string }[] };
+}
+
+describe(`appendProviderMessages, tried as a client would (${backend.label})`, () => {
+  let app: TestApp;
+  useTestApp((created) => {
+    app = created;
+  });
+
+  async function stored(file: string) {
+    const f = fixture(file);
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, { input: {} });
+    const sessionId = createSession.id;
+    await gqlOk(app, AppendProvider, { input: { sessionId, format: f.format, messages: f.body } });
+    return { f, sessionId };
+  }
+
+  const assemble = (sessionId: string, format: ProviderFormat) =>
+    gqlOk<Assembled, unknown>(app, Assemble, { input: { sessionId, format, keepToolCallRounds: 100 } }).then((r) => r.assembleContext);
+
+  it('an Anthropic thinking + tool_use + tool_result transcript assembles back identical, signatures included', async () => {
+    const { f, sessionId } = await stored('anthropic/thinking-tool-result-request.json');
+    const context = await assemble(sessionId, 'ANTHROPIC_MESSAGES');
+    expect(canonical(payloadItems('ANTHROPIC_MESSAGES', context.payload))).toEqual(canonical(expectedItems(f)));
+    const assistant = (context.payload.messages as { role: string; content: { type: string; signature?: string }[] }[]).find(
+      (m) => m.role === 'assistant',
+    )!;
+    expect(assistant.content[0].type).toBe('thinking');
+    expect(assistant.content[0].signature!.length).toBeGreaterThan(100);
+  });
+
+  it('the same transcript as OPENAI_CHAT carries no reasoning and says so', async () => {
+    const { sessionId } = await stored('anthropic/thinking-tool-result-request.json');
+    const context = await assemble(sessionId, 'OPENAI_CHAT');
+    const text = JSON.stringify(context.payload);
+    expect(text).not.toContain('signature');
+    expect(text).not.toContain('thinking');
+    expect(context.decisions.some((d) => d.reason.includes('reasoning part is left out (Chat Completions takes no reasoning back)'))).toBe(
+      true,
+    );
+  });
+
+  it('a Responses reasoning item precedes its function_call, with its id and encrypted content', async () => {
+    const { f, sessionId } = await stored('openai-responses/reasoning-function-call-output-request.json');
+    const context = await assemble(sessionId, 'OPENAI_RESPONSES');
+    const items = payloadItems('OPENAI_RESPONSES', context.payload) as { type?: string; id?: string; encrypted_content?: string }[];
+    expect(canonical(items)).toEqual(canonical(expectedItems(f)));
+    const reasoning = items.findIndex((i) => i.type === 'reasoning');
+    expect(reasoning).toBeGreaterThanOrEqual(0);
+    expect(items[reasoning].id).toMatch(/^rs_/);
+    expect(items[reasoning].encrypted_content?.length).toBeGreaterThan(100);
+    expect(items[reasoning + 1].type).toBe('function_call');
+  });
+
+  it('a Gemini functionCall keeps its thoughtSignature, and a parallel call without one gets none', async () => {
+    const { f, sessionId } = await stored('gemini/gemini3-multi-round-tool-loop-request.json');
+    const context = await assemble(sessionId, 'GEMINI');
+    expect(canonical(payloadItems('GEMINI', context.payload))).toEqual(canonical(expectedItems(f)));
+    const calls = (context.payload.contents as { parts: { functionCall?: unknown; thoughtSignature?: string }[] }[]).flatMap((c) =>
+      c.parts.filter((p) => p.functionCall),
+    );
+    expect(calls.some((p) => typeof p.thoughtSignature === 'string')).toBe(true);
+    expect(calls.some((p) => p.thoughtSignature === undefined)).toBe(true);
+  });
+
+  it("a provider part reaches only its provider's format", async () => {
+    const { sessionId } = await stored('anthropic/web-search-replay-request.json');
+    const anthropic = await assemble(sessionId, 'ANTHROPIC_MESSAGES');
+    expect(JSON.stringify(anthropic.payload)).toContain('"server_tool_use"');
+    for (const format of ['OPENAI_CHAT', 'OPENAI_RESPONSES', 'GEMINI'] as const) {
+      const other = await assemble(sessionId, format);
+      expect(JSON.stringify(other.payload)).not.toContain('server_tool_use');
+      expect(other.decisions.some((d) => d.reason.includes('anthropic provider part is left out'))).toBe(true);
+    }
+  });
+
+  it('a malformed body is refused with its JSON path, and nothing is stored', async () => {
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, {
+      input: { messages: [{ role: 'USER', text: 'Hi' }] },
+    });
+    const sessionId = createSession.id;
+    const body = fixture('anthropic/thinking-tool-result-request.json').body as { messages: { content: unknown[] }[] };
+    const broken = structuredClone(body);
+    (broken.messages[1].content[0] as Record<string, unknown>).signature = 42;
+    const refused = await gql(app, AppendProvider, { input: { sessionId, format: 'ANTHROPIC_MESSAGES', messages: broken } });
+    expect(refused.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(refused.errors?.[0].message).toContain('input.messages.messages[1].content[0].signature must be a string');
+    const both = await gql(app, AppendProvider, { input: { sessionId, format: 'GEMINI', messages: [], response: {} } });
+    expect(both.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const after = await gqlOk<{ node: { messageCount: number } }, unknown>(app, Count, { id: sessionId });
+    expect(after.node.messageCount).toBe(1);
+  });
+
+  it('a response appended with a turn reports its usage to the turn, once however often it is retried', async () => {
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, {
+      input: { messages: [{ role: 'USER', text: 'What is the weather?' }] },
+    });
+    const sessionId = createSession.id;
+    const { startTurn } = await gqlOk<{ startTurn: { id: string } }, unknown>(
+      app,
+      'mutation ($input: StartTurnInput!) { startTurn(input: $input) { id } }',
+      { input: { sessionId, agentIds: ['main'] } },
+    );
+    const response = fixture('anthropic/prompt-cache-read-response.json').body as { usage: Record<string, number> };
+    const input = { sessionId, format: 'ANTHROPIC_MESSAGES', response, turnId: startTurn.id, agentId: 'main' };
+    await gqlOk(app, AppendProvider, { input });
+    const usage = await gqlOk<{ node: { usage: Record<string, number> } }, unknown>(
+      app,
+      'query ($id: ID!) { node(id: $id) { ... on Turn { usage { inputTokens outputTokens cacheReadTokens } } } }',
+      { id: startTurn.id },
+    );
+    expect(usage.node.usage).toEqual({
+      inputTokens: response.usage.input_tokens,
+      outputTokens: response.usage.output_tokens,
+      cacheReadTokens: response.usage.cache_read_input_tokens,
+    });
+  });
+});

@@ -1,0 +1,54 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import { runAssembly } from '../../../src/domain/assembly/index.js';
+import { type ProviderFormat, providerFixtures, storedMessages } from '../../helpers/provider-fixtures.js';
+import { makeInput } from './helpers.js';
+
+/** The official SDK type each format's payload must be (object literals: no unknown key, no missing one). */
+const TYPES: Record<ProviderFormat, string> = {
+  OPENAI_CHAT: '{ messages: ChatCompletionMessageParam[] }',
+  OPENAI_RESPONSES: '{ input: ResponseInputItem[] }',
+  // The beta type: the superset that beta blocks (the MCP connector's mcp_tool_use) need.
+  ANTHROPIC_MESSAGES: '{ system?: string; messages: BetaMessageParam[] }',
+  // Gemini's enums are TypeScript enums, which a JSON string never is: their values, as strings.
+  GEMINI: '{ systemInstruction?: Wire<Content>; contents: Wire<Content>[] }',
+};
+
+const OUT = new URL('../../output/sdk-types/', import.meta.url).pathname;
+
+describe("every recorded payload, assembled in every format, is what the official SDKs' types accept", () => {
+  it('type-checks (openai, @anthropic-ai/sdk, @google/genai)', () => {
+    const lines = [
+      "import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';",
+      "import type { ResponseInputItem } from 'openai/resources/responses/responses';",
+      "import type { BetaMessageParam } from '@anthropic-ai/sdk/resources/beta/messages';",
+      "import type { Content } from '@google/genai';",
+      'type Wire<T> = T extends string ? `${T}` : T extends (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;',
+    ];
+    let n = 0;
+    for (const fixture of providerFixtures()) {
+      for (const format of Object.keys(TYPES) as ProviderFormat[]) {
+        const { payload } = runAssembly(makeInput(storedMessages(fixture), { format, keepToolCallRounds: 1_000_000 }));
+        lines.push(`// ${fixture.file} as ${format}`, `export const p${n++}: ${TYPES[format]} = ${JSON.stringify(payload)};`);
+      }
+    }
+    mkdirSync(OUT, { recursive: true });
+    const file = `${OUT}payloads.ts`;
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const program = ts.createProgram([file], {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+    });
+    const problems = ts.getPreEmitDiagnostics(program).map((d) => {
+      const where = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start).line : -1;
+      const label = where >= 0 ? lines[where - 1] : '';
+      return `${label}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n').slice(0, 600)}`;
+    });
+    expect(problems).toEqual([]);
+  }, 120_000);
+});
