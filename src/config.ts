@@ -188,7 +188,7 @@ export const SETTINGS = {
     integer: 60_000,
     min: 0,
     meaning:
-      'a socket with no progress either way for this long (nothing read, nothing taken by the client: one that stopped reading a response included) is destroyed within a tenth of it; a request the server is still working on is not idle; `0`: never',
+      'a socket with no progress either way for this long (nothing read, nothing taken by the client: one that stopped reading a response included) is reset (RST: what the kernel still held for the client is dropped) within a tenth of it; a request the server is still working on is not idle; `0`: never',
   },
   METRICS_TOKEN: {
     meaning:

@@ -49,10 +49,13 @@ const progressOf = (socket: Socket) => socket.bytesRead + (socket.bytesWritten ?
  *
  * - **Idle means idle**: a socket that makes no progress either way for `idleMs` (nothing read,
  *   nothing taken by the kernel: a client that stopped reading a response stuck in the write
- *   buffer included) is destroyed then, checked every tenth of `idleMs`. A request the server is
- *   still working on (its response not begun) is not idling: its time is bounded elsewhere. Node's socket timeout
- *   restarts whenever a write is queued, so it cannot see a stuck response. Progress is seen per
- *   completed write: one write of a response is taken by the kernel whole or not at all.
+ *   buffer included) is reset then, checked every tenth of `idleMs`: `resetAndDestroy`, as
+ *   nginx's `reset_timedout_connection`, so the kernel sends RST and drops what it still held
+ *   for the client (a plain close would keep those bytes, and the connection, until the client
+ *   reads them). A request the server is still working on (its response not begun) is not
+ *   idling: its time is bounded elsewhere. Node's socket timeout restarts whenever a write is
+ *   queued, so it cannot see a stuck response. Progress is seen per completed write: one write of
+ *   a response is taken by the kernel whole or not at all.
  * - **A drain that loses nothing** (`drain`): Node's `server.close()` closes every connection
  *   with no parsed request at once (`closeIdleConnections`), resetting requests whose bytes were
  *   sent but not yet read. Here the listener stops once the kernel's queued connections are
@@ -96,7 +99,7 @@ export function trackConnections(server: Server, idleMs: number) {
             for (const [socket, tracked] of sockets) {
               // A request the server is still working on (no response begun) is not the client idling.
               if (working(tracked)) tracked.progressAt = now;
-              else if (stillFor(socket, tracked, now) >= idleMs) socket.destroy();
+              else if (stillFor(socket, tracked, now) >= idleMs) socket.resetAndDestroy();
             }
           },
           Math.max(10, Math.floor(idleMs / 10)),

@@ -13,7 +13,7 @@ const CREATE = 'mutation { createSession(input: { title: "big" }) { id } }';
 const APPEND = 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }';
 
 describe(`connections (${backend.label})`, () => {
-  it('destroys a socket whose client stopped reading a ~8 MiB response (the most a request carries) within 1.6 × IDLE_TIMEOUT_MS of its last progress', async () => {
+  it('resets a connection whose client stopped reading a ~8 MiB response (the most a request carries): the client sees ECONNRESET within 1.6 × IDLE_TIMEOUT_MS of its last progress', async () => {
     const idleMs = 1_500;
     // A string cap of 1 Mi characters: the answer budget (8 times it) lets one request ask for ~8 MiB.
     const app = await createTestApp({
@@ -45,6 +45,13 @@ describe(`connections (${backend.label})`, () => {
     client.write(
       `POST /graphql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
+    // The client looks at its connection without reading: a write of nothing sends nothing, and
+    // fails once the connection is reset. A cut without a reset leaves it open.
+    const clientCut = new Promise<{ at: number; code?: string }>((resolve) => {
+      client.once('error', (error: NodeJS.ErrnoException) => resolve({ at: performance.now(), code: error.code }));
+      client.once('close', () => resolve({ at: performance.now() }));
+    });
+    const look = setInterval(() => client.write(''), idleMs / 20);
     let lastProgress = { at: performance.now(), flushed: -1, queued: 0 };
     const watch = setInterval(() => {
       if (!serverSocket) return;
@@ -58,12 +65,16 @@ describe(`connections (${backend.label})`, () => {
     });
     clearInterval(watch);
     const stuckFor = performance.now() - lastProgress.at;
+    const seen = await Promise.race([clientCut, new Promise<null>((resolve) => setTimeout(() => resolve(null), idleMs))]);
+    clearInterval(look);
     client.destroy();
     // The response was stuck in the server's write buffer, far from finished.
     expect(lastProgress.queued).toBeGreaterThan(0);
     expect(lastProgress.flushed).toBeLessThan(8 * 1024 * 1024);
     expect(stuckFor).toBeGreaterThanOrEqual(idleMs * 0.8);
     expect(stuckFor).toBeLessThanOrEqual(idleMs * 1.6);
+    expect(seen?.code).toBe('ECONNRESET');
+    expect(seen!.at - lastProgress.at).toBeLessThanOrEqual(idleMs * 1.6);
   }, 240_000);
 
   it('answers 503 SERVICE_UNAVAILABLE to a request still unfinished when the shutdown grace ends, and closes', async () => {
