@@ -129,6 +129,14 @@ export const MessageFields = graphql(`
           size
         }
       }
+      ... on ReasoningPart {
+        text
+        redacted
+      }
+      ... on ProviderPart {
+        provider
+        data
+      }
     }
   }
 `);

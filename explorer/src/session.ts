@@ -157,10 +157,25 @@ function renderPart(part: ExplorerMessageFragment['parts'][number]): HTMLElement
         { class: 'attachment' },
         `attachment: ${part.attachment.name} (${part.attachment.mimeType}, ${count(part.attachment.size)} bytes)`,
       );
+    case 'ReasoningPart':
+      // Folded, as a tool call: the model's reasoning, readable on demand; redacted reasoning has nothing to read.
+      return part.redacted
+        ? h('div', { class: 'reasoning redacted' }, 'reasoning (redacted by the provider)')
+        : h('details', { class: 'reasoning' }, h('summary', {}, 'reasoning'), h('pre', {}, part.text || '(no readable text)'));
+    case 'ProviderPart':
+      return h(
+        'details',
+        { class: 'provider-part' },
+        h('summary', {}, `${part.provider} block `, h('code', {}, String((part.data as { type?: unknown }).type ?? ''))),
+        h('pre', {}, JSON.stringify(part.data, null, 2)),
+      );
     default:
       return null;
   }
 }
+
+/** Reasoning comes before what it led to (the message's text), as the model produced it. */
+const isReasoning = (part: ExplorerMessageFragment['parts'][number]) => part.__typename === 'ReasoningPart';
 
 function renderMessage(m: ExplorerMessageFragment, sessionId: string): HTMLElement {
   const badges = [
@@ -183,7 +198,8 @@ function renderMessage(m: ExplorerMessageFragment, sessionId: string): HTMLEleme
       m.role === 'USER' ? forkHere(sessionId, m.index) : null,
     ),
     m.redacted ? h('p', { class: 'replacement' }, `sent as: ${m.redaction?.replacement ?? ''}`) : null,
+    ...m.parts.filter(isReasoning).map(renderPart),
     m.text ? h('div', { class: 'text' }, m.text) : null,
-    ...m.parts.map(renderPart),
+    ...m.parts.filter((part) => !isReasoning(part)).map(renderPart),
   );
 }

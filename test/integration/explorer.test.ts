@@ -117,6 +117,13 @@ describe.skipIf(skip).each([
             {
               role: 'ASSISTANT',
               parts: [
+                {
+                  reasoning: {
+                    text: 'The user wants Porto: search flights first.',
+                    providerMetadata: { anthropic: { signature: 'c2lnbmF0dXJl' } },
+                  },
+                },
+                { reasoning: { redacted: true, providerMetadata: { anthropic: { redactedData: 'ZW5jcnlwdGVk' } } } },
                 { text: { text: 'Checking flights.' } },
                 { toolCall: { callId: 'call-1', name: 'search_flights', arguments: { to: 'OPO' } } },
               ],
@@ -178,6 +185,15 @@ describe.skipIf(skip).each([
     expect(await messages.nth(3).textContent()).toContain('attachment: budget.md (text/markdown, 9 bytes)');
     expect(await messages.nth(2).locator('details.tool-result.failed summary').textContent()).toContain('failed');
     expect(await messages.nth(1).locator('details.tool-call summary').textContent()).toContain('search_flights');
+    // Reasoning is folded before the text it led to; redacted reasoning says so and shows nothing.
+    const reasoning = messages.nth(1).locator('details.reasoning');
+    expect(await reasoning.locator('summary').textContent()).toBe('reasoning');
+    expect(await reasoning.evaluate((el) => (el as HTMLDetailsElement).open)).toBe(false);
+    expect(await reasoning.locator('pre').textContent()).toBe('The user wants Porto: search flights first.');
+    expect(await messages.nth(1).locator('.reasoning.redacted').textContent()).toBe('reasoning (redacted by the provider)');
+    expect(await messages.nth(1).textContent()).not.toContain('ZW5jcnlwdGVk');
+    const order = await messages.nth(1).evaluate((el) => [...el.children].map((c) => c.className));
+    expect(order.indexOf('reasoning')).toBeLessThan(order.indexOf('text'));
     expect(await messages.nth(4).locator('.badge.hidden').textContent()).toBe('hidden: superseded');
     await page.locator('.fork-tree text', { hasText: '(fork 1)' }).waitFor();
     const planner = page.locator(`article.turn[data-id="${turnId}"] tr[data-agent="planner"]`);

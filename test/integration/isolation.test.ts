@@ -139,6 +139,30 @@ const probes: Record<string, Probe[]> = {
       variables: () => ({ input: { sessionId: ids.betaSession, turnId: ids.turn, messages: [{ role: 'USER', text: 'x' }] } }),
     },
   ],
+  'Mutation.appendProviderMessages': [
+    {
+      query: M('appendProviderMessages', 'AppendProviderMessagesInput'),
+      variables: () => ({ input: { sessionId: ids.session, format: 'OPENAI_CHAT', messages: [{ role: 'user', content: 'x' }] } }),
+    },
+    {
+      query: M('appendProviderMessages', 'AppendProviderMessagesInput'),
+      variables: () => ({
+        input: {
+          sessionId: ids.betaSession,
+          turnId: ids.turn,
+          agentId: 'a',
+          format: 'ANTHROPIC_MESSAGES',
+          response: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            content: [{ type: 'text', text: 'x' }],
+            usage: { input_tokens: 1, output_tokens: 1 },
+          },
+        },
+      }),
+    },
+  ],
   'Mutation.assembleContext': [
     { query: M('assembleContext', 'AssembleContextInput'), variables: () => ({ input: { sessionId: ids.session } }) },
     { query: M('assembleContext', 'AssembleContextInput'), variables: () => ({ input: { sessionId: ids.betaSession, turnId: ids.turn } }) },
