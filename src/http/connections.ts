@@ -59,9 +59,9 @@ const progressOf = (socket: Socket) => socket.bytesRead + (socket.bytesWritten ?
  * - **A drain that loses nothing** (`drain`): Node's `server.close()` closes every connection
  *   with no parsed request at once (`closeIdleConnections`), resetting requests whose bytes were
  *   sent but not yet read. Here the listener stops once the kernel's queued connections are
- *   accepted, every request on an open connection is read
- *   and answered, its response closes its connection, and an idle connection is closed only once
- *   it has been quiet for DRAIN_QUIET_MS.
+ *   accepted, every request on an open connection is read and answered, every response written
+ *   from the stop on closes its connection, and an idle connection is closed only once it has
+ *   been quiet for DRAIN_QUIET_MS.
  */
 export function trackConnections(server: Server, idleMs: number) {
   const sockets = new Map<Socket, Tracked>();
@@ -119,7 +119,11 @@ export function trackConnections(server: Server, idleMs: number) {
     async drain(graceMs: number): Promise<void> {
       draining = true;
       const started = Date.now();
-      for (const tracked of sockets.values()) tracked.progressAt = started;
+      for (const tracked of sockets.values()) {
+        tracked.progressAt = started;
+        // A response not begun yet closes its connection, as later ones do.
+        for (const res of tracked.open) if (!res.headersSent) res.setHeader('connection', 'close');
+      }
       // The listener stays open until no connection has come for ACCEPT_QUIET_MS (at most
       // ACCEPT_MAX_MS), each check right after a poll phase: closing it resets every connection the
       // kernel has queued and the busy loop has not accepted yet, requests already sent on them.

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +67,57 @@ async function post(url: string, query: string, variables?: unknown, key?: strin
   });
   // biome-ignore lint/suspicious/noExplicitAny: the process test reads the untyped response by path
   return (await response.json()) as { data?: Record<string, any>; errors?: unknown[] };
+}
+
+type Answer = { status: number; body: string; reused: boolean; connection?: string; at: number } | { error: string };
+
+/**
+ * Sends a POST as a client does (over `agent`'s connection when given, else a new one): `sent`
+ * resolves once the whole request is handed to the kernel, `answer` with the full response or
+ * the error that ended it (ECONNRESET for a reset).
+ */
+function send(url: string, body: string, headers: Record<string, string>, agent?: Agent) {
+  let sent!: Promise<void>;
+  const answer = new Promise<Answer>((resolve) => {
+    const req = httpRequest(
+      url,
+      {
+        method: 'POST',
+        agent: agent ?? false,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            body: text,
+            reused: req.reusedSocket,
+            connection: res.headers.connection,
+            at: performance.now(),
+          }),
+        );
+        res.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+      },
+    );
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+    sent = new Promise((done) => req.once('finish', done));
+    req.end(body);
+  });
+  return { sent, answer };
+}
+
+/** Every answer whole: 200 without errors, or 503 with a SERVICE_UNAVAILABLE body; none reset. */
+function expectAllAnswered(results: Answer[]) {
+  expect(results.filter((r) => 'error' in r)).toEqual([]);
+  for (const result of results as Exclude<Answer, { error: string }>[]) {
+    if (result.status === 503) expect(JSON.parse(result.body).errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
+    else {
+      expect(result.status).toBe(200);
+      expect(JSON.parse(result.body).errors).toBeUndefined();
+    }
+  }
 }
 
 describe('the server process (npm start)', () => {
@@ -146,47 +197,50 @@ describe('the server process (npm start)', () => {
       query: 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }',
       variables: { input: { sessionId, messages: [{ role: 'USER', text }] } },
     });
-    const sent: Promise<void>[] = [];
-    const answers = Array.from(
-      { length: 30 },
-      () =>
-        new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
-          const req = httpRequest(
-            running.url,
-            {
-              method: 'POST',
-              agent: false,
-              headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization },
-            },
-            (res) => {
-              let answer = '';
-              res.on('data', (chunk) => (answer += chunk));
-              res.on('end', () => resolve({ status: res.statusCode!, body: answer }));
-              res.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
-            },
-          );
-          req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
-          // Sent: connected, and the whole request handed to the kernel.
-          sent.push(new Promise((done) => req.once('finish', done)));
-          req.end(body);
-        }),
-    );
-    await Promise.all(sent);
+    const requests = Array.from({ length: 30 }, () => send(running.url, body, { authorization }));
+    await Promise.all(requests.map((r) => r.sent));
     await new Promise((resolve) => setTimeout(resolve, 20));
     const exited = stop(running);
-    const results = await Promise.all(answers);
-    expect(results.filter((r) => 'error' in r)).toEqual([]);
-    for (const result of results as { status: number; body: string }[]) {
-      if (result.status === 503) expect(JSON.parse(result.body).errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
-      else {
-        expect(result.status).toBe(200);
-        expect(JSON.parse(result.body).errors).toBeUndefined();
-      }
-    }
+    expectAllAnswered(await Promise.all(requests.map((r) => r.answer)));
     expect(await sseText).toContain('event: complete');
     expect(await wsClosed).toBe(1001);
     await client.dispose();
     expect(await exited).toBe(0);
+  }, 300_000);
+
+  it('on SIGTERM 20 ms after a request on each of 30 idle keep-alive connections of a busy server, answers every one (none reset) and exits 0', async () => {
+    const running = await start({ DATA_DIR: 'memory://', SHUTDOWN_GRACE_MS: '10000' });
+    const created = await post(running.url, 'mutation { createSession(input: {title: "keep-alive"}) { id } }');
+    const sessionId = created.data!.createSession.id as string;
+    // One connection per agent, each carrying a first request, then idle in its agent's pool.
+    const agents = Array.from({ length: 30 }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
+    try {
+      const first = await Promise.all(agents.map((agent) => send(running.url, '{"query":"{ __typename }"}', {}, agent).answer));
+      expectAllAnswered(first);
+
+      // The second request on each, in one burst, on connections idle until then: appends of a
+      // long text keep the server busy, so SIGTERM lands while it works through them.
+      const text = 'lorem ipsum dolor sit amet '.repeat(8_000);
+      const body = JSON.stringify({
+        query: 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }',
+        variables: { input: { sessionId, messages: [{ role: 'USER', text }] } },
+      });
+      const requests = agents.map((agent) => send(running.url, body, {}, agent));
+      await Promise.all(requests.map((r) => r.sent));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const exited = stop(running);
+      const results = await Promise.all(requests.map((r) => r.answer));
+      expectAllAnswered(results);
+      const answers = results as Exclude<Answer, { error: string }>[];
+      expect(answers.every((answer) => answer.reused)).toBe(true);
+      // The last answer was written well after the stop (30 appends take the server far longer
+      // than 20 ms), so it closes its connection rather than inviting another request on it.
+      const last = answers.reduce((latest, answer) => (answer.at > latest.at ? answer : latest));
+      expect(last.connection).toBe('close');
+      expect(await exited).toBe(0);
+    } finally {
+      for (const agent of agents) agent.destroy();
+    }
   }, 300_000);
 
   it('refuses to start on a bad setting, naming the variable (through tsx, as `npm run dev`)', async () => {
