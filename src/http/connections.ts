@@ -11,19 +11,33 @@ interface Tracked {
 }
 
 /**
- * While draining, a connection with no request open is closed once it has read nothing for this
- * long: long enough for a request already sent (in the kernel's buffer, not yet read because the
- * loop was busy) to be read, and for a keep-alive client to finish a request it had begun.
+ * While draining, a connection with no request open is closed once it has carried nothing for
+ * this long since the stop: long enough for a request already sent (in the kernel's buffer, not
+ * yet read because the loop was busy) to be read, and for a keep-alive client to finish a request
+ * it had begun.
  */
 const DRAIN_QUIET_MS = 500;
 const DRAIN_CHECK_MS = 25;
 const ACCEPT_QUIET_MS = 100;
 const ACCEPT_MAX_MS = 1_000;
+/**
+ * A drain check closes something (the listener, a quiet connection) only when the poll phase
+ * before it, with the callbacks it ran, took less than this: bytes that reach the kernel while a
+ * poll phase is busy are read only by the next one, so after a slow one a connection can look
+ * quiet with a request waiting in the kernel, and closing it would reset that request.
+ */
+const QUICK_POLL_MS = 10;
 
-/** Resolves in the check phase after a timer of DRAIN_CHECK_MS: a poll phase (accepts, reads) has just run. */
+/**
+ * Resolves in the check phase after a timer of DRAIN_CHECK_MS, right after a poll phase (accepts,
+ * reads), with whether that phase was quick (QUICK_POLL_MS): then whatever reached the kernel
+ * before it began has been read, and each request in it begun.
+ */
 const afterPoll = async () => {
   await new Promise((resolve) => setTimeout(resolve, DRAIN_CHECK_MS));
+  const polling = performance.now();
   await new Promise((resolve) => setImmediate(resolve));
+  return performance.now() - polling < QUICK_POLL_MS;
 };
 
 /** The answer to a request still unanswered when the shutdown grace ends. */
@@ -58,10 +72,12 @@ const progressOf = (socket: Socket) => socket.bytesRead + (socket.bytesWritten ?
  *   a response is taken by the kernel whole or not at all.
  * - **A drain that loses nothing** (`drain`): Node's `server.close()` closes every connection
  *   with no parsed request at once (`closeIdleConnections`), resetting requests whose bytes were
- *   sent but not yet read. Here the listener stops once the kernel's queued connections are
- *   accepted, every request on an open connection is read and answered, every response written
- *   from the stop on closes its connection, and an idle connection is closed only once it has
- *   been quiet for DRAIN_QUIET_MS.
+ *   sent but not yet read. Here the listener stops once no connection has come for
+ *   ACCEPT_QUIET_MS since the stop, every request on an open connection is read and answered,
+ *   every response written from the stop on closes its connection, and a connection with no
+ *   request open is closed once it has carried nothing for DRAIN_QUIET_MS since the stop. Both
+ *   closes wait for a quick poll phase (QUICK_POLL_MS), so a request that reached the server
+ *   before them is read first, however busy the loop was.
  */
 export function trackConnections(server: Server, idleMs: number) {
   const sockets = new Map<Socket, Tracked>();
@@ -110,24 +126,28 @@ export function trackConnections(server: Server, idleMs: number) {
     /** Whether `drain` has begun (responses then close their connection). */
     draining: () => draining,
     /**
-     * Stops accepting (once no connection has come for ACCEPT_QUIET_MS, so those the kernel had
-     * queued are accepted and read), serves what arrives on open connections, and resolves once
-     * every connection is closed. When `graceMs` ends, each request still open is answered 503
-     * with a SERVICE_UNAVAILABLE body (if its headers are not sent yet), and every connection is
-     * destroyed.
+     * Stops accepting (once no connection has come for ACCEPT_QUIET_MS since the stop, so those
+     * the kernel had queued are accepted and read), serves what arrives on open connections, and
+     * resolves once every connection is closed. When `graceMs` ends, each request still open is
+     * answered 503 with a SERVICE_UNAVAILABLE body (if its headers are not sent yet), and every
+     * connection is destroyed.
      */
     async drain(graceMs: number): Promise<void> {
       draining = true;
       const started = Date.now();
-      for (const tracked of sockets.values()) {
+      // Quiet counts from the stop; a response not begun yet closes its connection, as later ones do.
+      for (const [socket, tracked] of sockets) {
+        tracked.progress = progressOf(socket);
         tracked.progressAt = started;
-        // A response not begun yet closes its connection, as later ones do.
         for (const res of tracked.open) if (!res.headersSent) res.setHeader('connection', 'close');
       }
-      // The listener stays open until no connection has come for ACCEPT_QUIET_MS (at most
-      // ACCEPT_MAX_MS), each check right after a poll phase: closing it resets every connection the
-      // kernel has queued and the busy loop has not accepted yet, requests already sent on them.
-      while (Date.now() - lastAcceptAt < ACCEPT_QUIET_MS && Date.now() - started < ACCEPT_MAX_MS) await afterPoll();
+      // The listener stays open until a quick poll phase finds no connection come for
+      // ACCEPT_QUIET_MS since the stop (at most ACCEPT_MAX_MS): closing it resets every connection
+      // the kernel has queued and the loop has not accepted yet, requests already sent on them.
+      let quick = await afterPoll();
+      while (!(quick && Date.now() - Math.max(started, lastAcceptAt) >= ACCEPT_QUIET_MS) && Date.now() - started < ACCEPT_MAX_MS) {
+        quick = await afterPoll();
+      }
       // net.Server's close stops the listener without http.Server's closeIdleConnections.
       if (server.listening) NetServer.prototype.close.call(server);
       while (sockets.size > 0) {
@@ -149,12 +169,12 @@ export function trackConnections(server: Server, idleMs: number) {
           if (now - started >= graceMs + DRAIN_CHECK_MS * 4) for (const socket of sockets.keys()) socket.destroy();
         } else {
           for (const [socket, tracked] of sockets) {
-            if (tracked.open.size === 0 && stillFor(socket, tracked, now) >= DRAIN_QUIET_MS) socket.destroy();
+            // After a slow poll phase a quiet-looking connection may hold an unread request.
+            const quiet = tracked.open.size === 0 && stillFor(socket, tracked, now) >= DRAIN_QUIET_MS;
+            if (quiet && quick) socket.destroy();
           }
         }
-        // The check runs in the check phase, right after a poll phase: whatever a client had sent
-        // by then has been read (and its request begun), even after the loop was held up.
-        await afterPoll();
+        quick = await afterPoll();
       }
       clearInterval(watchdog);
       // http.Server's own close: stops its timeout checks (there is nothing left for its idle sweep).

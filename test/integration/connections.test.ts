@@ -10,6 +10,75 @@ afterAll(async () => {
 });
 
 const CREATE = 'mutation { createSession(input: { title: "big" }) { id } }';
+const TYPENAME = JSON.stringify({ query: '{ __typename }' });
+const TYPENAME_REQUEST = `POST /graphql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${TYPENAME.length}\r\n\r\n${TYPENAME}`;
+
+type RawAnswer = { status: number; headers: string; body: string } | { error: string };
+
+/**
+ * A client's HTTP/1.1 connection over a raw socket, so a test decides when each byte is sent:
+ * `next` resolves with the next whole response (by its Content-Length, else at the connection's
+ * end), or with the error that ended the connection first (ECONNRESET for a reset).
+ */
+function rawConnection(port: number) {
+  const socket = connect(port, '127.0.0.1');
+  let received = Buffer.alloc(0);
+  let ended: string | undefined;
+  let waiting: ((answer: RawAnswer) => void) | undefined;
+  const settle = () => {
+    if (!waiting) return;
+    const headEnd = received.indexOf('\r\n\r\n');
+    const head = headEnd >= 0 ? received.subarray(0, headEnd).toString() : '';
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+    const bodyStart = headEnd + 4;
+    const whole = headEnd >= 0 && (length ? received.length >= bodyStart + Number(length[1]) : ended !== undefined);
+    let answer: RawAnswer | undefined;
+    if (whole) {
+      const bodyEnd = length ? bodyStart + Number(length[1]) : received.length;
+      answer = { status: Number(head.split(' ')[1]), headers: head.toLowerCase(), body: received.subarray(bodyStart, bodyEnd).toString() };
+      received = received.subarray(bodyEnd);
+    } else if (ended !== undefined) answer = { error: ended };
+    if (answer) {
+      const resolve = waiting;
+      waiting = undefined;
+      resolve(answer);
+    }
+  };
+  socket.on('data', (chunk) => {
+    received = Buffer.concat([received, chunk]);
+    settle();
+  });
+  socket.on('error', (error: NodeJS.ErrnoException) => {
+    ended ??= error.code ?? error.message;
+    settle();
+  });
+  socket.on('close', () => {
+    ended ??= 'closed';
+    settle();
+  });
+  return {
+    socket,
+    next: () =>
+      new Promise<RawAnswer>((resolve) => {
+        waiting = resolve;
+        settle();
+      }),
+  };
+}
+
+/** A connection that has carried one request and waits, idle, as a client's keep-alive pool holds it. */
+async function idleKeepAlive(port: number) {
+  const connection = rawConnection(port);
+  connection.socket.write(TYPENAME_REQUEST);
+  expect(await connection.next()).toMatchObject({ status: 200 });
+  return connection;
+}
+
+/** Holds the event loop, as a request whose work takes that long does. */
+const busyFor = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {}
+};
 const APPEND = 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { index } } }';
 
 describe(`connections (${backend.label})`, () => {
@@ -76,6 +145,66 @@ describe(`connections (${backend.label})`, () => {
     expect(seen?.code).toBe('ECONNRESET');
     expect(seen!.at - lastProgress.at).toBeLessThanOrEqual(idleMs * 1.6);
   }, 240_000);
+
+  it('while draining, answers requests that reach idle keep-alive connections while the server is busy past the quiet grace: none is reset', async () => {
+    const app = await createTestApp();
+    apps.push(app);
+    const port = Number(new URL(app.url).port);
+    const [first, second, ...others] = await Promise.all(Array.from({ length: 20 }, () => idleKeepAlive(port)));
+    // Idle a while before the stop, as a pool's connections are between requests.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    let closed: Promise<void> | undefined;
+    let stoppedAt = 0;
+    // The stop begins while the server works on the first request; the second arrives meanwhile
+    // and keeps it busy in turn. While it is, a request reaches every other connection, and the
+    // half-second quiet grace of a connection idle since the stop passes.
+    app.server.once('request', () => {
+      closed = app.close();
+      stoppedAt = performance.now();
+      busyFor(100);
+      second.socket.write(TYPENAME_REQUEST);
+      app.server.once('request', () => {
+        for (const other of others) other.socket.write(TYPENAME_REQUEST);
+        busyFor(800 - (performance.now() - stoppedAt));
+      });
+    });
+    first.socket.write(TYPENAME_REQUEST);
+    const answers = await Promise.all([first, second, ...others].map((connection) => connection.next()));
+    await closed;
+    expect(answers.filter((answer) => 'error' in answer)).toEqual([]);
+    for (const answer of answers as Exclude<RawAnswer, { error: string }>[]) {
+      expect(answer.status).toBe(200);
+      expect(answer.headers).toContain('connection: close');
+      expect(JSON.parse(answer.body)).toEqual({ data: { __typename: 'Query' } });
+    }
+  }, 60_000);
+
+  it('on stopping, accepts and answers the connections the kernel queued while the server was busy: none is reset', async () => {
+    const app = await createTestApp();
+    apps.push(app);
+    const port = Number(new URL(app.url).port);
+    const first = rawConnection(port);
+    let queued: ReturnType<typeof rawConnection>[] = [];
+    let closed: Promise<void> | undefined;
+    // The first request finds the server busy long past its last accept; clients connect
+    // meanwhile (the kernel queues them) and the stop begins before the server polls again.
+    app.server.once('request', () => {
+      busyFor(300);
+      queued = Array.from({ length: 10 }, () => rawConnection(port));
+      for (const connection of queued) connection.socket.write(TYPENAME_REQUEST);
+      // After the connects, which net.connect makes on the next tick.
+      process.nextTick(() => (closed = app.close()));
+    });
+    first.socket.write(TYPENAME_REQUEST);
+    expect(await first.next()).toMatchObject({ status: 200 });
+    const answers = await Promise.all(queued.map((connection) => connection.next()));
+    await closed;
+    expect(answers.filter((answer) => 'error' in answer)).toEqual([]);
+    for (const answer of answers as Exclude<RawAnswer, { error: string }>[]) {
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toEqual({ data: { __typename: 'Query' } });
+    }
+  }, 60_000);
 
   it('answers 503 SERVICE_UNAVAILABLE to a request still unfinished when the shutdown grace ends, and closes', async () => {
     const app = await createTestApp({ config: { shutdownGraceMs: 500 } });
