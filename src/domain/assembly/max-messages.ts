@@ -112,6 +112,19 @@ export function keepNewestUnits(list: readonly WorkMessage[], options: KeepNewes
       end = start;
       continue;
     }
+    // Only the lead cost is in the way (the unit would open the context with an assistant turn):
+    // the units before it may open it with a user turn, and then fit with it.
+    if (nextLead > 0 && used + cost <= options.capacity) {
+      const run = openingRun(list, start, forcedIndex, options.costOf, leadCost, options.capacity - used - cost);
+      if (run) {
+        used += cost + run.cost;
+        first = run.first;
+        lead = run.lead;
+        for (let i = run.start; i < end; i++) keep[i] = 1;
+        end = run.start;
+        continue;
+      }
+    }
     // The boundary unit: newest members that would have fitted on their own are tool-pair drops.
     const boundary = list[start];
     let partial = used + lead;
@@ -131,4 +144,42 @@ export function keepNewestUnits(list: readonly WorkMessage[], options: KeepNewes
   for (let i = 0; i < list.length; i++) if (keep[i]) kept.push(list[i]);
   removed.reverse();
   return { result: { list: kept, removed }, used: used + lead, forcedCost, minimalLeadCost, forcedIndex };
+}
+
+/** Units a look-ahead for an opening user turn may take (each is one message or one tool round). */
+const OPENING_LOOKAHEAD_UNITS = 8;
+
+/**
+ * The shortest run of whole units right before `end` (the newest user message, already kept, is
+ * not counted again) that fits `room` together with the lead cost of its first non-SYSTEM message,
+ * looking back at most OPENING_LOOKAHEAD_UNITS units; null when there is none.
+ */
+function openingRun(
+  list: readonly WorkMessage[],
+  end: number,
+  forcedIndex: number,
+  costOf: (w: WorkMessage) => number,
+  leadCost: (first: WorkMessage | null) => number,
+  room: number,
+): { start: number; cost: number; first: WorkMessage; lead: number } | null {
+  let start = end;
+  let cost = 0;
+  let first: WorkMessage | null = null;
+  for (let units = 0; units < OPENING_LOOKAHEAD_UNITS && start > 0; units++) {
+    const unitEnd = start;
+    start--;
+    while (start > 0 && list[start].shape.role === 'TOOL') start--;
+    for (let i = start; i < unitEnd; i++) if (i !== forcedIndex) cost += costOf(list[i]);
+    if (cost > room) return null;
+    for (let i = start; i < unitEnd; i++) {
+      if (list[i].shape.role !== 'SYSTEM') {
+        first = list[i];
+        break;
+      }
+    }
+    if (first === null) continue;
+    const lead = leadCost(first);
+    if (cost + lead <= room) return { start, cost, first, lead };
+  }
+  return null;
 }
