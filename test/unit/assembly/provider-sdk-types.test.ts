@@ -24,7 +24,8 @@ describe("every recorded payload, assembled in every format, is what the officia
       "import type { ResponseInputItem } from 'openai/resources/responses/responses';",
       "import type { BetaMessageParam } from '@anthropic-ai/sdk/resources/beta/messages';",
       "import type { Content } from '@google/genai';",
-      'type Wire<T> = T extends string ? `${T}` : T extends (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;',
+      // An enum's values as string literals: `${T}` of a string enum is the union of its values.
+      `type Wire<T> = T extends string ? \`\${T}\` : T extends (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;`,
     ];
     let n = 0;
     for (const fixture of providerFixtures()) {
