@@ -19,6 +19,39 @@ interface Assembled {
   assembleContext: { payload: Record<string, unknown>; decisions: { index: number; reason: string }[] };
 }
 
+describe(`every recorded payload, appended over HTTP, assembles back in its own format (${backend.label})`, () => {
+  let app: TestApp;
+  useTestApp((created) => {
+    app = created;
+  });
+  const AppendTool = 'mutation ($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { id } } }';
+  const CallIds = `query ($id: ID!) { node(id: $id) { ... on Session { messages(last: 50) { edges { node { parts { ... on ToolCallPart { callId } } } } } } } }`;
+
+  it.each(providerFixtures().map((f) => [f.file, f] as const))('%s', async (_, f) => {
+    const opening = f.kind === 'response' ? [{ role: 'USER', text: 'Hello.' }] : [];
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, { input: { messages: opening } });
+    const sessionId = createSession.id;
+    const side = f.kind === 'request' ? 'messages' : 'response';
+    await gqlOk(app, AppendProvider, { input: { sessionId, format: f.format, [side]: f.body } });
+    if (f.kind === 'response') {
+      // A response's calls are answered (assembly never sends a call without its result).
+      const read = await gqlOk<{ node: { messages: { edges: { node: { parts: { callId?: string }[] } }[] } } }, unknown>(app, CallIds, {
+        id: sessionId,
+      });
+      const callIds = read.node.messages.edges.flatMap((e) => e.node.parts.flatMap((p) => (p.callId ? [p.callId] : [])));
+      if (callIds.length > 0) {
+        const parts = callIds.map((callId) => ({ toolResult: { callId, content: 'ok' } }));
+        await gqlOk(app, AppendTool, { input: { sessionId, messages: [{ role: 'TOOL', parts }] } });
+      }
+    }
+    const context = await gqlOk<Assembled, unknown>(app, Assemble, { input: { sessionId, format: f.format, keepToolCallRounds: 1000 } });
+    const items = payloadItems(f.format, context.assembleContext.payload);
+    const expected = expectedItems(f);
+    const sent = f.kind === 'response' ? items.slice(1, 1 + expected.length) : items;
+    expect(canonical(sent)).toEqual(canonical(expected));
+  });
+});
+
 describe(`appendProviderMessages, tried as a client would (${backend.label})`, () => {
   let app: TestApp;
   useTestApp((created) => {
