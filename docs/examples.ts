@@ -909,4 +909,83 @@ export const EXAMPLES: ApiExample[] = [
       },
     },
   },
+  {
+    field: 'appendMessages',
+    kind: 'mutation',
+    summary:
+      "The new part inputs by hand (appendProviderMessages fills them from a provider's payload): a `reasoning` part with the provider data its provider needs to take it back (here a Gemini thought signature), `providerMetadata` on any part (here the signature Gemini put on a function call), and a `providerPart`, a block this server does not model, stored whole and sent only to its provider's format(s).",
+    document: `mutation AppendMessagesWithProviderData($input: AppendMessagesInput!) {
+  appendMessages(input: $input) {
+    messages {
+      role
+      parts {
+        __typename
+        ... on ReasoningPart {
+          text
+          redacted
+          providerMetadata
+        }
+        ... on ToolCallPart {
+          name
+          providerMetadata
+        }
+        ... on ProviderPart {
+          provider
+          data
+        }
+      }
+    }
+  }
+}`,
+    variables: {
+      input: {
+        sessionId: KIMI_SESSION_ID,
+        messages: [
+          {
+            role: 'ASSISTANT',
+            parts: [
+              {
+                reasoning: {
+                  text: 'Compute the trip budget, then check the weather.',
+                  providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb1x2' } },
+                },
+              },
+              { providerPart: { provider: 'google', data: { executableCode: { language: 'PYTHON', code: 'print(120 + 180)' } } } },
+              {
+                toolCall: {
+                  callId: 'weather_1',
+                  name: 'weather',
+                  arguments: { city: 'Porto' },
+                  providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb1x3' } },
+                },
+              },
+            ],
+          },
+        ],
+      },
+    },
+    response: {
+      appendMessages: {
+        messages: [
+          {
+            role: 'ASSISTANT',
+            parts: [
+              {
+                __typename: 'ReasoningPart',
+                text: 'Compute the trip budget, then check the weather.',
+                redacted: false,
+                providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb1x2' } },
+              },
+              {
+                __typename: 'ProviderPart',
+                provider: 'google',
+                data: { executableCode: { language: 'PYTHON', code: 'print(120 + 180)' } },
+              },
+              { __typename: 'ToolCallPart', name: 'weather', providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb1x3' } } },
+            ],
+          },
+        ],
+      },
+    },
+  },
 ];
