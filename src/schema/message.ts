@@ -169,7 +169,7 @@ builder.prismaNode('Message', {
     }),
     tokenCount: t.int({
       description:
-        'Content tokens in the o200k_base encoding (framing excluded), counted once when the message is finished. Attachments are counted when context is assembled.',
+        'Content tokens in the o200k_base encoding (framing excluded), counted once when the message is finished. Attachments, reasoning and provider parts are counted when context is assembled, by the format that sends them.',
       resolve: (m) => m.tokensO200k ?? countStoredTokens(m.parts as unknown as StoredPart[]).O200K_BASE,
     }),
     agentId: t.exposeString('agentId', { nullable: true, description: 'The agent that wrote it, when one did.' }),

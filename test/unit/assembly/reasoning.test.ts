@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { runAssembly } from '../../../src/domain/assembly/index.js';
 import { DomainError } from '../../../src/domain/errors.js';
+import { textCaps } from '../../../src/domain/limits.js';
+import { draftMessage, type MessageInputData } from '../../../src/domain/parts.js';
 import { readProviderPayload } from '../../../src/domain/provider-messages/index.js';
 import { countTokens } from '../../../src/domain/tokens.js';
 import type { StoredPart } from '../../../src/domain/types.js';
@@ -134,5 +136,69 @@ describe('provider readers refuse what they cannot read, naming the JSON path', 
     expect(thrown).toBeInstanceOf(DomainError);
     expect((thrown as DomainError).code).toBe('BAD_USER_INPUT');
     expect((thrown as DomainError).message).toBe(message);
+  });
+});
+
+describe('reasoning, provider parts and provider metadata as inputs', () => {
+  const caps = textCaps(1024);
+  const refusal = (input: MessageInputData) => {
+    try {
+      draftMessage(input, 'input.messages[0]', caps);
+    } catch (error) {
+      expect(error).toBeInstanceOf(DomainError);
+      expect((error as DomainError).code).toBe('BAD_USER_INPUT');
+      return (error as DomainError).message;
+    }
+    return null;
+  };
+
+  it('stores them as given', () => {
+    const draft = draftMessage(
+      {
+        role: 'ASSISTANT',
+        parts: [
+          { reasoning: { text: 'think', providerMetadata: { anthropic: { signature: 's' } } } },
+          { providerPart: { provider: 'openai', data: { type: 'web_search_call', id: 'ws_1' }, format: 'OPENAI_RESPONSES' } },
+          { text: { text: 'hi', providerMetadata: { openai: { itemId: 'msg_1' }, custom: { x: 1 } } } },
+        ],
+      },
+      'input.messages[0]',
+      caps,
+    );
+    expect(draft.parts).toEqual([
+      { type: 'reasoning', text: 'think', redacted: false, providerMetadata: { anthropic: { signature: 's' } } },
+      { type: 'providerPart', provider: 'openai', data: { type: 'web_search_call', id: 'ws_1' }, format: 'OPENAI_RESPONSES' },
+      { type: 'text', text: 'hi', providerMetadata: { openai: { itemId: 'msg_1' }, custom: { x: 1 } } },
+    ]);
+  });
+
+  it.each([
+    [{ role: 'USER', parts: [{ reasoning: { text: 'x' } }] }, 'input.messages[0]: reasoning belongs in ASSISTANT messages, not USER.'],
+    [
+      { role: 'ASSISTANT', parts: [{ text: { text: 'x', providerMetadata: [1] } }] },
+      'input.messages[0].parts[0].text.providerMetadata must be a JSON object keyed by provider (anthropic, openai, google).',
+    ],
+    [
+      { role: 'ASSISTANT', parts: [{ reasoning: { text: 'x', providerMetadata: { anthropic: { signature: 7 } } } }] },
+      'input.messages[0].parts[0].reasoning.providerMetadata.anthropic.signature must be a string.',
+    ],
+    [
+      { role: 'ASSISTANT', parts: [{ text: { text: 'x', providerMetadata: { anthropic: { extra: 'y'.repeat(2000) } } } }] },
+      'input.messages[0].parts[0].text.providerMetadata is 2026 characters as JSON, more than 1024, the cap on this server.',
+    ],
+    [
+      { role: 'ASSISTANT', parts: [{ providerPart: { provider: 'mistral', data: {} } }] },
+      'input.messages[0].parts[0].providerPart.provider "mistral" is not one of anthropic, openai, google.',
+    ],
+    [
+      { role: 'ASSISTANT', parts: [{ providerPart: { provider: 'google', data: {}, format: 'OPENAI_CHAT' } }] },
+      'input.messages[0].parts[0].providerPart.format OPENAI_CHAT is not a format of google (GEMINI).',
+    ],
+    [
+      { role: 'ASSISTANT', parts: [{ providerPart: { provider: 'google', data: 'x' } }] },
+      "input.messages[0].parts[0].providerPart.data must be a JSON object (the provider's block as it gave it).",
+    ],
+  ] as Array<[MessageInputData, string]>)('refuses %#', (input, message) => {
+    expect(refusal(input)).toBe(message);
   });
 });
