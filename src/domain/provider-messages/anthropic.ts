@@ -6,7 +6,20 @@
  */
 import { badInput } from '../errors.js';
 import type { PartInput } from '../parts.js';
-import { array, at, count, isObject, type Json, MessageList, metadata, object, type ProviderRead, string, without } from './common.js';
+import {
+  array,
+  at,
+  count,
+  isObject,
+  type Json,
+  MessageList,
+  metadata,
+  object,
+  type ProviderRead,
+  string,
+  usageOf,
+  without,
+} from './common.js';
 
 const DROPPED = ['cache_control'];
 
@@ -139,13 +152,15 @@ export function readAnthropicResponse(value: unknown, where: string): ProviderRe
   const usage = isObject(response.usage) ? response.usage : {};
   return {
     messages: list.done(cWhere),
-    usage: {
-      inputTokens: count(usage.input_tokens),
-      outputTokens: count(usage.output_tokens),
-      cacheReadTokens: count(usage.cache_read_input_tokens),
-      cacheWriteTokens: count(usage.cache_creation_input_tokens),
-      model: typeof response.model === 'string' ? response.model : null,
-      callId: typeof response.id === 'string' ? response.id : null,
-    },
+    usage: usageOf(
+      {
+        inputTokens: count(usage.input_tokens),
+        outputTokens: count(usage.output_tokens),
+        cacheReadTokens: count(usage.cache_read_input_tokens),
+        cacheWriteTokens: count(usage.cache_creation_input_tokens),
+      },
+      response.model,
+      response.id,
+    ),
   };
 }

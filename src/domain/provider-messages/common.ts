@@ -67,6 +67,15 @@ export interface ProviderRead {
   usage: ProviderUsage | null;
 }
 
+/** A response's usage: counts as `reportUsage` takes them, the model and the response id when they are strings. */
+export function usageOf(
+  counts: Pick<ProviderUsage, 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens'>,
+  model: unknown,
+  id: unknown,
+): ProviderUsage {
+  return { ...counts, model: typeof model === 'string' ? model : null, callId: typeof id === 'string' ? id : null };
+}
+
 export const count = (value: unknown): number => (typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0);
 
 /**

@@ -21,6 +21,7 @@ import {
   object,
   optionalString,
   type ProviderRead,
+  usageOf,
   string,
   without,
 } from './common.js';
@@ -150,13 +151,15 @@ export function readGeminiResponse(value: unknown, where: string): ProviderRead 
   const cached = count(usage.cachedContentTokenCount);
   return {
     messages: reader.list.done(cWhere),
-    usage: {
-      inputTokens: Math.max(0, count(usage.promptTokenCount) - cached),
-      outputTokens: count(usage.candidatesTokenCount) + count(usage.thoughtsTokenCount),
-      cacheReadTokens: cached,
-      cacheWriteTokens: 0,
-      model: typeof response.modelVersion === 'string' ? response.modelVersion : null,
-      callId: typeof response.responseId === 'string' ? response.responseId : null,
-    },
+    usage: usageOf(
+      {
+        inputTokens: Math.max(0, count(usage.promptTokenCount) - cached),
+        outputTokens: count(usage.candidatesTokenCount) + count(usage.thoughtsTokenCount),
+        cacheReadTokens: cached,
+        cacheWriteTokens: 0,
+      },
+      response.modelVersion,
+      response.responseId,
+    ),
   };
 }

@@ -7,7 +7,20 @@
 import { badInput } from '../errors.js';
 import type { PartInput } from '../parts.js';
 import type { MessageRole } from '../types.js';
-import { array, at, count, isObject, type Json, MessageList, metadata, object, type ProviderRead, string, without } from './common.js';
+import {
+  array,
+  at,
+  count,
+  isObject,
+  type Json,
+  MessageList,
+  metadata,
+  object,
+  type ProviderRead,
+  string,
+  usageOf,
+  without,
+} from './common.js';
 
 const openaiMeta = (fields: Json, keep = false) => metadata('openai', fields, keep);
 
@@ -124,13 +137,15 @@ export function readChatResponse(value: unknown, where: string): ProviderRead {
   const cached = isObject(usage.prompt_tokens_details) ? count(usage.prompt_tokens_details.cached_tokens) : 0;
   return {
     messages: list.done(cWhere),
-    usage: {
-      inputTokens: Math.max(0, count(usage.prompt_tokens) - cached),
-      outputTokens: count(usage.completion_tokens),
-      cacheReadTokens: cached,
-      cacheWriteTokens: 0,
-      model: typeof response.model === 'string' ? response.model : null,
-      callId: typeof response.id === 'string' ? response.id : null,
-    },
+    usage: usageOf(
+      {
+        inputTokens: Math.max(0, count(usage.prompt_tokens) - cached),
+        outputTokens: count(usage.completion_tokens),
+        cacheReadTokens: cached,
+        cacheWriteTokens: 0,
+      },
+      response.model,
+      response.id,
+    ),
   };
 }

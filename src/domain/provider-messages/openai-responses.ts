@@ -20,6 +20,7 @@ import {
   object,
   optionalString,
   type ProviderRead,
+  usageOf,
   string,
   without,
 } from './common.js';
@@ -182,13 +183,15 @@ export function readResponsesResponse(value: unknown, where: string): ProviderRe
   const cached = isObject(usage.input_tokens_details) ? count(usage.input_tokens_details.cached_tokens) : 0;
   return {
     messages: list.done(oWhere),
-    usage: {
-      inputTokens: Math.max(0, count(usage.input_tokens) - cached),
-      outputTokens: count(usage.output_tokens),
-      cacheReadTokens: cached,
-      cacheWriteTokens: 0,
-      model: typeof response.model === 'string' ? response.model : null,
-      callId: typeof response.id === 'string' ? response.id : null,
-    },
+    usage: usageOf(
+      {
+        inputTokens: Math.max(0, count(usage.input_tokens) - cached),
+        outputTokens: count(usage.output_tokens),
+        cacheReadTokens: cached,
+        cacheWriteTokens: 0,
+      },
+      response.model,
+      response.id,
+    ),
   };
 }
