@@ -1,7 +1,8 @@
 import type { Sql } from '../db/sql.js';
 import { messageFromSnapshot } from '../db/session-events.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
-import { readTurnPage } from '../db/stores/messages.js';
+import { findMessage, findMessagesByIds, readTurnPage } from '../db/stores/messages.js';
+import { findTurnInWorkspace } from '../db/stores/turns.js';
 import { contentBytesOf, type ResponseBudget } from '../domain/content-budget.js';
 import { badInput } from '../domain/errors.js';
 import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
@@ -80,14 +81,12 @@ export class ReadService {
   eventMessage(event: SessionEventMessage): MaybePromise<Message | null> {
     const messageId = event.messageId;
     if (!messageId) return null;
-    return this.eventEntities.get(event.id, 'message', () =>
-      this.prisma.message.findUnique({ where: { id: messageId } }),
-    ) as MaybePromise<Message | null>;
+    return this.eventEntities.get(event.id, 'message', () => findMessage(this.prisma, messageId)) as MaybePromise<Message | null>;
   }
 
   /** Messages by id as seen in `viewSessionId`, in index order. */
   async messagesInView(ids: string[], viewSessionId: string): Promise<ViewedMessage[]> {
-    const rows = await this.prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
+    const rows = await findMessagesByIds(this.prisma, ids);
     return rows.map((row) => ({ ...row, viewSessionId }));
   }
 
@@ -123,6 +122,6 @@ export class ReadService {
 
   /** A turn by id when its session is in the workspace; null otherwise. */
   turnInWorkspace(turnId: string, workspaceId: string): Promise<Turn | null> {
-    return this.prisma.turn.findFirst({ where: { id: turnId, session: { workspaceId } } });
+    return findTurnInWorkspace(this.prisma, workspaceId, turnId);
   }
 }

@@ -199,6 +199,16 @@ export function findGenerating(tx: Tx, segments: readonly Segment[]): Promise<{ 
   return tx.message.findFirst({ where: { ...segmentsWhere(segments), generating: true }, select: { position: true } });
 }
 
+/** A message by id (what a replayed event names), or null once deleted. */
+export function findMessage(prisma: PrismaClient, id: string): Promise<Message | null> {
+  return prisma.message.findUnique({ where: { id } });
+}
+
+/** Messages by id (what a transform event names), in index order; a deleted one is left out. */
+export function findMessagesByIds(prisma: PrismaClient, ids: string[]): Promise<Message[]> {
+  return prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
+}
+
 /** Where a page of a turn's messages lies: positions strictly between `after` and `before`, `limit` of them from one end. */
 export interface TurnPageBounds {
   after: number;
