@@ -1,7 +1,7 @@
 import type { Sql } from '../db/sql.js';
 import { messageFromSnapshot } from '../db/session-events.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
-import { findMessage, findMessagesByIds, readTurnPage } from '../db/stores/messages.js';
+import { countTurnMessages, findMessage, findMessagesByIds, readTurnPage } from '../db/stores/messages.js';
 import { findTurnInWorkspace } from '../db/stores/turns.js';
 import { contentBytesOf, type ResponseBudget } from '../domain/content-budget.js';
 import { badInput } from '../domain/errors.js';
@@ -123,5 +123,10 @@ export class ReadService {
   /** A turn by id when its session is in the workspace; null otherwise. */
   turnInWorkspace(turnId: string, workspaceId: string): Promise<Turn | null> {
     return findTurnInWorkspace(this.prisma, workspaceId, turnId);
+  }
+
+  /** How many messages were appended with the turn (`Turn.messages`' totalCount). */
+  turnMessageCount(turnId: string): Promise<number> {
+    return countTurnMessages(this.prisma, turnId);
   }
 }

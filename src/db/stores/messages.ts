@@ -209,6 +209,11 @@ export function findMessagesByIds(prisma: PrismaClient, ids: string[]): Promise<
   return prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
 }
 
+/** How many messages were appended with a turn (`Turn.messages`' totalCount). */
+export function countTurnMessages(prisma: PrismaClient, turnId: string): Promise<number> {
+  return prisma.message.count({ where: { turnId } });
+}
+
 /** Where a page of a turn's messages lies: positions strictly between `after` and `before`, `limit` of them from one end. */
 export interface TurnPageBounds {
   after: number;
