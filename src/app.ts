@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Plugin, YogaServerInstance } from 'graphql-yoga';
 import type { Tracing } from './graphql/tracing.js';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
-import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
+import { ApiKeyCache, AssemblyCaches, KeptReads, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
 import { requestContextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
@@ -46,6 +46,7 @@ import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
 import { EventRetention } from './services/event-retention.js';
+import { SharedReads } from './services/shared-reads.js';
 import { eventSweepInterval } from './config.js';
 
 export interface App {
@@ -134,6 +135,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
         sweepIntervalMs: config.turnSweepIntervalMs,
       }),
       eventEntities: new EventMemo(),
+      sharedReads: new SharedReads(new KeptReads(db.sql.reads, config.caches.keptReadsMaxChars)),
       retention:
         config.eventRetentionMs === null
           ? null

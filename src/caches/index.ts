@@ -14,6 +14,7 @@ import { WindowHints } from './window-hints.js';
 
 export { ApiKeyCache } from './api-keys.js';
 export { FinishedRowsCache } from './finished-rows.js';
+export { KeptReads } from './kept-reads.js';
 export { FinishedPartsCache } from './parts.js';
 export { SessionRowsCache } from './session-rows.js';
 export { WindowHints, type WindowHint } from './window-hints.js';

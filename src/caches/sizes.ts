@@ -26,6 +26,8 @@ export interface CacheConfig {
   apiKeyTtlMs: number;
   /** Distinct subscription selections given a short id for sharing executions, and query texts kept once for every WebSocket subscriber. */
   subscriptionShapesMax: number;
+  /** Characters of the event streams' settled reads kept until the next write (PGlite; caches/kept-reads.ts). */
+  keptReadsMaxChars: number;
 }
 
 /** The cache budget that DEFAULT_CACHE_CONFIG's sizes fill, in MB; any other budget scales every size by budget / this. */
@@ -42,6 +44,7 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   apiKeyMax: 10_000,
   apiKeyTtlMs: 5_000,
   subscriptionShapesMax: 1_000,
+  keptReadsMaxChars: 4_000_000,
 };
 
 /** The cache sizes for a budget of `memoryMb`: each of DEFAULT_CACHE_CONFIG's scaled, at least 1. `apiKeyTtlMs` is not a size. */

@@ -15,6 +15,7 @@ import type { SessionService } from '../services/sessions.js';
 import type { TransformService } from '../services/transforms.js';
 import type { TurnService } from '../services/turns.js';
 import type { EventRetention } from '../services/event-retention.js';
+import type { SharedReads } from '../services/shared-reads.js';
 
 /**
  * The long-lived parts of one app instance, shared by every request: configuration, logger,
@@ -40,6 +41,8 @@ export interface AppRuntime {
   sessionRows: SessionRowsCache;
   /** What events point at (message, session), read once per instance per event by every subscriber. */
   eventEntities: EventEntityMemo;
+  /** The reads the event streams and subscription checks share (and keep until the next write, on PGlite). */
+  sharedReads: SharedReads;
   /** The event log's sweeper and replay check (EVENT_RETENTION_MS); null: events are kept for ever. */
   retention: EventRetention | null;
 }
@@ -83,7 +86,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
     pages: runtime.caches.pages,
     responseContentBytes: caps.responseContentBytes,
   };
-  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities, runtime.retention);
+  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.sharedReads, runtime.eventEntities, runtime.retention);
   const search = new MessageSearchService(db.sql);
   return async (source) => {
     const { workspaceId, scope } = await auth.grantFor(source.authorization);

@@ -9,8 +9,8 @@ import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
 import { DEFAULT_PAGE, decodeIndexCursor, MAX_CONNECTION_PAGE, type PageArgs } from '../domain/pagination.js';
 import type { Message, PrismaClient, Session, Turn } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
-import { readShared } from './shared-reads.js';
-import { sessionEventStream, type SessionEventStream } from './event-stream.js';
+import type { SharedReads } from './shared-reads.js';
+import { type EventStreamSources, sessionEventStream, type SessionEventStream } from './event-stream.js';
 import type { EventRetention } from './event-retention.js';
 import type { RequestLoaders } from './loaders.js';
 import type { ViewedMessage } from './transforms.js';
@@ -33,14 +33,20 @@ export function carriedMessage(event: SessionEventMessage): Message | undefined 
 
 /** The reads resolvers make that no loader batches: event streams and what events point at. */
 export class ReadService {
+  private readonly streams: EventStreamSources;
+
   constructor(
     private readonly sql: Sql,
     private readonly prisma: PrismaClient,
-    private readonly bus: EventBus,
+    bus: EventBus,
+    /** The app's reads shared between event streams and subscription checks. */
+    private readonly shared: SharedReads,
     private readonly eventEntities: EventEntityMemo,
     /** Set when EVENT_RETENTION_MS is: a replay from before the oldest kept event is refused. */
     private readonly retention: EventRetention | null = null,
-  ) {}
+  ) {
+    this.streams = { sql: sql.reads, bus, shared };
+  }
 
   /**
    * The session's event stream (it ends after SessionDeleted), or null when the session is not in
@@ -55,10 +61,10 @@ export class ReadService {
     shownId = sessionId,
   ): Promise<SessionEventStream | null> {
     const { reads } = this.sql;
-    const found = await readShared(reads, `in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
+    const found = await this.shared.readFresh(`in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
     if (!found) return null;
     if (afterSequence !== null && this.retention) await this.retention.checkReplay(sessionId, afterSequence, shownId);
-    return sessionEventStream(reads, this.bus, sessionId, afterSequence);
+    return sessionEventStream(this.streams, sessionId, afterSequence);
   }
 
   /**

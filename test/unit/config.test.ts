@@ -127,6 +127,7 @@ describe('configuration from the environment', () => {
       apiKeyMax: 10_000,
       apiKeyTtlMs: 5_000,
       subscriptionShapesMax: 1_000,
+      keptReadsMaxChars: 4_000_000,
     });
     expect(defaultCacheMemoryMb(4 * 2 ** 30)).toBe(128);
     expect(defaultCacheMemoryMb(256 * 2 ** 20)).toBe(64);
@@ -143,6 +144,7 @@ describe('configuration from the environment', () => {
       apiKeyMax: 20_000,
       apiKeyTtlMs: 1000,
       subscriptionShapesMax: 2_000,
+      keptReadsMaxChars: 8_000_000,
     });
     const tiny = cacheSizes(0.001);
     expect(Math.min(...Object.values(tiny))).toBe(1);
