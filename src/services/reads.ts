@@ -1,7 +1,7 @@
 import type { Sql } from '../db/sql.js';
 import { messageFromSnapshot } from '../db/session-events.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
-import { countTurnMessages, findMessage, findMessagesByIds, readTurnPage } from '../db/stores/messages.js';
+import { countTurnMessages, findMessage, findMessagesInIndexOrder, readTurnPage } from '../db/stores/messages.js';
 import { findTurnInWorkspace } from '../db/stores/turns.js';
 import { contentBytesOf, type ResponseBudget } from '../domain/content-budget.js';
 import { badInput } from '../domain/errors.js';
@@ -92,7 +92,7 @@ export class ReadService {
 
   /** Messages by id as seen in `viewSessionId`, in index order. */
   async messagesInView(ids: string[], viewSessionId: string): Promise<ViewedMessage[]> {
-    const rows = await findMessagesByIds(this.prisma, ids);
+    const rows = await findMessagesInIndexOrder(this.prisma, ids);
     return rows.map((row) => ({ ...row, viewSessionId }));
   }
 

@@ -205,7 +205,7 @@ export function findMessage(prisma: PrismaClient, id: string): Promise<Message |
 }
 
 /** Messages by id (what a transform event names), in index order; a deleted one is left out. */
-export function findMessagesByIds(prisma: PrismaClient, ids: string[]): Promise<Message[]> {
+export function findMessagesInIndexOrder(prisma: PrismaClient, ids: string[]): Promise<Message[]> {
   return prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
 }
 
