@@ -47,6 +47,7 @@ import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
 import { EventRetention } from './services/event-retention.js';
 import { SharedReads } from './services/shared-reads.js';
+import { TokenPrecount } from './caches/token-precount.js';
 import { eventSweepInterval } from './config.js';
 
 export interface App {
@@ -105,6 +106,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   const db = options.database ?? (await createDatabase(databaseOptionsOf(config)));
   let bus: EventBus | undefined;
   let limiter: RateLimiter | undefined;
+  let precount: TokenPrecount | undefined;
   try {
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
@@ -117,19 +119,21 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     for (const key of revoked) logger.warn('API_KEYS holds a revoked key; it stays refused', { workspace: key.workspace });
     const caches = new AssemblyCaches(config.caches);
     const caps = textCaps(config.maxStringChars ?? DEFAULT_STRING_CHARS[db.kind]);
-    const sessions = new SessionService(db.prisma, db.sql, bus, caches, caps);
+    precount = new TokenPrecount(config.caches.precountMaxChars);
+    const sessions = new SessionService(db.prisma, db.sql, bus, caches, caps, precount);
     const runtime: AppRuntime = {
       config,
       caps,
+      precount,
       logger,
       db,
       bus,
       auth,
       sessions,
-      transforms: new TransformService(sessions),
+      transforms: new TransformService(sessions, precount),
       caches,
       sessionRows: new SessionRowsCache(db.sql.writes, config.caches.sessionRowsMax),
-      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches),
+      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches, precount),
       turns: new TurnService(db.sql, bus, logger, {
         turnTimeoutMs: config.turnTimeoutMs,
         sweepIntervalMs: config.turnSweepIntervalMs,
@@ -160,6 +164,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     runtime.retention?.start();
     return app;
   } catch (error) {
+    await precount?.close();
     await limiter?.close();
     await bus?.close();
     await db.close();
@@ -327,6 +332,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
         await drained;
         await runtime.turns.stop();
         await runtime.retention?.stop();
+        await runtime.precount.close();
         await limiter.close();
         await bus.close();
         await db.close();

@@ -28,6 +28,8 @@ export interface CacheConfig {
   subscriptionShapesMax: number;
   /** Characters of the event streams' settled reads kept until the next write (PGlite; caches/kept-reads.ts). */
   keptReadsMaxChars: number;
+  /** Characters of long texts whose token counts the worker made ahead (caches/token-precount.ts). */
+  precountMaxChars: number;
 }
 
 /** The cache budget that DEFAULT_CACHE_CONFIG's sizes fill, in MB; any other budget scales every size by budget / this. */
@@ -45,6 +47,7 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   apiKeyTtlMs: 5_000,
   subscriptionShapesMax: 1_000,
   keptReadsMaxChars: 4_000_000,
+  precountMaxChars: 16_000_000,
 };
 
 /** The cache sizes for a budget of `memoryMb`: each of DEFAULT_CACHE_CONFIG's scaled, at least 1. `apiKeyTtlMs` is not a size. */

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { EventBus } from '../pubsub/bus.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
+import type { TokenPrecount } from '../caches/token-precount.js';
 import type { AssemblyService } from '../services/assembly.js';
 import { RequestLoaders, type LoaderSources } from '../services/loaders.js';
 import { ReadService, type EventEntityMemo } from '../services/reads.js';
@@ -26,6 +27,8 @@ export interface AppRuntime {
   config: AppConfig;
   /** The caps on strings, attachments, arguments and bodies for this backend (MAX_STRING_CHARS, `textCaps`). */
   caps: TextCaps;
+  /** Long texts' token counts, made in a worker before they are needed (stopped by `close`). */
+  precount: TokenPrecount;
   logger: Logger;
   db: Database;
   bus: EventBus;
@@ -62,6 +65,8 @@ export interface RequestContext {
   loaders: RequestLoaders;
   /** The caps on strings and arguments for this backend, checked before any resolver runs. */
   caps: TextCaps;
+  /** Where the long string arguments are token-counted before any resolver runs (schema/validate-args.ts). */
+  precount: TokenPrecount;
   sessions: SessionService;
   transforms: TransformService;
   assembly: AssemblyService;
@@ -78,7 +83,7 @@ export type EventsRequestContext = Pick<RequestContext, 'workspaceId' | 'loaders
  * WebSocket, from `connectionParams.Authorization` (or `authorization`).
  */
 export function requestContexts(runtime: AppRuntime): (source: { authorization?: string | null }) => Promise<RequestContext> {
-  const { db, auth, caps, sessions, transforms, assembly, turns } = runtime;
+  const { db, auth, caps, precount, sessions, transforms, assembly, turns } = runtime;
   const sources: LoaderSources = {
     prisma: db.prisma,
     sql: db.sql,
@@ -99,6 +104,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
         prisma: db.prisma,
         loaders: new RequestLoaders(sources, workspaceId),
         caps,
+        precount,
         sessions,
         transforms,
         assembly,

@@ -128,6 +128,7 @@ describe('configuration from the environment', () => {
       apiKeyTtlMs: 5_000,
       subscriptionShapesMax: 1_000,
       keptReadsMaxChars: 4_000_000,
+      precountMaxChars: 16_000_000,
     });
     expect(defaultCacheMemoryMb(4 * 2 ** 30)).toBe(128);
     expect(defaultCacheMemoryMb(256 * 2 ** 20)).toBe(64);
@@ -145,6 +146,7 @@ describe('configuration from the environment', () => {
       apiKeyTtlMs: 1000,
       subscriptionShapesMax: 2_000,
       keptReadsMaxChars: 8_000_000,
+      precountMaxChars: 32_000_000,
     });
     const tiny = cacheSizes(0.001);
     expect(Math.min(...Object.values(tiny))).toBe(1);
