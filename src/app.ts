@@ -33,11 +33,10 @@ import { loadTrustedDocuments, TrustedDocuments } from './http/trusted-documents
 import { useQueryLimits } from './graphql/query-limits.js';
 import { useKeyScopes } from './graphql/key-scopes.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
-import { configureSchemaChecks } from './schema/builder.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { SubscriptionTracker } from './live/subscription-tracker.js';
 import type { SocketExtra } from './live/ws-connection.js';
-import { schema } from './schema/index.js';
+import { schema, withDevelopmentChecks } from './schema/index.js';
 import { AssemblyService } from './services/assembly.js';
 import { DEFAULT_WINDOW_PAGING } from './domain/assembly/window.js';
 import { EventMemo } from './caches/event-memo.js';
@@ -100,7 +99,6 @@ export interface BuildAppOptions {
  * environment, signals and the port.
  */
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
-  configureSchemaChecks(config);
   checkTokenizerShape();
   const logger = createLogger(config.logLevel);
   const db = options.database ?? (await createDatabase(databaseOptionsOf(config)));
@@ -229,7 +227,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
   // Every request the fast path answers must see every plugin as Yoga's path would.
   assertFastPathHonours(plugins);
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
-    schema,
+    schema: config.production ? schema : withDevelopmentChecks(schema),
     graphqlEndpoint: endpoint,
     logging: false,
     graphiql: config.graphiql ? { title: 'session-graph', subscriptionsProtocol: 'WS' } : false,
