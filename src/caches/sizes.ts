@@ -17,6 +17,8 @@ export interface CacheConfig {
   sessionRowsMax: number;
   /** Sessions whose window hint is kept. */
   windowHintsMax: number;
+  /** Sessions whose leading row (position 0) is kept (caches/first-rows.ts). */
+  firstRowsMax: number;
   /** API key lookups kept. */
   apiKeyMax: number;
   /**
@@ -43,6 +45,7 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   pageMaxChars: 8_000_000,
   sessionRowsMax: 10_000,
   windowHintsMax: 10_000,
+  firstRowsMax: 10_000,
   apiKeyMax: 10_000,
   apiKeyTtlMs: 5_000,
   subscriptionShapesMax: 1_000,
