@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Plugin, YogaServerInstance } from 'graphql-yoga';
 import type { Tracing } from './graphql/tracing.js';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
-import { ApiKeyCache, AssemblyCaches, SessionRowsCache } from './caches/index.js';
+import { ApiKeyCache, AssemblyCaches, KeptReads, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
 import { requestContextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
@@ -33,11 +33,10 @@ import { loadTrustedDocuments, TrustedDocuments } from './http/trusted-documents
 import { useQueryLimits } from './graphql/query-limits.js';
 import { useKeyScopes } from './graphql/key-scopes.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
-import { configureSchemaChecks } from './schema/builder.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { SubscriptionTracker } from './live/subscription-tracker.js';
 import type { SocketExtra } from './live/ws-connection.js';
-import { schema } from './schema/index.js';
+import { schema, withDevelopmentChecks } from './schema/index.js';
 import { AssemblyService } from './services/assembly.js';
 import { DEFAULT_WINDOW_PAGING } from './domain/assembly/window.js';
 import { EventMemo } from './caches/event-memo.js';
@@ -46,6 +45,8 @@ import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
 import { EventRetention } from './services/event-retention.js';
+import { SharedReads } from './services/shared-reads.js';
+import { TokenPrecount } from './caches/token-precount.js';
 import { eventSweepInterval } from './config.js';
 
 export interface App {
@@ -98,12 +99,12 @@ export interface BuildAppOptions {
  * environment, signals and the port.
  */
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
-  configureSchemaChecks(config);
   checkTokenizerShape();
   const logger = createLogger(config.logLevel);
   const db = options.database ?? (await createDatabase(databaseOptionsOf(config)));
   let bus: EventBus | undefined;
   let limiter: RateLimiter | undefined;
+  let precount: TokenPrecount | undefined;
   try {
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
@@ -116,24 +117,27 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     for (const key of revoked) logger.warn('API_KEYS holds a revoked key; it stays refused', { workspace: key.workspace });
     const caches = new AssemblyCaches(config.caches);
     const caps = textCaps(config.maxStringChars ?? DEFAULT_STRING_CHARS[db.kind]);
-    const sessions = new SessionService(db.prisma, db.sql, bus, caches, caps);
+    precount = new TokenPrecount(config.caches.precountMaxChars);
+    const sessions = new SessionService(db.prisma, db.sql, bus, caches, caps, precount);
     const runtime: AppRuntime = {
       config,
       caps,
+      precount,
       logger,
       db,
       bus,
       auth,
       sessions,
-      transforms: new TransformService(sessions),
+      transforms: new TransformService(sessions, precount),
       caches,
       sessionRows: new SessionRowsCache(db.sql.writes, config.caches.sessionRowsMax),
-      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches),
+      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches, precount),
       turns: new TurnService(db.sql, bus, logger, {
         turnTimeoutMs: config.turnTimeoutMs,
         sweepIntervalMs: config.turnSweepIntervalMs,
       }),
       eventEntities: new EventMemo(),
+      sharedReads: new SharedReads(new KeptReads(db.sql.reads, config.caches.keptReadsMaxChars)),
       retention:
         config.eventRetentionMs === null
           ? null
@@ -158,6 +162,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     runtime.retention?.start();
     return app;
   } catch (error) {
+    await precount?.close();
     await limiter?.close();
     await bus?.close();
     await db.close();
@@ -222,7 +227,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
   // Every request the fast path answers must see every plugin as Yoga's path would.
   assertFastPathHonours(plugins);
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
-    schema,
+    schema: config.production ? schema : withDevelopmentChecks(schema),
     graphqlEndpoint: endpoint,
     logging: false,
     graphiql: config.graphiql ? { title: 'session-graph', subscriptionsProtocol: 'WS' } : false,
@@ -325,6 +330,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
         await drained;
         await runtime.turns.stop();
         await runtime.retention?.stop();
+        await runtime.precount.close();
         await limiter.close();
         await bus.close();
         await db.close();

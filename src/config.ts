@@ -208,7 +208,7 @@ export const SETTINGS = {
     min: 1,
     shown: "a quarter of V8's heap limit, at most `128`",
     meaning:
-      'memory for the in-process caches (message parts, rows and pages, session rows on PGlite, window hints, API keys, subscription selections), split among them in fixed shares',
+      "memory for the in-process caches (message parts, rows and pages, session rows on PGlite, window hints, leading rows, API keys, subscription selections, the event streams' kept reads on PGlite, long texts' token counts), split among them in fixed shares",
   },
 } as const satisfies Record<string, Setting>;
 

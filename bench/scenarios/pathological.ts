@@ -5,7 +5,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { clearMergeCache, encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import { LONG_TEXT } from '../../src/domain/token-precount.js';
+import { LONG_TEXT } from '../../src/caches/token-precount.js';
 import { createBpeCounter } from '../../src/domain/tokens.js';
 import { HUGE_TEXT, pathologicalInputs, sendWhileSampling } from '../../test/helpers/pathological.js';
 import { type BenchContext, round, type Row, type Scenario } from '../lib.js';

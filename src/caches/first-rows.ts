@@ -1,9 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { LightRow } from '../db/stores/messages.js';
 
-/** Sessions whose first row is kept. */
-const FIRST_ROWS_MAX = 10_000;
-
 /**
  * The light row at position 0 of a session, by the id of the session that owns that position (the
  * root of a fork's lineage), finished rows only: what context assembly reads to keep a leading
@@ -13,12 +10,13 @@ const FIRST_ROWS_MAX = 10_000;
  * the message at position 0 of a session never moves; only finished rows are kept. A deleted
  * session's id is never asked for again (ids are not reused), so its entry only waits to be
  * evicted; `AssemblyCaches.forget(sessionId)`, which every delete calls, drops it at once. Bounded by
- * sessions (FIRST_ROWS_MAX), least recently used first.
+ * sessions, from configuration (`config.caches.firstRowsMax`, a share of CACHE_MEMORY_MB), least
+ * recently used first.
  */
 export class FirstRowsCache {
   private readonly rows: LRUCache<string, LightRow>;
 
-  constructor(max = FIRST_ROWS_MAX) {
+  constructor(max: number) {
     this.rows = new LRUCache({ max });
   }
 

@@ -14,6 +14,7 @@ import { WindowHints } from './window-hints.js';
 
 export { ApiKeyCache } from './api-keys.js';
 export { FinishedRowsCache } from './finished-rows.js';
+export { KeptReads } from './kept-reads.js';
 export { FinishedPartsCache } from './parts.js';
 export { SessionRowsCache } from './session-rows.js';
 export { WindowHints, type WindowHint } from './window-hints.js';
@@ -29,13 +30,16 @@ export class AssemblyCaches {
   /** Whole finished message rows (the rule of FinishedRowsCache), weighed by their characters (`config.caches.pageMaxChars`). */
   readonly pages: FinishedRowsCache<Message>;
   /** Each session's leading row (position 0), for the leading SYSTEM message. */
-  readonly firstRows = new FirstRowsCache();
+  readonly firstRows: FirstRowsCache;
 
-  constructor(config: Pick<CacheConfig, 'partsMaxChars' | 'rowsMax' | 'rowsMaxPerSession' | 'windowHintsMax' | 'pageMaxChars'>) {
+  constructor(
+    config: Pick<CacheConfig, 'partsMaxChars' | 'rowsMax' | 'rowsMaxPerSession' | 'windowHintsMax' | 'firstRowsMax' | 'pageMaxChars'>,
+  ) {
     this.parts = new FinishedPartsCache(config.partsMaxChars);
     this.rows = new FinishedRowsCache(config.rowsMax, config.rowsMaxPerSession);
     this.hints = new WindowHints(config.windowHintsMax);
     this.pages = new FinishedRowsCache<Message>(config.pageMaxChars, config.rowsMaxPerSession, messageRowChars);
+    this.firstRows = new FirstRowsCache(config.firstRowsMax);
   }
 
   /** Forgets everything kept of `sessionId` (its own messages' parts, rows and page rows, its hint, its first row). */

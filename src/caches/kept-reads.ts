@@ -1,8 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { SqlClient } from '../db/sql.js';
 
-/** Characters (string lengths, 8 per other value) kept across all kept reads of one database. */
-const MAX_KEPT_CHARS = 4 * 1024 * 1024;
 /** Values looked at to size one result; a larger result (a full replay page of wrapped events) is not kept. */
 const MAX_SIZED_VALUES = 20_000;
 
@@ -17,14 +15,20 @@ const MAX_SIZED_VALUES = 20_000;
  * the next write; the whole cache is dropped as soon as the count moves, and a read during which it
  * moved is not kept. Nothing else can make an entry stale, so nobody needs to call `forget`; it is
  * there for a caller that knows a key is gone. Bounded by the characters of the values kept
- * (MAX_KEPT_CHARS, an event's payload can carry a streamed text), least recently used first; a
- * result of more than MAX_SIZED_VALUES values is not kept.
+ * (`config.caches.keptReadsMaxChars`, a share of CACHE_MEMORY_MB: an event's payload can carry a
+ * streamed text), least recently used first; a result of more than MAX_SIZED_VALUES values is not
+ * kept. One per app (`buildApp`), for its `reads` client.
  */
 export class KeptReads {
-  private readonly results = new LRUCache<string, { value: unknown }>({ maxSize: MAX_KEPT_CHARS });
+  private readonly results: LRUCache<string, { value: unknown }>;
   private at: number | null = null;
 
-  constructor(private readonly sql: SqlClient) {}
+  constructor(
+    private readonly sql: SqlClient,
+    private readonly maxChars: number,
+  ) {
+    this.results = new LRUCache<string, { value: unknown }>({ maxSize: maxChars });
+  }
 
   /** The write count to pass to `keep` once a read begun now has settled; null when nothing can be kept. */
   mark(): number | null {
@@ -43,7 +47,7 @@ export class KeptReads {
   keep(mark: number | null, key: string, value: unknown): void {
     if (mark === null || this.mark() !== mark) return;
     const chars = sizeOf(value);
-    if (chars > MAX_KEPT_CHARS) return;
+    if (chars > this.maxChars) return;
     this.moveTo(mark);
     this.results.set(key, { value }, { size: Math.max(1, chars) });
   }
@@ -58,16 +62,6 @@ export class KeptReads {
     this.at = at;
     this.results.clear();
   }
-}
-
-/** The kept reads of each database (one `reads` client per database for the app's life). */
-const keptReads = new WeakMap<SqlClient, KeptReads>();
-
-/** The kept reads of `sql`. */
-export function keptReadsOf(sql: SqlClient): KeptReads {
-  let kept = keptReads.get(sql);
-  if (!kept) keptReads.set(sql, (kept = new KeptReads(sql)));
-  return kept;
 }
 
 /** The characters `value` holds (string lengths, 8 per other value), or Infinity past `MAX_SIZED_VALUES` values. */

@@ -17,6 +17,8 @@ export interface CacheConfig {
   sessionRowsMax: number;
   /** Sessions whose window hint is kept. */
   windowHintsMax: number;
+  /** Sessions whose leading row (position 0) is kept (caches/first-rows.ts). */
+  firstRowsMax: number;
   /** API key lookups kept. */
   apiKeyMax: number;
   /**
@@ -26,6 +28,10 @@ export interface CacheConfig {
   apiKeyTtlMs: number;
   /** Distinct subscription selections given a short id for sharing executions, and query texts kept once for every WebSocket subscriber. */
   subscriptionShapesMax: number;
+  /** Characters of the event streams' settled reads kept until the next write (PGlite; caches/kept-reads.ts). */
+  keptReadsMaxChars: number;
+  /** Characters of long texts whose token counts the worker made ahead (caches/token-precount.ts). */
+  precountMaxChars: number;
 }
 
 /** The cache budget that DEFAULT_CACHE_CONFIG's sizes fill, in MB; any other budget scales every size by budget / this. */
@@ -39,9 +45,12 @@ export const DEFAULT_CACHE_CONFIG: CacheConfig = {
   pageMaxChars: 8_000_000,
   sessionRowsMax: 10_000,
   windowHintsMax: 10_000,
+  firstRowsMax: 10_000,
   apiKeyMax: 10_000,
   apiKeyTtlMs: 5_000,
   subscriptionShapesMax: 1_000,
+  keptReadsMaxChars: 4_000_000,
+  precountMaxChars: 16_000_000,
 };
 
 /** The cache sizes for a budget of `memoryMb`: each of DEFAULT_CACHE_CONFIG's scaled, at least 1. `apiKeyTtlMs` is not a size. */

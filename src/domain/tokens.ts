@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 import { ByteMerger } from './byte-pair-merge.js';
-import { precounted } from './token-precount.js';
 import type { StoredPart, TokenCounts, TokenEncoding } from './types.js';
 
 /**
@@ -106,16 +105,24 @@ const counters: Partial<Record<BpeEncoding, BpeCounter>> = {};
 const bpe = (encoding: BpeEncoding): BpeCounter => (counters[encoding] ??= createBpeCounter(encoding));
 
 /**
+ * Counts of texts made ahead of time, by text (long texts counted off the request thread:
+ * caches/token-precount.ts). A count found here is the one `countTokens` would make.
+ */
+export interface KnownTokenCounts {
+  get(text: string): TokenCounts | undefined;
+}
+
+/**
  * Token counting. Real BPE counts for the two OpenAI encodings (gpt-tokenizer), and characters/4
  * (by code point, rounded up) kept only for comparison. Special-token text in user content is
- * counted as ordinary text, as providers do.
+ * counted as ordinary text, as providers do. `known`: counts made ahead, used instead of counting.
  */
-export function countTokens(text: string, encoding: TokenEncoding): number {
+export function countTokens(text: string, encoding: TokenEncoding, known?: KnownTokenCounts): number {
   if (text.length === 0) return 0;
   switch (encoding) {
     case 'O200K_BASE':
     case 'CL100K_BASE':
-      return precounted(text)?.[encoding] ?? bpe(encoding).count(text);
+      return known?.get(text)?.[encoding] ?? bpe(encoding).count(text);
     case 'CHARS_DIV_4':
       return Math.ceil(countCodePoints(text) / 4);
   }
@@ -174,14 +181,14 @@ export function partTokenTexts(part: StoredPart): readonly string[] {
 }
 
 /** Content tokens of one part (framing excluded). */
-export function countPartTokens(part: StoredPart, encoding: TokenEncoding): number {
+export function countPartTokens(part: StoredPart, encoding: TokenEncoding, known?: KnownTokenCounts): number {
   switch (part.type) {
     case 'text':
-      return countTokens(part.text, encoding);
+      return countTokens(part.text, encoding, known);
     case 'toolCall':
-      return countTokens(part.name, encoding) + countTokens(toolArgumentsText(part), encoding);
+      return countTokens(part.name, encoding, known) + countTokens(toolArgumentsText(part), encoding, known);
     case 'toolResult':
-      return countTokens(part.content, encoding);
+      return countTokens(part.content, encoding, known);
     case 'attachment':
     case 'reasoning':
     case 'providerPart':
@@ -190,15 +197,15 @@ export function countPartTokens(part: StoredPart, encoding: TokenEncoding): numb
 }
 
 /** Content tokens of a list of parts (framing excluded) in one encoding. */
-export function countPartsTokens(parts: readonly StoredPart[], encoding: TokenEncoding): number {
+export function countPartsTokens(parts: readonly StoredPart[], encoding: TokenEncoding, known?: KnownTokenCounts): number {
   let total = 0;
-  for (const part of parts) total += countPartTokens(part, encoding);
+  for (const part of parts) total += countPartTokens(part, encoding, known);
   return total;
 }
 
 /** Counts stored with a message when it is written, so assembly never re-tokenizes history. */
-export function countStoredTokens(parts: readonly StoredPart[]): TokenCounts {
-  return { O200K_BASE: countPartsTokens(parts, 'O200K_BASE'), CL100K_BASE: countPartsTokens(parts, 'CL100K_BASE') };
+export function countStoredTokens(parts: readonly StoredPart[], known?: KnownTokenCounts): TokenCounts {
+  return { O200K_BASE: countPartsTokens(parts, 'O200K_BASE', known), CL100K_BASE: countPartsTokens(parts, 'CL100K_BASE', known) };
 }
 
 /**

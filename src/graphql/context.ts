@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { EventBus } from '../pubsub/bus.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
+import type { TokenPrecount } from '../caches/token-precount.js';
 import type { AssemblyService } from '../services/assembly.js';
 import { RequestLoaders, type LoaderSources } from '../services/loaders.js';
 import { ReadService, type EventEntityMemo } from '../services/reads.js';
@@ -15,6 +16,7 @@ import type { SessionService } from '../services/sessions.js';
 import type { TransformService } from '../services/transforms.js';
 import type { TurnService } from '../services/turns.js';
 import type { EventRetention } from '../services/event-retention.js';
+import type { SharedReads } from '../services/shared-reads.js';
 
 /**
  * The long-lived parts of one app instance, shared by every request: configuration, logger,
@@ -25,6 +27,8 @@ export interface AppRuntime {
   config: AppConfig;
   /** The caps on strings, attachments, arguments and bodies for this backend (MAX_STRING_CHARS, `textCaps`). */
   caps: TextCaps;
+  /** Long texts' token counts, made in a worker before they are needed (stopped by `close`). */
+  precount: TokenPrecount;
   logger: Logger;
   db: Database;
   bus: EventBus;
@@ -40,6 +44,8 @@ export interface AppRuntime {
   sessionRows: SessionRowsCache;
   /** What events point at (message, session), read once per instance per event by every subscriber. */
   eventEntities: EventEntityMemo;
+  /** The reads the event streams and subscription checks share (and keep until the next write, on PGlite). */
+  sharedReads: SharedReads;
   /** The event log's sweeper and replay check (EVENT_RETENTION_MS); null: events are kept for ever. */
   retention: EventRetention | null;
 }
@@ -59,6 +65,8 @@ export interface RequestContext {
   loaders: RequestLoaders;
   /** The caps on strings and arguments for this backend, checked before any resolver runs. */
   caps: TextCaps;
+  /** Where the long string arguments are token-counted before any resolver runs (schema/validate-args.ts). */
+  precount: TokenPrecount;
   sessions: SessionService;
   transforms: TransformService;
   assembly: AssemblyService;
@@ -75,7 +83,7 @@ export type EventsRequestContext = Pick<RequestContext, 'workspaceId' | 'loaders
  * WebSocket, from `connectionParams.Authorization` (or `authorization`).
  */
 export function requestContexts(runtime: AppRuntime): (source: { authorization?: string | null }) => Promise<RequestContext> {
-  const { db, auth, caps, sessions, transforms, assembly, turns } = runtime;
+  const { db, auth, caps, precount, sessions, transforms, assembly, turns } = runtime;
   const sources: LoaderSources = {
     prisma: db.prisma,
     sql: db.sql,
@@ -83,7 +91,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
     pages: runtime.caches.pages,
     responseContentBytes: caps.responseContentBytes,
   };
-  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.eventEntities, runtime.retention);
+  const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.sharedReads, runtime.eventEntities, runtime.retention);
   const search = new MessageSearchService(db.sql);
   return async (source) => {
     const { workspaceId, scope } = await auth.grantFor(source.authorization);
@@ -96,6 +104,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
         prisma: db.prisma,
         loaders: new RequestLoaders(sources, workspaceId),
         caps,
+        precount,
         sessions,
         transforms,
         assembly,

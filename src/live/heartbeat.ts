@@ -3,12 +3,6 @@ import type { WebSocket, WebSocketServer } from 'ws';
 /** How often every socket is pinged; one that has not answered a ping this long is terminated. */
 export const KEEP_ALIVE_MS = 12_000;
 
-/**
- * When each socket's unanswered ping was sent (`performance.now()` in whole ms); a socket absent
- * has answered its last ping, or was never pinged.
- */
-const pingedAt = new WeakMap<WebSocket, number>();
-
 /** Heartbeat ticks per round: each pings its share of the sockets, so a round spreads over the keep-alive interval. */
 const TICKS_PER_ROUND = 120;
 /** At most this many pings per tick, so a tick holds the thread briefly; beyond 60,000 sockets a round takes longer. */
@@ -22,6 +16,13 @@ const MAX_PINGS_PER_TICK = 500;
  * comes to it.
  */
 export class Heartbeat {
+  /**
+   * When each socket's unanswered ping was sent (`performance.now()` in whole ms); a socket absent
+   * has answered its last ping, or was never pinged.
+   */
+  private readonly pingedAt = new WeakMap<WebSocket, number>();
+  /** A socket's `pong` (and `close`) listener: it has answered its ping. One function for every socket of this heartbeat. */
+  readonly markAlive: (this: WebSocket) => void;
   private round: WebSocket[] = [];
   private next = 0;
   private perTick = 1;
@@ -32,6 +33,10 @@ export class Heartbeat {
     private readonly wss: WebSocketServer,
     private readonly intervalMs: number,
   ) {
+    const { pingedAt } = this;
+    this.markAlive = function (this: WebSocket) {
+      pingedAt.delete(this);
+    };
     this.timer = setInterval(() => this.tick(), Math.max(1, Math.floor(intervalMs / TICKS_PER_ROUND)));
     this.timer.unref();
   }
@@ -49,9 +54,9 @@ export class Heartbeat {
     for (; this.next < end; this.next++) {
       const socket = this.round[this.next];
       if (socket.readyState !== socket.OPEN) continue;
-      const sent = pingedAt.get(socket);
+      const sent = this.pingedAt.get(socket);
       if (sent === undefined) {
-        pingedAt.set(socket, now);
+        this.pingedAt.set(socket, now);
         socket.ping();
       } else if (now - sent >= this.intervalMs) {
         socket.terminate();
@@ -66,9 +71,4 @@ export class Heartbeat {
     clearInterval(this.timer);
     this.round = [];
   }
-}
-
-/** A socket's `pong` (and `close`) listener: it has answered its ping. */
-export function markAlive(this: WebSocket) {
-  pingedAt.delete(this);
 }

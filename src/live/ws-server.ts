@@ -1,23 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { Heartbeat, KEEP_ALIVE_MS, markAlive } from './heartbeat.js';
+import { Heartbeat, KEEP_ALIVE_MS } from './heartbeat.js';
 import { Connection, internalError, type WsServerOptions } from './ws-connection.js';
 import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, handleProtocols } from '../packages/index.js';
-
-const connections = new WeakMap<WebSocket, Connection>();
-
-function onSocketMessage(this: WebSocket, data: WebSocket.RawData) {
-  const connection = connections.get(this);
-  if (!connection) return;
-  connection.receive(String(data)).catch((error: unknown) => connection.failed(error));
-}
-
-function onSocketClose(this: WebSocket) {
-  markAlive.call(this);
-  const connection = connections.get(this);
-  connections.delete(this);
-  void connection?.onClosed();
-}
 
 /** graphql-ws's `connectionInitWaitTimeout`, here: see `useWebSocketServer`. */
 function checkInitialised(connection: Connection) {
@@ -58,6 +43,24 @@ export function useWebSocketServer(options: WsServerOptions, wss: WebSocketServe
 
   const heartbeat = new Heartbeat(wss, keepAliveMs);
   wss.once('close', () => heartbeat.stop());
+  const { markAlive } = heartbeat;
+
+  // The socket listeners are made once per server and shared by its sockets (`this` is the socket),
+  // so a socket costs no closure; its Connection is found in this server's map.
+  const connections = new WeakMap<WebSocket, Connection>();
+
+  function onSocketMessage(this: WebSocket, data: WebSocket.RawData) {
+    const connection = connections.get(this);
+    if (!connection) return;
+    connection.receive(String(data)).catch((error: unknown) => connection.failed(error));
+  }
+
+  function onSocketClose(this: WebSocket) {
+    markAlive.call(this);
+    const connection = connections.get(this);
+    connections.delete(this);
+    void connection?.onClosed();
+  }
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     socket.on('error', onSocketError);

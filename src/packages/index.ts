@@ -36,6 +36,7 @@ export const {
 const graphql = require('graphql') as typeof import('graphql');
 export const {
   GraphQLError,
+  GraphQLSchema,
   Kind,
   NoSchemaIntrospectionCustomRule,
   createSourceEventStream,
@@ -53,6 +54,7 @@ export const {
   visit,
 } = graphql;
 export type GraphQLError = import('graphql').GraphQLError;
+export type GraphQLSchema = import('graphql').GraphQLSchema;
 export type Kind = import('graphql').Kind;
 export const { WebSocketServer } = require('ws') as typeof import('ws');
 export type WebSocketServer = import('ws').WebSocketServer;

@@ -5,13 +5,12 @@ import { getDatamodel } from '../generated/pothos-types.js';
 import type PrismaTypes from '../generated/pothos-types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 
-/** Development checks, set from the configuration by `configureSchemaChecks` (buildApp calls it). */
-const checks = { unusedQuery: true };
-
-/** Turns Pothos's unused-query check off in production (it is on otherwise, and an unused query is an error). */
-export function configureSchemaChecks(options: { production: boolean }) {
-  checks.unusedQuery = !options.production;
-}
+/**
+ * The schema extension that makes an unused Prisma query an error in the schema that carries it
+ * (`withDevelopmentChecks`, what buildApp serves outside production); elsewhere one passes. A
+ * property of the schema each app serves, so no module state decides it.
+ */
+export const UNUSED_QUERY_IS_ERROR = 'unusedPrismaQueryIsError';
 
 /**
  * The Pothos builder, configured once. The Prisma client comes from each request's context
@@ -34,7 +33,9 @@ export const builder = new SchemaBuilder<{
     exposeDescriptions: false,
     filterConnectionTotalCount: true,
     onUnusedQuery: (info) => {
-      if (checks.unusedQuery) throw new PothosError(`Prisma query was unused in resolver for ${info.parentType.name}.${info.fieldName}`);
+      if (info.schema.extensions[UNUSED_QUERY_IS_ERROR]) {
+        throw new PothosError(`Prisma query was unused in resolver for ${info.parentType.name}.${info.fieldName}`);
+      }
     },
     maxConnectionSize: MAX_CONNECTION_PAGE,
     defaultConnectionSize: DEFAULT_PAGE,

@@ -1,4 +1,5 @@
-import { builder } from './builder.js';
+import type { GraphQLSchema as Schema } from 'graphql';
+import { builder, UNUSED_QUERY_IS_ERROR } from './builder.js';
 import { syncNodeIds } from './ids.js';
 import { validateArguments } from './validate-args.js';
 import './scalars.js';
@@ -15,7 +16,7 @@ import './transforms.js';
 import './turn-events.js';
 import './search.js';
 import './provider-messages.js';
-import { lexicographicSortSchema } from '../packages/index.js';
+import { GraphQLSchema, lexicographicSortSchema } from '../packages/index.js';
 
 /**
  * The whole GraphQL schema, with types sorted so the printed SDL is stable, every field's
@@ -23,3 +24,12 @@ import { lexicographicSortSchema } from '../packages/index.js';
  * resolved synchronously.
  */
 export const schema = syncNodeIds(validateArguments(lexicographicSortSchema(builder.toSchema())));
+
+/**
+ * `base` with Pothos's development checks on: an unused Prisma query is an error (a resolver that
+ * forgot to spread `query`). The same types and resolvers in a schema object of its own, which
+ * buildApp serves outside production; `base` itself is left as it is.
+ */
+export function withDevelopmentChecks(base: Schema): Schema {
+  return new GraphQLSchema({ ...base.toConfig(), extensions: { ...base.extensions, [UNUSED_QUERY_IS_ERROR]: true } });
+}

@@ -158,8 +158,7 @@ export const Turn = builder.prismaNode('Turn', {
         fields: (c) => ({
           totalCount: c.int({
             description: 'Number of messages of the turn.',
-            resolve: (connection, _, ctx) =>
-              ctx.prisma.message.count({ where: { turnId: (connection as unknown as { turnId: string }).turnId } }),
+            resolve: (connection, _, ctx) => ctx.reads.turnMessageCount((connection as unknown as { turnId: string }).turnId),
           }),
         }),
       },

@@ -1,6 +1,6 @@
 import type { GraphQLArgument, GraphQLFieldResolver, GraphQLInputType, GraphQLSchema } from 'graphql';
 import { checkJson, checkName, checkString, checkTitle } from '../domain/input.js';
-import { LONG_TEXT, precount } from '../domain/token-precount.js';
+import { LONG_TEXT } from '../caches/token-precount.js';
 import { MAX_PAGE } from '../domain/pagination.js';
 import { LIMITS, type TextCaps } from '../domain/limits.js';
 import type { RequestContext } from '../graphql/context.js';
@@ -69,7 +69,7 @@ function checkArguments(args: readonly GraphQLArgument[], values: Record<string,
  * arguments, as coerced by graphql-js, are checked before the field's own code runs. A refused
  * argument answers BAD_USER_INPUT naming its path (`input.messages[0].text`) and the cap. The
  * caps that depend on the backend come from the request context (`RequestContext.caps`). Long
- * strings are token-counted in a worker before the resolver runs (`domain/token-precount.ts`), so
+ * strings are token-counted in a worker before the resolver runs (`RequestContext.precount`), so
  * that the resolver's own count finds them counted instead of stalling every other request.
  */
 export function validateArguments(schema: GraphQLSchema): GraphQLSchema {
@@ -83,7 +83,7 @@ export function validateArguments(schema: GraphQLSchema): GraphQLSchema {
         return (source, values, context, info) => {
           const long = checkArguments(args, values, (context as RequestContext).caps);
           if (long.length === 0) return inner(source, values, context, info);
-          return precount(long).then(() => inner(source, values, context, info));
+          return (context as RequestContext).precount.count(long).then(() => inner(source, values, context, info));
         };
       };
       field.resolve = wrap(field.resolve);

@@ -31,6 +31,7 @@ import {
 import { notFound } from '../domain/errors.js';
 import { clipSegments, historyMark, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
 import { foldTransforms, type HistoryTransforms } from '../domain/transforms.js';
+import type { KnownTokenCounts } from '../domain/tokens.js';
 import type { TokenEncoding } from '../domain/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { AssemblyReads, type LoadedWindow } from './assembly-reads.js';
@@ -83,6 +84,8 @@ export class AssemblyService {
     private readonly sql: Sql,
     private readonly paging: WindowPaging = DEFAULT_WINDOW_PAGING,
     private readonly caches: AssemblyCaches = new AssemblyCaches(DEFAULT_CACHE_CONFIG),
+    /** Long texts counted ahead (the app's TokenPrecount): a long system prompt is not counted again. */
+    private readonly knownTokens?: KnownTokenCounts,
   ) {
     this.reads = new AssemblyReads(prisma, sql, paging, caches);
   }
@@ -168,6 +171,7 @@ export class AssemblyService {
       transforms,
       options,
       attachmentReferenceId: request.attachmentReferenceId,
+      knownTokens: this.knownTokens,
       flags: {
         isFork: session.parentId !== null,
         isFirstTurn: !session.hadTurn,

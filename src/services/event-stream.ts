@@ -2,7 +2,7 @@ import { currentEventSequence, readEventsAfter } from '../db/stores/events.js';
 import type { SqlClient } from '../db/sql.js';
 import type { BusListener, EventBus, SessionEventMessage } from '../pubsub/bus.js';
 import { PULL, type Pullable, type StepConsumer } from './pull-protocol.js';
-import { readClock, sharedRead } from './shared-reads.js';
+import type { SharedReads } from './shared-reads.js';
 import { eventsExpired } from './event-retention.js';
 
 const REPLAY_PAGE = 500;
@@ -52,13 +52,20 @@ export interface SessionEventStream extends AsyncIterableIterator<SessionEventMe
  * leaves does not hold memory or a Redis channel until the session's next event.
  */
 export function sessionEventStream(
-  sql: SqlClient,
-  bus: EventBus,
+  sources: EventStreamSources,
   sessionId: string,
   afterSequence: number | null,
   signal?: AbortSignal,
 ): SessionEventStream {
-  return new EventStream(sql, bus, sessionId, afterSequence, signal);
+  return new EventStream(sources, sessionId, afterSequence, signal);
+}
+
+/** What every event stream of one app reads and listens through: made once (`ReadService`), held by each stream. */
+export interface EventStreamSources {
+  sql: SqlClient;
+  bus: EventBus;
+  /** The app's reads shared between streams (`SharedReads`). */
+  shared: SharedReads;
 }
 
 /**
@@ -81,10 +88,10 @@ class EventStream implements SessionEventStream, BusListener {
   private logUpTo: number | null | undefined;
   /** The bus said events may have been missed: compare with the session's counter. */
   private syncDue = false;
-  /** When the stream learned it needs the pending counter read and log read (see `sharedRead`). */
-  private syncTrigger = readClock();
-  private logTrigger = readClock();
-  private readonly startTrigger = readClock();
+  /** When the stream learned it needs the pending counter read and log read (see `SharedReads.read`). */
+  private syncTrigger: number;
+  private logTrigger: number;
+  private readonly startTrigger: number;
   /** The live event whose gap was already filled from the log (so it is taken even if the log had less). */
   private gapFilledFor: SessionEventMessage | null = null;
   private ending = false;
@@ -96,15 +103,15 @@ class EventStream implements SessionEventStream, BusListener {
   private readonly onAbort: (() => void) | undefined;
 
   constructor(
-    private readonly sql: SqlClient,
-    private readonly bus: EventBus,
+    private readonly sources: EventStreamSources,
     private readonly sessionId: string,
     afterSequence: number | null,
     private readonly signal?: AbortSignal,
   ) {
+    this.startTrigger = this.logTrigger = this.syncTrigger = sources.shared.now();
     this.last = afterSequence === null ? null : Math.max(0, afterSequence);
     this.logUpTo = afterSequence === null ? undefined : null;
-    bus.subscribe(sessionId, this);
+    sources.bus.subscribe(sessionId, this);
     if (signal) {
       this.onAbort = () => this.finish();
       signal.addEventListener('abort', this.onAbort);
@@ -137,10 +144,10 @@ class EventStream implements SessionEventStream, BusListener {
       this.live.length = 0;
       this.liveAt.length = 0;
       this.syncDue = true;
-      this.syncTrigger = readClock();
+      this.syncTrigger = this.sources.shared.now();
     } else {
       this.live.push(event);
-      this.liveAt.push(readClock());
+      this.liveAt.push(this.sources.shared.now());
     }
     this.advance();
   }
@@ -148,14 +155,14 @@ class EventStream implements SessionEventStream, BusListener {
   sync() {
     if (this.done) return;
     this.syncDue = true;
-    this.syncTrigger = readClock();
+    this.syncTrigger = this.sources.shared.now();
     this.advance();
   }
 
   private finish() {
     if (this.done) return;
     this.done = true;
-    this.bus.unsubscribe(this.sessionId, this);
+    this.sources.bus.unsubscribe(this.sessionId, this);
     if (this.onAbort) this.signal?.removeEventListener('abort', this.onAbort);
     this.live.length = 0;
     this.liveAt.length = 0;
@@ -267,9 +274,10 @@ class EventStream implements SessionEventStream, BusListener {
 
   /** One read: the session's counter at the start or on a sync, or a page of the log. */
   private async readDue() {
-    const { sql, sessionId } = this;
+    const { sessionId } = this;
+    const { sql, shared } = this.sources;
     if (this.last === null) {
-      const current = await sharedRead(sql, `sequence:${sessionId}`, this.startTrigger, () => currentEventSequence(sql, sessionId));
+      const current = await shared.read(`sequence:${sessionId}`, this.startTrigger, () => currentEventSequence(sql, sessionId));
       if (this.done) return;
       this.last ??= current ?? 0;
       if (current === null) this.accept(sessionDeletedEvent(sessionId, this.last));
@@ -278,7 +286,7 @@ class EventStream implements SessionEventStream, BusListener {
     if (this.syncDue) {
       this.syncDue = false;
       const trigger = this.syncTrigger;
-      const current = await sharedRead(sql, `sequence:${sessionId}`, trigger, () => currentEventSequence(sql, sessionId));
+      const current = await shared.read(`sequence:${sessionId}`, trigger, () => currentEventSequence(sql, sessionId));
       if (this.done) return;
       if (current === null) {
         this.accept(sessionDeletedEvent(sessionId, this.last));
@@ -291,7 +299,7 @@ class EventStream implements SessionEventStream, BusListener {
     if (this.logUpTo !== undefined) {
       const upTo = this.logUpTo;
       const after = this.last;
-      const rows = await sharedRead(sql, `log:${sessionId}:${after}:${upTo}`, this.logTrigger, () =>
+      const rows = await shared.read(`log:${sessionId}:${after}:${upTo}`, this.logTrigger, () =>
         readEventsAfter(sql, sessionId, after, upTo, REPLAY_PAGE),
       );
       if (this.done) return;

@@ -111,8 +111,7 @@ async function timelineForkIndex(
   timelineIndex: number,
   clientId?: string,
 ): Promise<number> {
-  const exists = await writes.prisma.session.findFirst({ where: { id: sessionId, workspaceId }, select: { id: true } });
-  if (!exists) throw notFound('Session', clientId ?? sessionId);
+  if (!(await sessionStore.sessionInWorkspace(writes.sql.reads, workspaceId, sessionId))) throw notFound('Session', clientId ?? sessionId);
   const timeline = await readTimeline(writes.sql, sessionId);
   const at = timeline.at(timelineIndex);
   if (!at) {

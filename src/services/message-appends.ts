@@ -12,12 +12,12 @@ import { badInput, notFound } from '../domain/errors.js';
 import { clipSegments, visibleSegments } from '../domain/lineage.js';
 import { toolCallIdsOf, toolResultIdsOf, type DraftMessage, type DraftPart, type MessageInputData } from '../domain/parts.js';
 import type { TextCaps } from '../domain/limits.js';
-import { precount } from '../domain/token-precount.js';
 import { partTokenTexts } from '../domain/tokens.js';
 import { turnNotActive } from '../domain/turns.js';
 import type { StoredPart } from '../domain/types.js';
 import type { Message, Session } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub/bus.js';
+import type { TokenPrecount } from '../caches/token-precount.js';
 import { AppendBatcher } from './append-batcher.js';
 import { publishAll } from './event-log.js';
 import { draftBatch } from './session-input.js';
@@ -45,6 +45,8 @@ export class MessageAppends {
     private readonly writes: SessionWrites,
     /** The backend's caps (`AppRuntime.caps`): what a message's text may grow to. */
     private readonly caps: TextCaps,
+    /** The app's token pre-count: long texts are counted in its worker before rows are built. */
+    private readonly precount: TokenPrecount,
   ) {
     this.batcher = new AppendBatcher(writes.sql);
   }
@@ -61,7 +63,7 @@ export class MessageAppends {
     if (options.turnId === null && unansweredToolResults(drafts).size === 0 && !drafts.some(hasUpload)) {
       // Nothing to check against the database and nothing to store but the rows: the append is one
       // statement (see db/stores/append.ts), its tokens counted before it is sent.
-      const prepared = await prepareMessages(drafts as StoredDraft[], options.agentId);
+      const prepared = await prepareMessages(this.precount, drafts as StoredDraft[], options.agentId);
       // Written with the other calls of the moment in one statement (see append-batcher.ts).
       const batched = await this.batcher.append({ workspaceId, sessionId, messages: prepared }, (session, now) => {
         const events: SessionEventMessage[] = [];
@@ -110,7 +112,7 @@ export class MessageAppends {
     );
     const stored: StoredDraft[] = [];
     for (const draft of drafts) stored.push({ ...draft, parts: await storeAttachments(tx, session, draft.parts) });
-    const prepared = await prepareMessages(stored, options.agentId);
+    const prepared = await prepareMessages(this.precount, stored, options.agentId);
     const now = new Date();
     const updated = await appendMessageRows(tx, session.workspaceId, session.id, options.turnId, prepared, now, true);
     // The session is locked by this transaction: it cannot have gone.
@@ -228,14 +230,21 @@ function unansweredToolResults(batch: readonly { parts: readonly DraftPart[] }[]
  * Ids, token counts and the other content columns of messages to append, computed before any lock
  * is taken: long texts are counted in the token worker, short ones here.
  */
-async function prepareMessages(drafts: readonly StoredDraft[], agentId: string | null): Promise<AppendedMessage[]> {
-  await precountFinished(drafts.filter((d) => !d.generating).map((d) => d.parts));
+async function prepareMessages(
+  precount: TokenPrecount,
+  drafts: readonly StoredDraft[],
+  agentId: string | null,
+): Promise<AppendedMessage[]> {
+  await precountFinished(
+    precount,
+    drafts.filter((d) => !d.generating).map((d) => d.parts),
+  );
   const now = Date.now();
   return drafts.map((draft, i) => ({
     id: uuidv7(),
     eventId: uuidv7(),
     role: draft.role,
-    content: contentColumns(draft.parts, draft.generating),
+    content: contentColumns(draft.parts, draft.generating, precount),
     agentId: draft.agentId ?? agentId,
     // Strictly increasing timestamps within a batch keep createdAt order equal to index order.
     createdAt: new Date(now + i),
@@ -254,6 +263,6 @@ export function withSnapshot(row: Message): { message?: MessageSnapshot } {
  * arguments are JSON, a streamed message's text grew through many small appends), and counting
  * a long one on the request thread would stall every other client.
  */
-export function precountFinished(messages: readonly (readonly StoredPart[])[]): Promise<void> {
-  return precount(messages.flatMap((parts) => parts.flatMap(partTokenTexts)));
+export function precountFinished(precount: TokenPrecount, messages: readonly (readonly StoredPart[])[]): Promise<void> {
+  return precount.count(messages.flatMap((parts) => parts.flatMap(partTokenTexts)));
 }

@@ -12,6 +12,7 @@ import type { StoredPart } from '../domain/types.js';
 import type { Message } from '../generated/prisma/client.js';
 import { checkToolResults, precountFinished, storeAttachments, withSnapshot } from './message-appends.js';
 import type { SessionWrites } from './session-writes.js';
+import type { TokenPrecount } from '../caches/token-precount.js';
 
 /** What `updateMessage` changes: text appended, or the parts replaced, and whether it is still generating. */
 export interface MessageUpdate {
@@ -24,6 +25,7 @@ export interface MessageUpdate {
 export async function updateMessage(
   writes: SessionWrites,
   caps: TextCaps,
+  precount: TokenPrecount,
   workspaceId: string,
   messageId: string,
   input: MessageUpdate,
@@ -91,8 +93,8 @@ export async function updateMessage(
     if (hasAppend && joinedLength(parts) > caps.stringLength) {
       throw badInput(`appendText: the message's text would be longer than ${caps.stringLength} characters; continue in a new message.`);
     }
-    if (!generating) await precountFinished([parts]);
-    const updated = await updateMessageContent(tx, messageId, parts, generating);
+    if (!generating) await precountFinished(precount, [parts]);
+    const updated = await updateMessageContent(tx, messageId, parts, generating, precount);
     const payload: Record<string, unknown> = { index: message.position, generating };
     if (hasAppend) payload.appendText = input.appendText;
     events.push(

@@ -1,15 +1,16 @@
 import type { Sql } from '../db/sql.js';
 import { messageFromSnapshot } from '../db/session-events.js';
 import { sessionInWorkspace } from '../db/stores/sessions.js';
-import { readTurnPage } from '../db/stores/messages.js';
+import { countTurnMessages, findMessage, findMessagesInIndexOrder, readTurnPage } from '../db/stores/messages.js';
+import { findTurnInWorkspace } from '../db/stores/turns.js';
 import { contentBytesOf, type ResponseBudget } from '../domain/content-budget.js';
 import { badInput } from '../domain/errors.js';
 import { PAGE_CONTENT_BYTES } from '../domain/limits.js';
 import { DEFAULT_PAGE, decodeIndexCursor, MAX_CONNECTION_PAGE, type PageArgs } from '../domain/pagination.js';
 import type { Message, PrismaClient, Session, Turn } from '../generated/prisma/client.js';
 import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
-import { readShared } from './shared-reads.js';
-import { sessionEventStream, type SessionEventStream } from './event-stream.js';
+import type { SharedReads } from './shared-reads.js';
+import { type EventStreamSources, sessionEventStream, type SessionEventStream } from './event-stream.js';
 import type { EventRetention } from './event-retention.js';
 import type { RequestLoaders } from './loaders.js';
 import type { ViewedMessage } from './transforms.js';
@@ -32,14 +33,20 @@ export function carriedMessage(event: SessionEventMessage): Message | undefined 
 
 /** The reads resolvers make that no loader batches: event streams and what events point at. */
 export class ReadService {
+  private readonly streams: EventStreamSources;
+
   constructor(
     private readonly sql: Sql,
     private readonly prisma: PrismaClient,
-    private readonly bus: EventBus,
+    bus: EventBus,
+    /** The app's reads shared between event streams and subscription checks. */
+    private readonly shared: SharedReads,
     private readonly eventEntities: EventEntityMemo,
     /** Set when EVENT_RETENTION_MS is: a replay from before the oldest kept event is refused. */
     private readonly retention: EventRetention | null = null,
-  ) {}
+  ) {
+    this.streams = { sql: sql.reads, bus, shared };
+  }
 
   /**
    * The session's event stream (it ends after SessionDeleted), or null when the session is not in
@@ -54,10 +61,10 @@ export class ReadService {
     shownId = sessionId,
   ): Promise<SessionEventStream | null> {
     const { reads } = this.sql;
-    const found = await readShared(reads, `in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
+    const found = await this.shared.readFresh(`in:${workspaceId}:${sessionId}`, () => sessionInWorkspace(reads, workspaceId, sessionId));
     if (!found) return null;
     if (afterSequence !== null && this.retention) await this.retention.checkReplay(sessionId, afterSequence, shownId);
-    return sessionEventStream(reads, this.bus, sessionId, afterSequence);
+    return sessionEventStream(this.streams, sessionId, afterSequence);
   }
 
   /**
@@ -80,14 +87,12 @@ export class ReadService {
   eventMessage(event: SessionEventMessage): MaybePromise<Message | null> {
     const messageId = event.messageId;
     if (!messageId) return null;
-    return this.eventEntities.get(event.id, 'message', () =>
-      this.prisma.message.findUnique({ where: { id: messageId } }),
-    ) as MaybePromise<Message | null>;
+    return this.eventEntities.get(event.id, 'message', () => findMessage(this.prisma, messageId)) as MaybePromise<Message | null>;
   }
 
   /** Messages by id as seen in `viewSessionId`, in index order. */
   async messagesInView(ids: string[], viewSessionId: string): Promise<ViewedMessage[]> {
-    const rows = await this.prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
+    const rows = await findMessagesInIndexOrder(this.prisma, ids);
     return rows.map((row) => ({ ...row, viewSessionId }));
   }
 
@@ -123,6 +128,11 @@ export class ReadService {
 
   /** A turn by id when its session is in the workspace; null otherwise. */
   turnInWorkspace(turnId: string, workspaceId: string): Promise<Turn | null> {
-    return this.prisma.turn.findFirst({ where: { id: turnId, session: { workspaceId } } });
+    return findTurnInWorkspace(this.prisma, workspaceId, turnId);
+  }
+
+  /** How many messages were appended with the turn (`Turn.messages`' totalCount). */
+  turnMessageCount(turnId: string): Promise<number> {
+    return countTurnMessages(this.prisma, turnId);
   }
 }

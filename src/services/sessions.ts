@@ -12,6 +12,7 @@ import type { MessageInputData } from '../domain/parts.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { Timeline } from '../domain/timeline.js';
 import { countTokens } from '../domain/tokens.js';
+import type { TokenPrecount } from '../caches/token-precount.js';
 import { requiredKey, turnNotActive } from '../domain/turns.js';
 import type { Compaction, Message, Prisma, PrismaClient, Session } from '../generated/prisma/client.js';
 import type { EventBus } from '../pubsub/bus.js';
@@ -42,9 +43,11 @@ export class SessionService extends SessionWrites {
     private readonly caches: Pick<AssemblyCaches, 'forget'>,
     /** The backend's caps (`AppRuntime.caps`): what a message's text may grow to. */
     private readonly caps: TextCaps,
+    /** The app's token pre-count (long texts counted off the request thread), read when counting. */
+    private readonly precount: TokenPrecount,
   ) {
     super(prisma, sql, bus);
-    this.appends = new MessageAppends(this, caps);
+    this.appends = new MessageAppends(this, caps, precount);
   }
 
   async createSession(
@@ -179,7 +182,7 @@ export class SessionService extends SessionWrites {
 
   /** Changes a message that is still generating; a finished message never changes (see message-updates.ts). */
   updateMessage(workspaceId: string, messageId: string, input: MessageUpdate, clientId?: string): Promise<Message> {
-    return updateMessage(this, this.caps, workspaceId, messageId, input, clientId);
+    return updateMessage(this, this.caps, this.precount, workspaceId, messageId, input, clientId);
   }
 
   /** Forks a session at a USER message (see forks.ts). */
@@ -221,8 +224,8 @@ export class SessionService extends SessionWrites {
         uptoIndex: input.uptoIndex,
         summary: input.summary,
         extractedContext,
-        tokensO200k: countTokens(input.summary, 'O200K_BASE'),
-        tokensCl100k: countTokens(input.summary, 'CL100K_BASE'),
+        tokensO200k: countTokens(input.summary, 'O200K_BASE', this.precount),
+        tokensCl100k: countTokens(input.summary, 'CL100K_BASE', this.precount),
       });
       const updated = await sessionStore.updateSession(tx, session.id, { compactionCount: ordinal });
       events.push(

@@ -6,7 +6,6 @@ import { findMessagesByIds, insertTransforms, readTransforms, type NewTransform 
 import { checkString } from '../domain/input.js';
 import { ownerOf } from '../domain/lineage.js';
 import { LIMITS } from '../domain/limits.js';
-import { precount } from '../domain/token-precount.js';
 import { countStoredTokens } from '../domain/tokens.js';
 import { foldTransforms, REDACTED_TEXT, redactParts, type HistoryTransforms, type TransformKind } from '../domain/transforms.js';
 import type { StoredPart } from '../domain/types.js';
@@ -15,6 +14,7 @@ import type { Message, Session } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub/bus.js';
 import type { LockedSession } from '../db/stores/sessions.js';
 import type { SessionWrites } from './session-writes.js';
+import type { TokenPrecount } from '../caches/token-precount.js';
 
 /** Longest `reason` of hideMessages, in characters. */
 export const HIDE_REASON_MAX = 1_000;
@@ -35,7 +35,11 @@ type ClientIds = ReadonlyMap<string, string>;
  * transaction; the event is published after the commit. A refusal writes nothing.
  */
 export class TransformService {
-  constructor(private readonly sessions: SessionWrites) {}
+  constructor(
+    private readonly sessions: SessionWrites,
+    /** The app's token pre-count: a long replacement is counted in its worker. */
+    private readonly precount: TokenPrecount,
+  ) {}
 
   async hideMessages(
     workspaceId: string,
@@ -94,13 +98,13 @@ export class TransformService {
     const replacement = input.replacement ?? REDACTED_TEXT;
     if (!replacement.trim()) throw badInput('input.replacement must not be empty or blank; leave it out for "[redacted]".');
     // Long replacements were counted off the request thread at the schema boundary; this finds them counted.
-    await precount([replacement]);
+    await this.precount.count([replacement]);
     return this.sessions.write(async (tx, events) => {
       const { session, message } = await this.target(tx, workspaceId, input, clientIds);
       if (message.generating) {
         throw badInput(`Message ${clientIds.message} is still generating; redact it once it is finished.`);
       }
-      const tokens = countStoredTokens(redactParts(message.parts as unknown as StoredPart[], replacement));
+      const tokens = countStoredTokens(redactParts(message.parts as unknown as StoredPart[], replacement), this.precount);
       const current = await this.current(tx, session);
       const unchanged = current.redacted.get(message.id)?.replacement === replacement;
       const updated = await this.record(

@@ -207,7 +207,7 @@ describe(`batched appends (${backend.label})`, () => {
       id: randomUUID(),
       eventId: randomUUID(),
       role: 'USER' as const,
-      content: contentColumns([{ type: 'text', text: 'one of many' }], false),
+      content: contentColumns([{ type: 'text', text: 'one of many' }], false, app.runtime.precount),
       agentId: null,
       createdAt: new Date(),
     };

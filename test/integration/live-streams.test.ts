@@ -78,7 +78,11 @@ const keepsReads = (app: TestApp) => app.runtime.db.sql.writes() !== null;
  * function on its first call, which counts as a write (and so keeps nothing of that first read).
  */
 async function warmStreamReads(app: TestApp) {
-  const stream = sessionEventStream(app.runtime.db.sql.reads, app.runtime.bus, rawIdOf(await newSession(app, 'warm')), 0);
+  const stream = sessionEventStream(
+    { sql: app.runtime.db.sql.reads, bus: app.runtime.bus, shared: app.runtime.sharedReads },
+    rawIdOf(await newSession(app, 'warm')),
+    0,
+  );
   await stream.next();
   await stream.return();
 }
@@ -258,7 +262,9 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
   it('recovers many streams of one session after a Redis restart with one counter read and one log read, not one per stream', async () => {
     await redisReady(app);
     const id = await newSession(app);
-    const streams = Array.from({ length: 10 }, () => sessionEventStream(app.runtime.db.sql, app.runtime.bus, rawIdOf(id), 0));
+    const streams = Array.from({ length: 10 }, () =>
+      sessionEventStream({ sql: app.runtime.db.sql, bus: app.runtime.bus, shared: app.runtime.sharedReads }, rawIdOf(id), 0),
+    );
     for (const stream of streams) expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const pending = streams.map((stream) => stream.next());
     await redis.kill();
@@ -289,7 +295,11 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
     // flight (it started before they asked); all but the first wait for the one after it.
     for (let i = 0; i < 10; i++) {
       // The app's streams read through `reads` (statements that write nothing, and so keep the write count).
-      const stream = sessionEventStream(app.runtime.db.sql.reads, app.runtime.bus, rawIdOf(id), 0);
+      const stream = sessionEventStream(
+        { sql: app.runtime.db.sql.reads, bus: app.runtime.bus, shared: app.runtime.sharedReads },
+        rawIdOf(id),
+        0,
+      );
       streams.push(stream);
       firsts.push(stream.next());
       // A stream starts a due read in a microtask (after every stream told of the same event has
@@ -307,7 +317,7 @@ describe(`live streams on a private Redis that crashes (${backend.label.split('+
   it('ends a stream with SESSION_DELETED when the session was deleted on another instance while Redis was down', async () => {
     await redisReady(app);
     const id = await newSession(app);
-    const stream = sessionEventStream(app.runtime.db.sql, app.runtime.bus, rawIdOf(id), 0);
+    const stream = sessionEventStream({ sql: app.runtime.db.sql, bus: app.runtime.bus, shared: app.runtime.sharedReads }, rawIdOf(id), 0);
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const next = stream.next();
     await redis.kill();
@@ -605,7 +615,7 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
   it('fills a gap from the log when a publish was lost, and ends the stream after SESSION_DELETED', async () => {
     const id = await newSession(app);
     const sessionId = rawIdOf(id);
-    const stream = sessionEventStream(app.runtime.db.sql, app.runtime.bus, sessionId, 1);
+    const stream = sessionEventStream({ sql: app.runtime.db.sql, bus: app.runtime.bus, shared: app.runtime.sharedReads }, sessionId, 1);
     await append(app, id, 'second');
     expect((await stream.next()).value).toMatchObject({ sequence: 2, type: 'MESSAGE_ADDED' });
     // The stream is live now. Sequence 3 is written but never published (a lost publish); 4 is published.
@@ -626,7 +636,7 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
   it('gives a consumer that falls far behind every event once, in order, from the log instead of an unbounded backlog', async () => {
     const id = await newSession(app);
     const sessionId = rawIdOf(id);
-    const stream = sessionEventStream(app.runtime.db.sql, app.runtime.bus, sessionId, 0);
+    const stream = sessionEventStream({ sql: app.runtime.db.sql, bus: app.runtime.bus, shared: app.runtime.sharedReads }, sessionId, 0);
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const events = await appendEvents(
       app.runtime.db.sql,
@@ -643,7 +653,7 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
   it('releases a stream that is waiting for an event at once when it is closed', async () => {
     const bus = createEventBus({ redisUrl: null, prefix: 'x:', logger: createLogger('silent') });
     const id = await newSession(app);
-    const stream = sessionEventStream(app.runtime.db.sql, bus, rawIdOf(id), 0);
+    const stream = sessionEventStream({ sql: app.runtime.db.sql, bus: bus, shared: app.runtime.sharedReads }, rawIdOf(id), 0);
     expect((await stream.next()).value).toMatchObject({ sequence: 1 });
     const pending = stream.next();
     expect(bus.stats()).toEqual({ channels: 1, listeners: 1 });
@@ -655,7 +665,10 @@ describe(`shared execution and token streaming (${backend.label})`, () => {
   it('releases a filtered stream at once too', async () => {
     const bus = createEventBus({ redisUrl: null, prefix: 'x:', logger: createLogger('silent') });
     const id = await newSession(app);
-    const stream = filterEvents(sessionEventStream(app.runtime.db.sql, bus, rawIdOf(id), 0), (e) => e.type === 'SESSION_UPDATED');
+    const stream = filterEvents(
+      sessionEventStream({ sql: app.runtime.db.sql, bus: bus, shared: app.runtime.sharedReads }, rawIdOf(id), 0),
+      (e) => e.type === 'SESSION_UPDATED',
+    );
     const pending = stream.next();
     // The stored MESSAGE_ADDED is read and skipped; the filter then waits for a live event.
     await eventually(() => bus.stats().listeners === 1, 'the stream to listen');

@@ -124,9 +124,12 @@ describe('configuration from the environment', () => {
       pageMaxChars: 8_000_000,
       sessionRowsMax: 10_000,
       windowHintsMax: 10_000,
+      firstRowsMax: 10_000,
       apiKeyMax: 10_000,
       apiKeyTtlMs: 5_000,
       subscriptionShapesMax: 1_000,
+      keptReadsMaxChars: 4_000_000,
+      precountMaxChars: 16_000_000,
     });
     expect(defaultCacheMemoryMb(4 * 2 ** 30)).toBe(128);
     expect(defaultCacheMemoryMb(256 * 2 ** 20)).toBe(64);
@@ -140,9 +143,12 @@ describe('configuration from the environment', () => {
       pageMaxChars: 16_000_000,
       sessionRowsMax: 20_000,
       windowHintsMax: 20_000,
+      firstRowsMax: 20_000,
       apiKeyMax: 20_000,
       apiKeyTtlMs: 1000,
       subscriptionShapesMax: 2_000,
+      keptReadsMaxChars: 8_000_000,
+      precountMaxChars: 32_000_000,
     });
     const tiny = cacheSizes(0.001);
     expect(Math.min(...Object.values(tiny))).toBe(1);

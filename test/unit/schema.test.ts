@@ -5,12 +5,24 @@ import { SCHEMA_FILE } from '../../scripts/print-schema.js';
 import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/limits.js';
 import { decodeGlobalID } from '../../src/packages/index.js';
 import { NODE_RAW_IDS, type NodeTypeName, toGlobalId } from '../../src/schema/ids.js';
-import { schema } from '../../src/schema/index.js';
+import { builder } from '../../src/schema/builder.js';
+import { schema, withDevelopmentChecks } from '../../src/schema/index.js';
 
 describe('schema.graphql', () => {
   it('is the printed schema (run `npm run schema:print` after changing the schema)', () => {
     const committed = readFileSync(SCHEMA_FILE, 'utf8');
     expect(committed).toBe(printSchema(schema) + '\n');
+  });
+
+  it('makes an unused Prisma query an error only in the schema with development checks, which has the same types', () => {
+    const checked = withDevelopmentChecks(schema);
+    expect(checked.getType('Session')).toBe(schema.getType('Session'));
+    expect(printSchema(checked)).toBe(printSchema(schema));
+    const onUnusedQuery = builder.options.prisma?.onUnusedQuery as (info: GraphQLResolveInfo) => void;
+    const info = (of: typeof schema) =>
+      ({ schema: of, parentType: { name: 'Query' }, fieldName: 'session' }) as unknown as GraphQLResolveInfo;
+    expect(() => onUnusedQuery(info(checked))).toThrow('Prisma query was unused in resolver for Query.session');
+    expect(() => onUnusedQuery(info(schema))).not.toThrow();
   });
 
   it('describes every public type and field', () => {

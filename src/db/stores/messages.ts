@@ -7,7 +7,7 @@
  */
 import type { Segment } from '../../domain/lineage.js';
 import { joinText, partsChars, toolCallIdsOf, toolResultIdsOf } from '../../domain/parts.js';
-import { countStoredTokens } from '../../domain/tokens.js';
+import { countStoredTokens, type KnownTokenCounts } from '../../domain/tokens.js';
 import type { StoredPart } from '../../domain/types.js';
 import type { Message, Prisma, PrismaClient } from '../../generated/prisma/client.js';
 import { SqlParams, type SqlClient, type Tx } from '../sql.js';
@@ -156,9 +156,12 @@ export function readPagesWithin(
   );
 }
 
-/** What a message's parts decide of its row: the parts, their text and tool ids, and (once finished) its token counts. */
-export function contentColumns(parts: StoredPart[], generating: boolean) {
-  const tokens = generating ? null : countStoredTokens(parts);
+/**
+ * What a message's parts decide of its row: the parts, their text and tool ids, and (once finished)
+ * its token counts, taken from `known` where its long texts were counted ahead.
+ */
+export function contentColumns(parts: StoredPart[], generating: boolean, known: KnownTokenCounts) {
+  const tokens = generating ? null : countStoredTokens(parts, known);
   return {
     parts: parts as unknown as Prisma.JsonValue,
     text: joinText(parts),
@@ -181,8 +184,14 @@ export async function lockMessage(tx: Tx, messageId: string): Promise<Message> {
   return row;
 }
 
-export function updateMessageContent(tx: Tx, messageId: string, parts: StoredPart[], generating: boolean): Promise<Message> {
-  const { parts: json, ...rest } = contentColumns(parts, generating);
+export function updateMessageContent(
+  tx: Tx,
+  messageId: string,
+  parts: StoredPart[],
+  generating: boolean,
+  known: KnownTokenCounts,
+): Promise<Message> {
+  const { parts: json, ...rest } = contentColumns(parts, generating, known);
   return tx.message.update({ where: { id: messageId }, data: { ...rest, parts: json as Prisma.InputJsonValue } });
 }
 
@@ -197,6 +206,21 @@ export async function findToolCalls(tx: Tx, segments: readonly Segment[], wanted
 /** The first still-generating message of these segments, or null. */
 export function findGenerating(tx: Tx, segments: readonly Segment[]): Promise<{ position: number } | null> {
   return tx.message.findFirst({ where: { ...segmentsWhere(segments), generating: true }, select: { position: true } });
+}
+
+/** A message by id (what a replayed event names), or null once deleted. */
+export function findMessage(prisma: PrismaClient, id: string): Promise<Message | null> {
+  return prisma.message.findUnique({ where: { id } });
+}
+
+/** Messages by id (what a transform event names), in index order; a deleted one is left out. */
+export function findMessagesInIndexOrder(prisma: PrismaClient, ids: string[]): Promise<Message[]> {
+  return prisma.message.findMany({ where: { id: { in: ids } }, orderBy: { position: 'asc' } });
+}
+
+/** How many messages were appended with a turn (`Turn.messages`' totalCount). */
+export function countTurnMessages(prisma: PrismaClient, turnId: string): Promise<number> {
+  return prisma.message.count({ where: { turnId } });
 }
 
 /** Where a page of a turn's messages lies: positions strictly between `after` and `before`, `limit` of them from one end. */

@@ -4,7 +4,7 @@
  * that one lock orders all changes to a session's turns, on one server or many.
  */
 import type { TurnAgentStatus, TurnStatus } from '../../domain/turns.js';
-import type { Turn, TurnAgent } from '../../generated/prisma/client.js';
+import type { PrismaClient, Turn, TurnAgent } from '../../generated/prisma/client.js';
 import type { SqlClient } from '../sql.js';
 import { DEFAULT, insertSelectSql, insertSql, type InsertShape } from './columns.js';
 
@@ -165,6 +165,11 @@ export async function readTurnInWorkspace(sql: SqlClient, workspaceId: string, t
     [turnId, workspaceId],
   );
   return row ?? null;
+}
+
+/** A turn by id when its session is in the workspace (what an event names), without its agents; null otherwise. */
+export function findTurnInWorkspace(prisma: PrismaClient, workspaceId: string, turnId: string): Promise<Turn | null> {
+  return prisma.turn.findFirst({ where: { id: turnId, session: { workspaceId } } });
 }
 
 export async function setAgentStatus(

@@ -20,7 +20,7 @@
  * is the sent name's; call ids after step 7), the provider payload, the token total and the hash.
  */
 import { badInput } from '../errors.js';
-import { countTokens } from '../tokens.js';
+import { countTokens, type KnownTokenCounts } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { attachmentToolDefinitions, attachmentToolTokens } from './attachment-tool.js';
 import { createAttachmentResolver, resolveAttachments } from './attachments.js';
@@ -54,6 +54,7 @@ function syntheticBlock(
   text: string,
   format: ContextFormat,
   encoding: AssembleContextInput['options']['encoding'],
+  known?: KnownTokenCounts,
 ): AssembledMessage {
   const parts = [{ type: 'text' as const, text }];
   return {
@@ -62,7 +63,7 @@ function syntheticBlock(
     parts,
     sourceMessageId: null,
     sourceIndex: null,
-    tokenCount: countTokens(text, encoding) + framingTokens(format, role, parts),
+    tokenCount: countTokens(text, encoding, known) + framingTokens(format, role, parts),
   };
 }
 
@@ -131,9 +132,13 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   // 5. maxTokens: fixed blocks first, then messages with their framing and attachments
   const systemBlock =
-    options.system !== null && options.system.length > 0 ? syntheticBlock('system', 'SYSTEM', options.system, format, encoding) : null;
-  const summaryBlock = compacted.summaryText !== null ? syntheticBlock('summary', 'SYSTEM', compacted.summaryText, format, encoding) : null;
-  const turnContextBlock = turnContextText !== null ? syntheticBlock('turnContext', 'USER', turnContextText, format, encoding) : null;
+    options.system !== null && options.system.length > 0
+      ? syntheticBlock('system', 'SYSTEM', options.system, format, encoding, input.knownTokens)
+      : null;
+  const summaryBlock =
+    compacted.summaryText !== null ? syntheticBlock('summary', 'SYSTEM', compacted.summaryText, format, encoding, input.knownTokens) : null;
+  const turnContextBlock =
+    turnContextText !== null ? syntheticBlock('turnContext', 'USER', turnContextText, format, encoding, input.knownTokens) : null;
   const priming = replyPrimingTokens(format);
   const fixedParts = priming > 0 ? [`${priming} of reply priming`] : [];
   let fixedTokens = priming;

@@ -3,6 +3,7 @@
  * layer loads a session's messages, its applicable compaction and its attachments, calls the pure
  * pipeline, and maps the result back.
  */
+import type { KnownTokenCounts } from '../tokens.js';
 import type { HistoryTransforms } from '../transforms.js';
 import type {
   DomainCompaction,
@@ -81,6 +82,8 @@ export interface AssembleContextInput {
   attachmentReferenceId?: (attachmentId: string) => string;
   /** Computed by the caller and echoed in the output. */
   flags: AssembleContextFlags;
+  /** Counts of long texts made ahead (a long system prompt, counted off the request thread); none: every text is counted here. */
+  knownTokens?: KnownTokenCounts;
 }
 
 /** A part of an assembled message: stored parts with attachments resolved to text. */

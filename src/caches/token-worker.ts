@@ -1,5 +1,5 @@
 import { parentPort } from 'node:worker_threads';
-import { countTokens } from './tokens.js';
+import { countTokens } from '../domain/tokens.js';
 
 /** Counts long texts off the request thread for `token-precount.ts`: one text in, both counts out. */
 parentPort!.on('message', ({ id, text }: { id: number; text: string }) => {
