@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Plugin, YogaServerInstance } from 'graphql-yoga';
 import type { Tracing } from './graphql/tracing.js';
@@ -55,9 +55,9 @@ export interface App {
   runtime: AppRuntime;
   /** How many subscription events were executed, and how many shared another subscriber's execution. */
   sharing: SharingStats;
-  /** How many executions ran as compiled queries, and how many on graphql-js. */
+  /** How many executions ran as compiled queries, and how many on graphql-js (all zero with `queryJit` off). */
   jit: QueryJitStats;
-  /** How many HTTP requests the fast path answered, and how many it read and handed to Yoga. */
+  /** How many HTTP requests the fast path answered, and how many it read and handed to Yoga (all zero with `httpFastPath` off). */
   fastPath: FastPathStats;
   /** What `/metrics` serves. */
   metrics: ServerMetrics;
@@ -80,9 +80,44 @@ export interface App {
   close(): Promise<void>;
 }
 
+/**
+ * The places where the server replaces the path every GraphQL engineer knows with a faster one of
+ * its own (docs/performance.md says what each buys). Each is on by default and can be turned off,
+ * leaving the obvious path, which the suite keeps correct (`TEST_DEVIATIONS=off`).
+ */
+export interface Deviations {
+  /**
+   * A plain JSON POST of a query or mutation goes straight to envelop (`src/http/fast-path.ts`).
+   * Off: every request takes Yoga's request pipeline.
+   */
+  httpFastPath: boolean;
+  /**
+   * graphql-transport-ws served by our own server (`src/live/ws-server.ts`), whose subscriptions
+   * write their results to the socket themselves (`subscribeToSocket`). Off: graphql-ws's
+   * `useServer`, with every operation run through envelop (`execute`, `subscribe`).
+   */
+  ownWebSocketServer: boolean;
+  /** Repeated documents run compiled by graphql-jit (`src/graphql/query-jit.ts`). Off: graphql-js runs everything; graphql-jit is never loaded. */
+  queryJit: boolean;
+  /**
+   * On PGlite, named statements prepared once and run as one Bind/Execute/Sync message
+   * (`src/db/pglite-statements.ts`). Off: PGlite's `query` for every statement. Applies to the
+   * database `buildApp` opens; a `database` passed in keeps what `createDatabase` was told.
+   */
+  pgliteStatements: boolean;
+}
+
+/** Every deviation on: the server as it runs in production. */
+export const ALL_DEVIATIONS: Deviations = { httpFastPath: true, ownWebSocketServer: true, queryJit: true, pgliteStatements: true };
+
+/** Every deviation off: Yoga's request pipeline, graphql-ws's `useServer`, graphql-js, PGlite's `query`. */
+export const NO_DEVIATIONS: Deviations = { httpFastPath: false, ownWebSocketServer: false, queryJit: false, pgliteStatements: false };
+
 export interface BuildAppOptions {
   /** An already open database (tests); otherwise one is opened from the config. */
   database?: Database;
+  /** Turns deviations from the obvious implementation off (`Deviations`); those not named stay on. */
+  deviations?: Partial<Deviations>;
   /**
    * Plugins run after the app's own (a deployment's tracing or metrics, a test's rule). Like the
    * app's own, each must keep the HTTP fast path's contract (`assertFastPathHonours`), or the
@@ -101,7 +136,8 @@ export interface BuildAppOptions {
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
   checkTokenizerShape();
   const logger = createLogger(config.logLevel);
-  const db = options.database ?? (await createDatabase(databaseOptionsOf(config)));
+  const deviations: Deviations = { ...ALL_DEVIATIONS, ...options.deviations };
+  const db = options.database ?? (await createDatabase(databaseOptionsOf(config, deviations.pgliteStatements)));
   let bus: EventBus | undefined;
   let limiter: RateLimiter | undefined;
   let precount: TokenPrecount | undefined;
@@ -152,7 +188,10 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       db.queries.statementSpans = (sql) => tracing.statementSpan(sql);
     }
     // After the query compiler's plugin: the operation span wraps whichever execute it chose.
-    const app = serve(runtime, limiter, metrics, [...(options.tracing ? [options.tracing.plugin] : []), ...(options.plugins ?? [])]);
+    const app = serve(runtime, limiter, metrics, deviations, [
+      ...(options.tracing ? [options.tracing.plugin] : []),
+      ...(options.plugins ?? []),
+    ]);
     if (options.tracing) {
       const tracing = options.tracing;
       const close = app.close;
@@ -170,7 +209,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   }
 }
 
-function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics, extraPlugins: Plugin[]): App {
+function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics, deviations: Deviations, extraPlugins: Plugin[]): App {
   const { config, caps, logger, db, bus } = runtime;
   const createRequestContext = requestContexts(runtime);
   const endpoint = '/graphql';
@@ -190,15 +229,15 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
       )
     : null;
 
+  const jit = deviations.queryJit ? useQueryJit(config.queryJit) : null;
   const sharing = useSubscriptionSharing<RequestContext>({
     scopeOf: (ctx) => ctx.workspaceId,
     requestContextForEvent,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,
     // Events run compiled once their document has run often enough (see useQueryJit).
-    compiled: (args) => jit.eventExecutor(args),
+    compiled: jit ? (args) => jit.eventExecutor(args) : undefined,
   });
-  const jit = useQueryJit(config.queryJit);
   const plugins = [
     useHealthEndpoints({ db, bus, timeoutMs: config.readyTimeoutMs, stopping: () => stopping }),
     // The explorer is a playground too: served exactly where GraphiQL is.
@@ -221,10 +260,11 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     useKeyScopes(),
     sharing,
     subscriptions.plugin(),
-    jit,
+    ...(jit ? [jit] : []),
     ...extraPlugins,
   ];
-  // Every request the fast path answers must see every plugin as Yoga's path would.
+  // Every request the fast path answers must see every plugin as Yoga's path would; checked with
+  // the fast path off too, so that a plugin set runs on either path.
   assertFastPathHonours(plugins);
   const yoga = createYoga<Record<string, unknown>, RequestContext>({
     schema: config.production ? schema : withDevelopmentChecks(schema),
@@ -243,33 +283,46 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     cors: (request) => corsFor(request.headers.get('origin'), config.corsOrigins),
     plugins,
     maskedErrors: { maskError },
+    // Over WebSocket there is no Fetch request: the key comes from `connectionParams`, else from the
+    // upgrade request's header (our server keeps it in `extra`; graphql-ws's `useServer` passes the
+    // upgrade request as `req`).
     context: ({
       request,
       connectionParams,
       extra,
+      req,
     }: {
       request?: Request;
       connectionParams?: Record<string, unknown>;
-      extra?: SocketExtra;
+      extra?: Partial<SocketExtra>;
+      req?: IncomingMessage;
     }) =>
       createRequestContext({
-        authorization: authorizationFrom(request, connectionParams, extra?.authorization),
+        authorization: authorizationFrom(request, connectionParams, extra?.authorization ?? req?.headers.authorization),
       }),
   });
 
-  const fastPath = createHttpFastPath({
-    yoga: yoga as unknown as FastPathOptions['yoga'],
-    endpoint,
-    limiter,
-    caps,
-    maskError,
-    countResult: (result) => metrics.countResult(result),
-    trustedDocument: trusted ? (params) => trusted.documentFor(params) : undefined,
-  });
-  const { server, connections } = createHttpServer(config.timeouts, (req, res) => {
-    if (!fastPath.handle(req, res)) void yoga(req, res);
-  });
+  const fastPath = deviations.httpFastPath
+    ? createHttpFastPath({
+        yoga: yoga as unknown as FastPathOptions['yoga'],
+        endpoint,
+        limiter,
+        caps,
+        maskError,
+        countResult: (result) => metrics.countResult(result),
+        trustedDocument: trusted ? (params) => trusted.documentFor(params) : undefined,
+      })
+    : null;
+  const { server, connections } = createHttpServer(
+    config.timeouts,
+    fastPath
+      ? (req, res) => {
+          if (!fastPath.handle(req, res)) void yoga(req, res);
+        }
+      : (req, res) => void yoga(req, res),
+  );
   const webSocket = useGraphQLWebSocket({
+    transport: deviations.ownWebSocketServer ? 'own' : 'graphql-ws',
     server,
     yoga,
     maxPayload: caps.requestBytes,
@@ -299,8 +352,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     server,
     runtime,
     sharing: sharing.stats,
-    jit: jit.stats,
-    fastPath: fastPath.stats,
+    jit: jit?.stats ?? { compiled: 0, interpreted: 0, compilations: 0 },
+    fastPath: fastPath?.stats ?? { answered: 0, handedOver: 0 },
     metrics,
     listen(port = config.port, host = config.host) {
       if (listeningAt) return Promise.resolve(listeningAt);
@@ -312,11 +365,11 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
           const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
           listeningAt = `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`;
           resolve(listeningAt);
-          void jit.load();
+          void jit?.load();
         });
       });
     },
-    warm: () => jit.load(),
+    warm: () => jit?.load() ?? Promise.resolve(),
     close() {
       closing ??= (async () => {
         stopping = true;

@@ -38,13 +38,27 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export type DatabaseOptions = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string; sharedBuffersMb?: number };
+export type DatabaseOptions =
+  | { kind: 'postgres'; url: string }
+  | {
+      kind: 'pglite';
+      dataDir: string;
+      sharedBuffersMb?: number;
+      /** Named statements prepared on PGlite's connection (`PgliteStatements`, the default); false: PGlite's `query` for every statement. */
+      pgliteStatements?: boolean;
+    };
 
-/** The database the configuration names: PostgreSQL when DATABASE_URL is set, else PGlite in DATA_DIR. */
-export function databaseOptionsOf(config: Pick<AppConfig, 'databaseUrl' | 'dataDir' | 'pgliteSharedBuffersMb'>): DatabaseOptions {
+/**
+ * The database the configuration names: PostgreSQL when DATABASE_URL is set, else PGlite in DATA_DIR
+ * (`pgliteStatements`: see `DatabaseOptions`).
+ */
+export function databaseOptionsOf(
+  config: Pick<AppConfig, 'databaseUrl' | 'dataDir' | 'pgliteSharedBuffersMb'>,
+  pgliteStatements = true,
+): DatabaseOptions {
   return config.databaseUrl
     ? { kind: 'postgres', url: config.databaseUrl }
-    : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb };
+    : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb, pgliteStatements };
 }
 
 const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
@@ -106,7 +120,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     kind: 'pglite',
     description,
     prisma,
-    sql: createPgliteSql(pglite, queries),
+    sql: createPgliteSql(pglite, queries, { preparedStatements: options.pgliteStatements ?? true }),
     queries,
     async migrate() {
       const report = await applyMigrations(pgliteConnection(pglite));

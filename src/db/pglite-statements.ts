@@ -15,7 +15,8 @@
  *
  * Parameters are written by PGlite's serializers for the types PostgreSQL infers for them, and
  * columns read by the same parsers `query` uses, so rows and errors (PGlite's `DatabaseError`, with
- * the SQLSTATE and constraint) are the same either way.
+ * the SQLSTATE and constraint) are the same either way. `deviations.pgliteStatements` off
+ * (`buildApp`, `createDatabase`'s `pgliteStatements`) sends every statement through `query`.
  */
 import type { PGlite, messages } from '@electric-sql/pglite';
 

@@ -197,13 +197,24 @@ export function trackPgliteWrites(pglite: PGlite): {
   return { writes: () => writes, read, counted };
 }
 
-export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vacuumAfterBytes = VACUUM_AFTER_BYTES): Sql {
+export interface PgliteSqlOptions {
+  /** Rewritten message text after which `VACUUM "Message"` runs (`PgliteVacuum`). */
+  vacuumAfterBytes?: number;
+  /**
+   * Named statements (`QueryOptions.name`) prepared on PGlite's connection and run as one
+   * Bind/Execute/Sync message (`PgliteStatements`; the default). False: every statement through
+   * PGlite's `query`, the name ignored.
+   */
+  preparedStatements?: boolean;
+}
+
+export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, options: PgliteSqlOptions = {}): Sql {
   const tracker = trackPgliteWrites(pglite);
-  const statements = new PgliteStatements(pglite, PARSERS);
-  const vacuum = new PgliteVacuum(pglite, vacuumAfterBytes);
-  const options = { parsers: PARSERS };
+  const statements = options.preparedStatements === false ? null : new PgliteStatements(pglite, PARSERS);
+  const vacuum = new PgliteVacuum(pglite, options.vacuumAfterBytes ?? VACUUM_AFTER_BYTES);
+  const parsing = { parsers: PARSERS };
   const run = async <T>(client: Pick<PGlite | PGliteTransaction, 'query'>, text: string, values: readonly unknown[] = []) => {
-    const result = await recorded(recorder, text, () => client.query<T>(text, values as unknown[], options));
+    const result = await recorded(recorder, text, () => client.query<T>(text, values as unknown[], parsing));
     return result.rows;
   };
   /** A named statement, prepared (outside a transaction) on its first use; one that cannot be is sent as text. */
@@ -214,8 +225,8 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vac
     name: string | undefined,
     counted: boolean,
   ) => {
-    const statement = name ? await statements.prepare(name, text) : null;
-    if (!statement) return run<T>(client, text, values);
+    const statement = name && statements ? await statements.prepare(name, text) : null;
+    if (!statement || !statements) return run<T>(client, text, values);
     if (!counted) return recorded(recorder, text, () => statements.run<T>(statement, values, false));
     return recorded(
       recorder,
@@ -233,8 +244,8 @@ export function createPgliteSql(pglite: PGlite, recorder: StatementRecorder, vac
       pglite.transaction((tx) =>
         work({
           query: async (text, values, queryOptions) => {
-            const statement = statements.made(queryOptions?.name, text);
-            if (!statement) return run(tx, text, values);
+            const statement = statements?.made(queryOptions?.name, text);
+            if (!statement || !statements) return run(tx, text, values);
             return recorded(recorder, text, () => statements.run(statement, values ?? [], true));
           },
         }),

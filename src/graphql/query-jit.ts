@@ -18,7 +18,7 @@
  *
  * Use counts are kept per DocumentNode (weakly): Yoga's parse cache hands out the same node for the
  * same text and bounds how many there are. Results and errors are the same as graphql-js's
- * (`TEST_QUERY_JIT=off` runs the suite on graphql-js alone, query-jit.test.ts compares both).
+ * (`TEST_DEVIATIONS=off` runs the suite with this off, on graphql-js alone; query-jit.test.ts compares both).
  *
  * graphql-jit itself is loaded by `load()` (the app calls it once it listens), off the start. Until
  * it is loaded, documents run on graphql-js and stay undecided, compiled at a later use.

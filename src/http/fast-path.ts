@@ -122,7 +122,8 @@ class NodeHeaders {
  * Fetch `Request` and `Response` around every request and runs its request pipeline; here the body
  * goes straight to envelop, the same `parse`, `validate`, context and `execute`
  * (with every envelop plugin: caches, limits, masking, compiled queries) that Yoga would run.
- * `assertFastPathHonours` keeps that true for plugins added later.
+ * `assertFastPathHonours` keeps that true for plugins added later. `deviations.httpFastPath` off
+ * (`buildApp`) leaves every request to Yoga.
  *
  * Anything else is Yoga's, so every refusal keeps Yoga's exact status and body:
  * - decided from the headers, before the body is read: another method, path, content type,

@@ -23,6 +23,9 @@ function checkInitialised(connection: Connection) {
  *   timeout and a `pong` listener per socket. `keepAliveMs` is its interval (tests shorten it).
  * - The wait for `connection_init` (`connectionInitWaitTimeout`, 3 s by default) is a timer that
  *   nothing holds once it has fired.
+ *
+ * `deviations.ownWebSocketServer` off (`buildApp`) serves the same path with graphql-ws's own
+ * `useServer` instead (`src/http/websocket.ts`).
  */
 export function useWebSocketServer(options: WsServerOptions, wss: WebSocketServer, keepAliveMs = KEEP_ALIVE_MS) {
   const initWaitMs = options.connectionInitWaitTimeout ?? 3_000;

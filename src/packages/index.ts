@@ -62,5 +62,6 @@ export const DataLoader = require('dataloader') as typeof import('dataloader');
 export type DataLoader<K, V, C = K> = DataLoaderClass<K, V, C>;
 export const { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, MessageType, handleProtocols, parseMessage, stringifyMessage } =
   require('graphql-ws') as typeof import('graphql-ws');
+export const { useServer } = require('graphql-ws/use/ws') as typeof import('graphql-ws/use/ws');
 export type CloseCode = import('graphql-ws').CloseCode;
 export type MessageType = import('graphql-ws').MessageType;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
-import { buildApp, type App, type BuildAppOptions } from '../../src/app.js';
+import { ALL_DEVIATIONS, buildApp, type App, type BuildAppOptions, type Deviations, NO_DEVIATIONS } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import { createDatabase } from '../../src/db/database.js';
 import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/limits.js';
@@ -45,19 +45,34 @@ export interface TestApp extends App {
   redisPrefix: string;
 }
 
+const deviationsSetting = process.env.TEST_DEVIATIONS?.trim() || 'on';
+if (deviationsSetting !== 'on' && deviationsSetting !== 'off') {
+  throw new Error(`TEST_DEVIATIONS must be "off" or "on" (the default), not "${deviationsSetting}"`);
+}
+
 /**
- * TEST_QUERY_JIT=off builds every test app with the query compiler off (`afterUses: 0`), so the
- * suite runs on graphql-js alone; otherwise the production default applies. A test that sets its
- * own `queryJit` keeps it.
+ * TEST_DEVIATIONS=off: every test app is built with every deviation from the obvious
+ * implementation off (`NO_DEVIATIONS`: Yoga's request pipeline, graphql-ws's `useServer`,
+ * graphql-js, PGlite's `query`), so the suite checks that the obvious path stays correct;
+ * otherwise all are on, as in production. Read here only, never by the server. A test of one
+ * deviation turns it on with its own `deviations`; tests that start the server as a child process
+ * (`npm start`, process.test.ts) run it with the defaults.
  */
-export const queryJitOff = process.env.TEST_QUERY_JIT === 'off';
+export const deviationsOff = deviationsSetting === 'off';
+
+/** The `deviations` every test app gets (`BuildAppOptions.deviations`), before a test's own. */
+export const testDeviations: Deviations = deviationsOff ? NO_DEVIATIONS : ALL_DEVIATIONS;
+
+/** An in-memory PGlite database for a test app, opened with the test run's `pgliteStatements`. */
+export function testPglite(dataDir = 'memory://', pgliteStatements = testDeviations.pgliteStatements) {
+  return createDatabase({ kind: 'pglite', dataDir, pgliteStatements });
+}
 
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   const defaults = loadConfig({ RATE_LIMIT: '0' });
   return {
     // The server's defaults outside production, without rate limiting (tests send bursts on purpose).
     ...defaults,
-    ...(queryJitOff ? { queryJit: { ...defaults.queryJit, afterUses: 0 } } : {}),
     port: 0,
     host: '127.0.0.1',
     dataDir: 'memory://',
@@ -110,6 +125,8 @@ export async function createTestApp(
     plugins?: BuildAppOptions['plugins'];
     /** OpenTelemetry traces (`BuildAppOptions.tracing`). */
     tracing?: BuildAppOptions['tracing'];
+    /** Deviations this test sets whatever TEST_DEVIATIONS says (a test of the deviation itself). */
+    deviations?: Partial<Deviations>;
     /** Leave `warm()` to the test (the query compiler unloaded; the server listens all the same). */
     cold?: boolean;
   } = {},
@@ -128,8 +145,9 @@ export async function createTestApp(
     ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}),
     ...options.config,
   });
-  const database = databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
-  const app = await buildApp(config, { database, plugins: options.plugins, tracing: options.tracing });
+  const deviations = { ...testDeviations, ...options.deviations };
+  const database = databaseUrl ? undefined : await testPglite('memory://', deviations.pgliteStatements);
+  const app = await buildApp(config, { database, plugins: options.plugins, tracing: options.tracing, deviations });
   let url: string;
   if (options.cold) {
     // Listening without `listen()`, which would start loading the compiler.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PAGE_CONTENT_BYTES } from '../../src/domain/limits.js';
-import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { backend, gql, gqlOk, type TestApp, testDeviations, useTestApp } from '../helpers/app.js';
 import { AppendMessages, CreateSession, ForkSession } from '../helpers/documents.js';
 import { StartTurn } from '../helpers/turn-documents.js';
 
@@ -152,7 +152,7 @@ describe(`pages of messages are cut to their content bounds (${backend.label})`,
     const body = JSON.stringify({ query: `query ($id: ID!) { session(id: $id) { ${aliases} } }`, variables: { id: sessionId } });
     const answered = app.fastPath.answered;
     const overHttp = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    expect(app.fastPath.answered).toBe(answered + 1);
+    expect(app.fastPath.answered).toBe(answered + (testDeviations.httpFastPath ? 1 : 0));
     const viaYoga = await app.yoga.fetch('http://localhost/graphql', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
-import { backend, createTestApp, dropTestDatabases, gql, gqlOk, testConfig, type TestApp } from '../helpers/app.js';
+import { backend, createTestApp, dropTestDatabases, gql, gqlOk, testConfig, testDeviations, type TestApp } from '../helpers/app.js';
 import {
   postgresBin,
   redisServerAvailable,
@@ -45,7 +45,9 @@ describe.runIf(postgresBin)('a PostgreSQL outage (a private server, stopped and 
     pg = await startPrivatePostgres();
     cleanups.push(() => pg.destroy());
     // Keys optional: requests without one reach the resolvers (the key check's own outage path is the WebSocket case below).
-    app = await buildApp(testConfig({ databaseUrl: pg.url, redisUrl: null, logLevel: 'warn', authRequired: false }));
+    app = await buildApp(testConfig({ databaseUrl: pg.url, redisUrl: null, logLevel: 'warn', authRequired: false }), {
+      deviations: testDeviations,
+    });
     cleanups.push(() => app.close());
     const url = await app.listen(0, '127.0.0.1');
     const { createSession } = await gqlOk<{ createSession: { id: string } }, { title: string }>(app, CREATE, { title: 'before' });

@@ -28,8 +28,9 @@ afterAll(async () => {
   await dropTestDatabases();
 });
 
-async function start(options: Parameters<typeof createTestApp>[0]) {
-  const app = await createTestApp(options);
+/** An app with the fast path on (the deviation under test, whatever TEST_DEVIATIONS says). */
+async function start(options: NonNullable<Parameters<typeof createTestApp>[0]>) {
+  const app = await createTestApp({ ...options, deviations: { httpFastPath: true, ...options.deviations } });
   apps.push(app);
   return { app, url: new URL(await app.listen(0, '127.0.0.1')) };
 }

@@ -6,7 +6,6 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { hashApiKey } from '../../src/auth/workspace-auth.js';
 import { DEFAULT_CACHE_CONFIG } from '../../src/caches/sizes.js';
-import { createDatabase } from '../../src/db/database.js';
 import { createApiKey, revokeApiKey } from '../../src/auth/keys.js';
 import {
   backend,
@@ -16,6 +15,8 @@ import {
   gql,
   gqlError,
   testConfig,
+  testDeviations,
+  testPglite,
   type TestApp,
 } from '../helpers/app.js';
 
@@ -66,8 +67,8 @@ async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs
 }
 
 async function appOn(target: { databaseUrl: string | null }, config: Parameters<typeof testConfig>[0] = {}) {
-  const database = target.databaseUrl ? undefined : await createDatabase({ kind: 'pglite', dataDir });
-  const app = await buildApp(testConfig({ databaseUrl: target.databaseUrl, ...config }), { database });
+  const database = target.databaseUrl ? undefined : await testPglite(dataDir);
+  const app = await buildApp(testConfig({ databaseUrl: target.databaseUrl, ...config }), { database, deviations: testDeviations });
   opened.push(app);
   return app;
 }

@@ -14,7 +14,11 @@ useTestApp(
   (built) => {
     app = built;
   },
-  { config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2, budget: { compiles: BUDGET, windowMs: 600_000 } } } },
+  {
+    config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2, budget: { compiles: BUDGET, windowMs: 600_000 } } },
+    // The deviation under test, on whatever TEST_DEVIATIONS says.
+    deviations: { queryJit: true },
+  },
 );
 
 const TITLE = 'query Title($id: ID!) { session(id: $id) { id title messageCount } }';
@@ -136,7 +140,11 @@ describe(`compiled queries (${backend.label})`, () => {
   });
 
   it('runs documents on graphql-js until the compiler is loaded (once the server listens), then compiles them at a later use', async () => {
-    const cold = await createTestApp({ cold: true, config: { queryJit: { afterUses: 1, maxFields: 64, maxDocuments: 2 } } });
+    const cold = await createTestApp({
+      cold: true,
+      config: { queryJit: { afterUses: 1, maxFields: 64, maxDocuments: 2 } },
+      deviations: { queryJit: true },
+    });
     try {
       const create = () => gqlOk(cold, CreateSession, { input: { title: 'cold', messages: [{ role: 'USER', text: 'q' }] } });
       const { id } = (await create()).createSession;
@@ -167,7 +175,10 @@ describe(`compiled queries (${backend.label})`, () => {
     expect(app.jit.compilations).toBe(BUDGET);
   });
   it("executes a subscription's events compiled once its document has run often enough, with the same payloads", async () => {
-    const live = await createTestApp({ config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2 } } });
+    const live = await createTestApp({
+      config: { queryJit: { afterUses: 2, maxFields: 64, maxDocuments: 2 } },
+      deviations: { queryJit: true },
+    });
     const url = await live.listen(0, '127.0.0.1');
     const client = wsClient(url);
     try {

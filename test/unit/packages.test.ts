@@ -13,6 +13,7 @@ const PACKAGES = [
   '@pothos/plugin-relay',
   'graphql',
   'graphql-ws',
+  'graphql-ws/use/ws',
   'ws',
   'dataloader',
   '@whatwg-node/server',
@@ -38,6 +39,7 @@ describe('the dual packages (src/packages/index.ts)', () => {
     expect(packages.useCSRFPrevention).toBe(require('@graphql-yoga/plugin-csrf-prevention').useCSRFPrevention);
     expect(packages.GraphQLError).toBe(require('graphql').GraphQLError);
     expect(packages.parseMessage).toBe(require('graphql-ws').parseMessage);
+    expect(packages.useServer).toBe(require('graphql-ws/use/ws').useServer);
     expect(packages.WebSocketServer).toBe(require('ws').WebSocketServer);
     expect(packages.DataLoader).toBe(require('dataloader'));
     expect(packages.sendNodeResponse).toBe(require('@whatwg-node/server').sendNodeResponse);
