@@ -19,6 +19,7 @@ import {
   testPglite,
   type TestApp,
 } from '../helpers/app.js';
+import { oneBuildAtATime } from '../helpers/one-build.js';
 
 // Most tests here build their own app (a fresh database each): allow for a loaded machine.
 vi.setConfig({ testTimeout: 90_000 });
@@ -40,7 +41,7 @@ const keysCli = (target: Record<string, string>, ...args: string[]) => runCli(['
 
 /** Exactly what `npm run keys -- ARGS` runs: compile to dist/, then the compiled CLI. */
 const npmRunKeys = (target: Record<string, string>, ...args: string[]) =>
-  runCli(['scripts/start.mjs', 'auth/keys-cli.js', ...args], target);
+  oneBuildAtATime(() => runCli(['scripts/start.mjs', 'auth/keys-cli.js', ...args], target));
 
 function runCli(argv: string[], target: Record<string, string>) {
   const child = spawn(process.execPath, argv, {

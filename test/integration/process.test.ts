@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { oneBuildAtATime } from '../helpers/one-build.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -27,7 +28,11 @@ interface Running {
  * Starts the server as `npm start` does (scripts/start.mjs: compile to dist/, then plain node on the
  * compiled JavaScript) and waits for its two start-up lines.
  */
-async function start(env: Record<string, string>): Promise<Running> {
+function start(env: Record<string, string>): Promise<Running> {
+  return oneBuildAtATime(() => startOnce(env));
+}
+
+async function startOnce(env: Record<string, string>): Promise<Running> {
   const child = spawn(process.execPath, ['scripts/start.mjs'], {
     cwd: root,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
