@@ -26,7 +26,7 @@ const AppendProviderMessagesInput = builder.inputType('AppendProviderMessagesInp
       type: 'JSON',
       required: false,
       description:
-        "A response of `format`'s provider: a ChatCompletion (its first choice), an Anthropic Message, a Response (its output items) or a GenerateContentResponse (its first candidate). Stored as the assistant message(s) it holds; with `turnId`, its usage is reported to the turn (callId: the response's id, so a retry counts once; model: the response's model).",
+        "A response of `format`'s provider: a ChatCompletion (its first choice), an Anthropic Message, a Response (its output items) or a GenerateContentResponse (its first candidate). Stored as the assistant message(s) it holds; with `turnId`, its usage is reported to the turn after the messages are stored (callId: the response's id, so a retry counts once; model: the response's model): if that report fails, the messages stay stored, and `reportUsage` with the response's id is the retry (sending the response again would store its messages twice).",
     }),
     turnId: t.id({ required: false, description: 'The turn they belong to (a turn of this session).' }),
     agentId: t.string({
