@@ -89,13 +89,23 @@ export const sends = (format: ContextFormat, part: AssembledPart | StoredPart) =
 
 const counted = new WeakMap<object, Map<string, number>>();
 
+/** Opaque data up to this many characters is counted by the BPE (a few milliseconds at most). */
+const OPAQUE_BPE_CHARS = 2_048;
+
+const opaqueTokens = (text: string, encoding: TokenEncoding) =>
+  text.length <= OPAQUE_BPE_CHARS || encoding === 'CHARS_DIV_4' ? countTokens(text, encoding) : Buffer.byteLength(text, 'utf8');
+
 /**
  * Tokens of a reasoning or provider part as `format` sends it (0 when it leaves it out). Estimates
  * (see docs/provider-replay.md): reasoning is counted as its readable text (Anthropic thinking, a
  * Responses summary, a Gemini thought; a redacted block as its data), on every turn it is sent,
  * which is what Anthropic's models from Opus 4.5 on count and an upper bound for the models and APIs
  * that strip earlier turns' reasoning; signatures and encrypted content are not counted; a provider
- * part is counted as its JSON text. Counted once per part object, format and encoding.
+ * part is counted as its JSON text. Opaque data (a provider part, redacted thinking) longer than
+ * OPAQUE_BPE_CHARS is counted as its UTF-8 bytes, an upper bound (every token is at least one
+ * byte): such data is mostly base64, whose long pieces the BPE merges at about a microsecond per
+ * character, which a megabyte would hold the request thread for. Counted once per part object,
+ * format and encoding.
  */
 export function providerDataTokens(format: ContextFormat, part: StoredPart | AssembledPart, encoding: TokenEncoding): number {
   if (!isProviderData(part) || !sends(format, part)) return 0;
@@ -105,10 +115,12 @@ export function providerDataTokens(format: ContextFormat, part: StoredPart | Ass
   if (hit !== undefined) return hit;
   let tokens: number;
   if (part.type === 'reasoning') {
-    const text = part.redacted && format === 'ANTHROPIC_MESSAGES' ? (metaString(part, 'anthropic', 'redactedData') ?? '') : part.text;
-    tokens = countTokens(text, encoding);
+    tokens =
+      part.redacted && format === 'ANTHROPIC_MESSAGES'
+        ? opaqueTokens(metaString(part, 'anthropic', 'redactedData') ?? '', encoding)
+        : countTokens(part.text, encoding);
   } else if (part.type === 'providerPart') {
-    tokens = countTokens(JSON.stringify(part.data), encoding);
+    tokens = opaqueTokens(JSON.stringify(part.data), encoding);
   } else tokens = 0;
   if (!byKey) counted.set(part, (byKey = new Map()));
   byKey.set(key, tokens);
