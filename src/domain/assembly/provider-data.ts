@@ -96,6 +96,14 @@ const opaqueTokens = (text: string, encoding: TokenEncoding) =>
   text.length <= OPAQUE_BPE_CHARS || encoding === 'CHARS_DIV_4' ? countTokens(text, encoding) : Buffer.byteLength(text, 'utf8');
 
 /**
+ * Readable text (reasoning) is counted by the BPE, which goes through prose at about 25 ms a
+ * megabyte; a long text holding a run of over 256 non-space characters (the pieces the BPE merges
+ * slowly) is counted as opaque data.
+ */
+const readableTokens = (text: string, encoding: TokenEncoding) =>
+  text.length > OPAQUE_BPE_CHARS && /\S{257}/.test(text) ? opaqueTokens(text, encoding) : countTokens(text, encoding);
+
+/**
  * Tokens of a reasoning or provider part as `format` sends it (0 when it leaves it out). Estimates
  * (see docs/provider-replay.md): reasoning is counted as its readable text (Anthropic thinking, a
  * Responses summary, a Gemini thought; a redacted block as its data), on every turn it is sent,
@@ -118,7 +126,7 @@ export function providerDataTokens(format: ContextFormat, part: StoredPart | Ass
     tokens =
       part.redacted && format === 'ANTHROPIC_MESSAGES'
         ? opaqueTokens(metaString(part, 'anthropic', 'redactedData') ?? '', encoding)
-        : countTokens(part.text, encoding);
+        : readableTokens(part.text, encoding);
   } else if (part.type === 'providerPart') {
     tokens = opaqueTokens(JSON.stringify(part.data), encoding);
   } else tokens = 0;
