@@ -89,16 +89,15 @@ export const sends = (format: ContextFormat, part: AssembledPart | StoredPart) =
 
 const counted = new WeakMap<object, Map<string, number>>();
 
-/** Opaque data up to this many characters is counted by the BPE (a few milliseconds at most). */
+/** Opaque data up to this many characters is counted by the BPE; longer, by its bytes. */
 const OPAQUE_BPE_CHARS = 2_048;
 
 const opaqueTokens = (text: string, encoding: TokenEncoding) =>
   text.length <= OPAQUE_BPE_CHARS || encoding === 'CHARS_DIV_4' ? countTokens(text, encoding) : Buffer.byteLength(text, 'utf8');
 
 /**
- * Readable text (reasoning) is counted by the BPE, which goes through prose at about 25 ms a
- * megabyte; a long text holding a run of over 256 non-space characters (the pieces the BPE merges
- * slowly) is counted as opaque data.
+ * Readable text (reasoning) is counted by the BPE, which is fast on prose; a long text holding a run
+ * of over 256 non-space characters (the pieces the BPE merges slowly) is counted as opaque data.
  */
 const readableTokens = (text: string, encoding: TokenEncoding) =>
   text.length > OPAQUE_BPE_CHARS && /\S{257}/.test(text) ? opaqueTokens(text, encoding) : countTokens(text, encoding);
@@ -111,8 +110,8 @@ const readableTokens = (text: string, encoding: TokenEncoding) =>
  * that strip earlier turns' reasoning; signatures and encrypted content are not counted; a provider
  * part is counted as its JSON text. Opaque data (a provider part, redacted thinking) longer than
  * OPAQUE_BPE_CHARS is counted as its UTF-8 bytes, an upper bound (every token is at least one
- * byte): such data is mostly base64, whose long pieces the BPE merges at about a microsecond per
- * character, which a megabyte would hold the request thread for. Counted once per part object,
+ * byte): such data is mostly base64, whose long pieces the BPE merges too slowly for the request
+ * thread. Counted once per part object,
  * format and encoding.
  */
 export function providerDataTokens(format: ContextFormat, part: StoredPart | AssembledPart, encoding: TokenEncoding): number {
