@@ -9,7 +9,8 @@ import { requestContextForEvent, requestContexts, type AppRuntime, type RequestC
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
 import { checkTokenizerShape } from './domain/tokens.js';
 import { createLogger } from './logger.js';
-import { createYoga, useCSRFPrevention } from './packages/index.js';
+import { createYoga } from 'graphql-yoga';
+import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { createEventBus } from './pubsub/event-bus.js';
 import type { EventBus } from './pubsub/bus.js';
 import { useRequestParseErrors } from './graphql/client-errors.js';

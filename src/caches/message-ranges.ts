@@ -13,7 +13,7 @@ import { clipSegments, visibleSegments, type LineageSession, type Segment } from
 import { readPagesWithin } from '../db/stores/messages.js';
 import type { SqlClient } from '../db/sql.js';
 import type { Message } from '../generated/prisma/client.js';
-import { DataLoader } from '../packages/index.js';
+import DataLoader from 'dataloader';
 import type { FinishedRowsCache } from './finished-rows.js';
 
 export interface MessageRange {

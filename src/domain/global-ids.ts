@@ -1,4 +1,4 @@
-import { encodeGlobalID } from '../packages/index.js';
+import { encodeGlobalID } from '@pothos/plugin-relay';
 
 /** The node types a client can hold an ID of. */
 export type NodeTypeName = 'Session' | 'Message' | 'Turn' | 'Attachment';

@@ -1,7 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
 import type { TextCaps } from '../domain/limits.js';
 import { errorAt } from './errors.js';
-import { GraphQLError } from '../packages/index.js';
+import { GraphQLError } from 'graphql';
 
 /** Codes graphql-yoga gives a refused request, which the contract spells BAD_USER_INPUT. */
 const YOGA_CLIENT_CODES = new Set(['BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);

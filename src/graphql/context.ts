@@ -1,4 +1,4 @@
-import { initContextCache } from '../packages/index.js';
+import { initContextCache } from '@pothos/core';
 import type { WorkspaceAuth } from '../auth/workspace-auth.js';
 import type { AppConfig, KeyScope } from '../config.js';
 import type { Database } from '../db/database.js';

@@ -4,7 +4,7 @@
  * import errors from one module.
  */
 import { DomainError } from '../domain/errors.js';
-import { GraphQLError } from '../packages/index.js';
+import { GraphQLError } from 'graphql';
 
 export { badInput, DomainError, notFound, type ErrorCode } from '../domain/errors.js';
 

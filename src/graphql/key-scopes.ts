@@ -1,6 +1,6 @@
 import type { Plugin } from 'graphql-yoga';
 import type { KeyScope } from '../config.js';
-import { getOperationAST } from '../packages/index.js';
+import { getOperationAST } from 'graphql';
 import { DomainError, toGraphQLError } from './errors.js';
 
 /**

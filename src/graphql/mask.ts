@@ -3,7 +3,7 @@ import type { ExecutionResult } from 'graphql';
 import { asServiceUnavailable } from '../db/faults.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { Logger } from '../logger.js';
-import { GraphQLError } from '../packages/index.js';
+import { GraphQLError } from 'graphql';
 import { asClientError } from './client-errors.js';
 import { DomainError, domainErrorOf, toGraphQLError } from './errors.js';
 

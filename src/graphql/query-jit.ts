@@ -28,7 +28,7 @@ import type { CompiledQuery } from 'graphql-jit';
 import type { Plugin } from 'graphql-yoga';
 import { LRUCache } from 'lru-cache';
 import { operationFields } from './query-limits.js';
-import { GraphQLError, Kind, visit } from '../packages/index.js';
+import { GraphQLError, Kind, visit } from 'graphql';
 import type { QueryJitOptions } from '../config.js';
 
 export const COMPILE_BUDGET = { compiles: 20, windowMs: 10_000 };

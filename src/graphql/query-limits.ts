@@ -11,7 +11,7 @@ import type {
 import type { Plugin } from 'graphql-yoga';
 import { asClientError } from './client-errors.js';
 import { DomainError, toGraphQLError } from './errors.js';
-import { GraphQLError, Kind, parse } from '../packages/index.js';
+import { GraphQLError, Kind, parse } from 'graphql';
 
 export interface QueryLimits {
   /** Deepest nesting of fields, fragments expanded, outside introspection. */

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Span } from '@opentelemetry/api';
 import type { Plugin } from 'graphql-yoga';
-import { getOperationAST } from '../packages/index.js';
+import { getOperationAST } from 'graphql';
 
 /** Longest statement text put on a span. */
 const MAX_STATEMENT_CHARS = 2_000;

@@ -1,7 +1,9 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { ExecutionResult } from 'graphql';
 import type { YogaServerInstance } from 'graphql-yoga';
-import { type GraphQLError, getOperationAST, processRegularResult, sendNodeResponse } from '../packages/index.js';
+import { type GraphQLError, getOperationAST } from 'graphql';
+import { processRegularResult } from 'graphql-yoga';
+import { sendNodeResponse } from '@whatwg-node/server';
 import { isPlainObject } from '../domain/assembly/turn-context.js';
 import { declaredLength, withinBodyCap } from '../graphql/client-errors.js';
 import type { TextCaps } from '../domain/limits.js';

@@ -6,7 +6,7 @@ import type { EventBus } from '../pubsub/bus.js';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../graphql/mask.js';
 import { fastPathCovers } from './fast-path-contract.js';
 import type { RateLimiter } from './rate-limit.js';
-import { NoSchemaIntrospectionCustomRule } from '../packages/index.js';
+import { NoSchemaIntrospectionCustomRule } from 'graphql';
 
 type NodeServerContext = { req?: IncomingMessage; rateCounted?: boolean };
 

@@ -1,7 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { DocumentNode, ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { Counter, collectDefaultMetrics, Gauge, getOperationAST, Histogram, isAsyncIterable, Registry } from '../packages/index.js';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { getOperationAST } from 'graphql';
+import { isAsyncIterable } from 'graphql-yoga';
 import type { BusObserver } from '../pubsub/bus.js';
 import { fastPathCovers } from './fast-path-contract.js';
 import { within } from './guards.js';

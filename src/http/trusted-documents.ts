@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { Plugin } from 'graphql-yoga';
 import { ConfigError } from '../config.js';
 import { DomainError, errorAt } from '../graphql/errors.js';
-import { type GraphQLError, usePersistedOperations } from '../packages/index.js';
+import type { GraphQLError } from 'graphql';
+import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
 
 /** The parts of a request's parameters (HTTP body or query string, graphql-ws payload) that name a document. */
 export interface DocumentParams {

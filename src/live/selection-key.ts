@@ -1,7 +1,7 @@
 import type { DocumentNode, ExecutionArgs } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import { stringInterner } from '../caches/interner.js';
-import { Kind, print, visit } from '../packages/index.js';
+import { Kind, print, visit } from 'graphql';
 
 export interface SelectionKeyOptions<Context> {
   /** Who is asking, as far as results can differ (`SubscriptionSharingOptions.scopeOf`); null: never shared. */

@@ -6,7 +6,7 @@ import { type Executions, PumpStream, type StreamMask } from './pump-stream.js';
 import { selectionKeys } from './selection-key.js';
 import { Slicer } from '../pubsub/slicer.js';
 import type { LiveSink } from './ws-sink.js';
-import { createSourceEventStream, execute } from '../packages/index.js';
+import { createSourceEventStream, execute } from 'graphql';
 
 /** Counts for tests and diagnostics. */
 export interface SharingStats {

@@ -4,7 +4,8 @@ import type { SubscribePayload } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 import type { StepConsumer } from '../services/pull-protocol.js';
 import { pullStep } from './pull-step.js';
-import { CloseCode, GraphQLError, MessageType, getOperationAST, parseMessage, stringifyMessage } from '../packages/index.js';
+import { CloseCode, MessageType, parseMessage, stringifyMessage } from 'graphql-ws';
+import { GraphQLError, getOperationAST } from 'graphql';
 
 /** What an operation's request context keeps of a WebSocket connection: see `useWebSocketServer`. */
 export interface SocketExtra {

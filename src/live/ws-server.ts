@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { Heartbeat, KEEP_ALIVE_MS } from './heartbeat.js';
 import { Connection, internalError, type WsServerOptions } from './ws-connection.js';
-import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, handleProtocols } from '../packages/index.js';
+import { CloseCode, GRAPHQL_TRANSPORT_WS_PROTOCOL, handleProtocols } from 'graphql-ws';
 
 /** graphql-ws's `connectionInitWaitTimeout`, here: see `useWebSocketServer`. */
 function checkInitialised(connection: Connection) {

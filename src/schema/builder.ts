@@ -1,5 +1,8 @@
 import { DEFAULT_PAGE, MAX_CONNECTION_PAGE } from '../domain/pagination.js';
-import { PothosError, PrismaPlugin, RelayPlugin, SchemaBuilder } from '../packages/index.js';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import RelayPlugin from '@pothos/plugin-relay';
+import SchemaBuilder from '@pothos/core';
+import { PothosError } from '@pothos/core';
 import type { RequestContext } from '../graphql/context.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type PrismaTypes from '../generated/pothos-types.js';

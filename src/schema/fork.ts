@@ -1,5 +1,5 @@
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import { resolveArrayConnection } from '../packages/index.js';
+import { resolveArrayConnection } from '@pothos/plugin-relay';
 import { builder } from './builder.js';
 import { parseGlobalId } from './ids.js';
 import { Message, Session } from './refs.js';

@@ -1,5 +1,6 @@
 import type { GraphQLSchema } from 'graphql';
-import { decodeGlobalID, encodeGlobalID, isObjectType } from '../packages/index.js';
+import { decodeGlobalID, encodeGlobalID } from '@pothos/plugin-relay';
+import { isObjectType } from 'graphql';
 import { badInput, notFound } from '../graphql/errors.js';
 import { UUID_PATTERN } from '../db/ids.js';
 import type { NodeTypeName } from '../domain/global-ids.js';

@@ -16,7 +16,7 @@ import './transforms.js';
 import './turn-events.js';
 import './search.js';
 import './provider-messages.js';
-import { GraphQLSchema, lexicographicSortSchema } from '../packages/index.js';
+import { GraphQLSchema, lexicographicSortSchema } from 'graphql';
 
 /**
  * The whole GraphQL schema, with types sorted so the printed SDL is stable, every field's

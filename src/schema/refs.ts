@@ -1,7 +1,7 @@
 import type { PrismaObjectRef } from '@pothos/plugin-prisma';
 import type PrismaTypes from '../generated/pothos-types.js';
 import type { Message as MessageRow, Session as SessionRow } from '../generated/prisma/client.js';
-import { getRefFromModel } from '../packages/index.js';
+import { getRefFromModel } from '@pothos/plugin-prisma';
 import { builder, type BuilderTypes } from './builder.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { ValueNode } from 'graphql';
 import { builder } from './builder.js';
-import { GraphQLError, Kind } from '../packages/index.js';
+import { GraphQLError, Kind } from 'graphql';
 
 function literalToJson(node: ValueNode, variables?: Record<string, unknown> | null): unknown {
   switch (node.kind) {

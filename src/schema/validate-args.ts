@@ -5,7 +5,7 @@ import { MAX_PAGE } from '../domain/pagination.js';
 import { LIMITS, type TextCaps } from '../domain/limits.js';
 import type { RequestContext } from '../graphql/context.js';
 import { badInput } from '../graphql/errors.js';
-import { getNamedType, isInputObjectType, isListType, isNonNullType, isObjectType, isScalarType } from '../packages/index.js';
+import { getNamedType, isInputObjectType, isListType, isNonNullType, isObjectType, isScalarType } from 'graphql';
 
 /** Input fields and arguments that name something (ids, tool and file names): short and not blank. */
 const NAME_FIELDS = new Set(['agentId', 'agentIds', 'callId', 'name', 'mimeType', 'model', 'id', 'after', 'before']);

@@ -1,4 +1,4 @@
-import { DataLoader } from '../packages/index.js';
+import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
 import type { Message, PrismaClient, Session } from '../generated/prisma/client.js';
 import { createMessageRangeLoader } from '../caches/message-ranges.js';

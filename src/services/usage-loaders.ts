@@ -1,4 +1,4 @@
-import { DataLoader } from '../packages/index.js';
+import DataLoader from 'dataloader';
 import type { SqlClient } from '../db/sql.js';
 import * as store from '../db/stores/usage-totals.js';
 import { zeroUsage, type UsageCounts } from '../domain/turns.js';

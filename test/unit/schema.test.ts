@@ -3,7 +3,7 @@ import { type GraphQLInterfaceType, type GraphQLObjectType, type GraphQLResolveI
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_FILE } from '../../scripts/print-schema.js';
 import { DEFAULT_STRING_CHARS, textCaps } from '../../src/domain/limits.js';
-import { decodeGlobalID } from '../../src/packages/index.js';
+import { decodeGlobalID } from '@pothos/plugin-relay';
 import { NODE_RAW_IDS, type NodeTypeName, toGlobalId } from '../../src/schema/ids.js';
 import { builder } from '../../src/schema/builder.js';
 import { schema, withDevelopmentChecks } from '../../src/schema/index.js';
