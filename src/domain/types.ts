@@ -54,9 +54,46 @@ export type StoredPart =
   | ({ type: 'text'; text: string } & PartExtras)
   | ToolCallStoredPart
   | ({ type: 'toolResult'; callId: string; content: string; isError: boolean } & PartExtras)
-  | ({ type: 'attachment'; attachmentId: string; name: string; mimeType: string; size: number } & PartExtras)
+  | AttachmentStoredPart
   | ReasoningStoredPart
   | ProviderStoredPart;
+
+/**
+ * How an attachment's content is held: `TEXT` (text in the `Attachment` row, as before binaries),
+ * `BYTES` (bytes in `AttachmentBlob`, one copy per workspace and SHA-256), `URL` (an https address,
+ * stored, never fetched by the server), `PROVIDER_FILE` (a file already uploaded to a provider).
+ */
+export type AttachmentKind = 'TEXT' | 'BYTES' | 'URL' | 'PROVIDER_FILE';
+
+/** A file uploaded to a provider (its Files API), by the id that provider gave it. */
+export interface ProviderFileRef {
+  provider: ProviderName;
+  fileId: string;
+}
+
+/**
+ * An attachment as a message part. What assembly needs to send it without another read is kept in
+ * the part: its kind, an image's dimensions, a PDF's page count, the URL or the provider file.
+ * Parts stored before binaries lack `kind` (they are `TEXT`).
+ */
+export interface AttachmentStoredPart extends PartExtras {
+  type: 'attachment';
+  attachmentId: string;
+  name: string;
+  mimeType: string;
+  /** Bytes of the content (UTF-8 for TEXT); 0 for URL and PROVIDER_FILE. */
+  size: number;
+  kind?: AttachmentKind;
+  /** Pixels, for an image whose bytes the server holds. */
+  width?: number;
+  height?: number;
+  /** Pages of a PDF whose bytes the server holds, as counted from its page tree (an estimate). */
+  pages?: number;
+  /** URL: the https address. */
+  url?: string;
+  /** PROVIDER_FILE: the provider and its file id. */
+  providerFile?: ProviderFileRef;
+}
 
 /**
  * A tool call as stored. `argumentsJson` is the arguments' JSON text exactly as the client gave it
@@ -116,4 +153,16 @@ export interface ResolvedAttachment {
   chars?: number;
   /** Why `content` is null, when it is. */
   problem?: string;
+  /** Absent: TEXT. */
+  kind?: AttachmentKind;
+  /**
+   * BYTES: the stored bytes, when assembly loaded them (only for a format that sends them and
+   * within the context's media cap); null when not loaded.
+   */
+  bytes?: Uint8Array | null;
+  width?: number | null;
+  height?: number | null;
+  pages?: number | null;
+  url?: string | null;
+  providerFile?: ProviderFileRef | null;
 }

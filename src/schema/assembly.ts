@@ -95,6 +95,10 @@ const AttachmentProblemKindEnum = builder.enumType('AttachmentProblemKind', {
     NOT_TEXT: { description: 'Its MIME type is not text; a placeholder stands for it.' },
     TRUNCATED: { description: 'Cut to the per-attachment cap.' },
     CONTEXT_CAP_REACHED: { description: 'The cap for all attachments of one context was reached.' },
+    NOT_SENDABLE: {
+      description:
+        'The format cannot send this image or file in this place (its type, how it is held, or the role of its message); a placeholder stands for it.',
+    },
   } as const,
 });
 

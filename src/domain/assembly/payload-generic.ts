@@ -1,6 +1,6 @@
 /** The GENERIC payload: stored ids, names and texts as they are (framing and rules: formats.ts). */
 import { pieceOf, toolArgumentsValue } from './payload-pieces.js';
-import type { AssembledMessage } from './types.js';
+import type { MediaPart, AssembledMessage } from './types.js';
 
 type WithMetadata = { providerMetadata?: Record<string, unknown> };
 export type GenericPart = (
@@ -9,6 +9,7 @@ export type GenericPart = (
   | { type: 'toolResult'; callId: string; content: string; isError: boolean }
   | { type: 'reasoning'; text: string; redacted: boolean }
   | { type: 'providerPart'; provider: string; data: unknown; format?: string }
+  | { type: 'media'; attachmentId: string; name: string; mimeType: string; source: MediaPart['source'] }
 ) &
   WithMetadata;
 
@@ -35,6 +36,8 @@ function genericMessageOf(m: AssembledMessage): GenericPayload['messages'][numbe
           const part = { data: p.data, provider: p.provider, type: 'providerPart' as const };
           return withMetadata(p.format === undefined ? part : { ...part, format: p.format }, p);
         }
+        case 'media':
+          return withMetadata({ attachmentId: p.attachmentId, mimeType: p.mimeType, name: p.name, source: p.source, type: 'media' as const }, p);
       }
     }),
     role: m.role.toLowerCase() as 'system' | 'user' | 'assistant' | 'tool',

@@ -107,7 +107,27 @@ export type AssembledPart =
       providerMetadata?: ProviderMetadata;
     }
   | ReasoningStoredPart
-  | ProviderStoredPart;
+  | ProviderStoredPart
+  | MediaPart;
+
+/**
+ * An image or document attachment the format sends as its provider's own block (never as text):
+ * by its bytes (base64), by its https URL, or by the provider's file id. `tokens` is what the
+ * block counts by the provider's published rule (media-tokens.ts).
+ */
+export interface MediaPart {
+  type: 'media';
+  attachmentId: string;
+  name: string;
+  mimeType: string;
+  media: 'image' | 'document';
+  source: { type: 'base64'; data: string } | { type: 'url'; url: string } | { type: 'providerFile'; provider: string; fileId: string };
+  width?: number;
+  height?: number;
+  pages?: number;
+  tokens: number;
+  providerMetadata?: ProviderMetadata;
+}
 
 /**
  * `system` is every synthetic block that is not the summary or the turn context: the system prompt
@@ -146,7 +166,14 @@ export interface ContextDecision {
   reason: string;
 }
 
-export type AttachmentProblemKind = 'MISSING' | 'UNREADABLE' | 'NOT_TEXT' | 'TRUNCATED' | 'CONTEXT_CAP_REACHED';
+export type AttachmentProblemKind =
+  | 'MISSING'
+  | 'UNREADABLE'
+  | 'NOT_TEXT'
+  | 'TRUNCATED'
+  | 'CONTEXT_CAP_REACHED'
+  /** The format cannot send this attachment in this place (its kind, type or role): a placeholder went instead. */
+  | 'NOT_SENDABLE';
 
 /** A call id or tool name the payload sends differently from how it is stored (provider-rules.ts). */
 export interface ToolMapping {
