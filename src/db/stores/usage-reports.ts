@@ -23,6 +23,7 @@ export const USAGE_REPORT_INSERT: InsertShape<TurnUsageReport> = {
     cacheReadTokens: '$8',
     cacheWriteTokens: '$9',
     cost: '$10',
+    costSource: DEFAULT,
     createdAt: '$11::timestamp(3)',
   },
 };
