@@ -11,11 +11,12 @@ import { checkTokenizerShape } from './domain/tokens.js';
 import { createLogger } from './logger.js';
 import { createYoga } from 'graphql-yoga';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
+import { createFetch } from '@whatwg-node/fetch';
 import { createEventBus } from './pubsub/event-bus.js';
 import type { EventBus } from './pubsub/bus.js';
 import { useRequestParseErrors } from './graphql/client-errors.js';
 import { createErrorMask, createStreamMask } from './graphql/mask.js';
-import { DEFAULT_STRING_CHARS, textCaps } from './domain/limits.js';
+import { DEFAULT_STRING_CHARS, LIMITS, textCaps } from './domain/limits.js';
 import {
   authorizationFrom,
   useHealthEndpoints,
@@ -46,6 +47,8 @@ import { SessionService } from './services/sessions.js';
 import { TurnService } from './services/turns.js';
 import { TransformService } from './services/transforms.js';
 import { EventRetention } from './services/event-retention.js';
+import { AttachmentDownloads } from './services/attachment-downloads.js';
+import { useAttachmentDownloads } from './http/attachment-downloads.js';
 import { SharedReads } from './services/shared-reads.js';
 import { TokenPrecount } from './caches/token-precount.js';
 import { eventSweepInterval } from './config.js';
@@ -168,12 +171,13 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       transforms: new TransformService(sessions, precount),
       caches,
       sessionRows: new SessionRowsCache(db.sql.writes, config.caches.sessionRowsMax),
-      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches, precount),
+      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches, precount, caps.fileBytes),
       turns: new TurnService(db.sql, bus, logger, {
         turnTimeoutMs: config.turnTimeoutMs,
         sweepIntervalMs: config.turnSweepIntervalMs,
       }),
       eventEntities: new EventMemo(),
+      downloads: new AttachmentDownloads(db.sql.reads),
       sharedReads: new SharedReads(new KeptReads(db.sql.reads, config.caches.keptReadsMaxChars)),
       retention:
         config.eventRetentionMs === null
@@ -246,13 +250,17 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     ...metrics.plugins(),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
+    useAttachmentDownloads({ auth: runtime.auth, downloads: runtime.downloads }),
     useOutageRetryAfter(endpoint),
     // The fast path takes only a request naming a listed document without text, and runs that
     // document, found with the plugin's own lookup (`trustedDocument` below).
     ...(trusted ? [fastPathCovers(trusted.plugin(), ['onParams'])] : []),
     // CSRF prevention refuses only bodies of a type a browser sends without a preflight: the fast
     // path takes only JSON bodies (`isJsonBodyType`), which it lets through.
-    fastPathCovers(useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'graphql-require-preflight'] }), ['onRequestParse']),
+    fastPathCovers(
+      useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'graphql-require-preflight', 'apollo-require-preflight'] }),
+      ['onRequestParse'],
+    ),
     ...(config.graphiql ? [] : [useNoIntrospection()]),
     // The fast path takes only a declared length within the same cap (`withinBodyCap`), and hands
     // any body that is not one JSON object of GraphQL's keys to Yoga, unread by envelop.
@@ -275,8 +283,19 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     // The offline GraphiQL bundle is loaded on the first browser GET, not at start.
     renderGraphiQL: async (options) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
     landingPage: false,
-    // No file uploads: a multipart File mapped onto a variable would reach a resolver as an object.
-    multipart: false,
+    // File uploads (the GraphQL multipart request spec) reach the `File` scalar only: JSON refuses a
+    // file. Busboy's limits refuse a file as it streams past `fileBytes` (413), and the body cap for
+    // multipart (`multipartBytes`) holds the rest; CSRF prevention asks a multipart POST for a header.
+    multipart: true,
+    fetchAPI: createFetch({
+      formDataLimits: {
+        fileSize: caps.fileBytes,
+        files: LIMITS.filesPerRequest,
+        fieldSize: caps.requestBytes,
+        fields: 8,
+        parts: LIMITS.filesPerRequest + 8,
+      },
+    }),
     // A trusted document's name (TRUSTED_DOCUMENTS); without them, `documentId` is refused as any unknown key.
     extraParamNames: trusted ? ['documentId'] : [],
     // useRequestParseErrors refuses a declared length over the cap and cuts off a body sent without one.

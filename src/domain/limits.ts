@@ -37,6 +37,16 @@ export interface TextCaps {
    * backend's string cap (2 MiB there, 8 MiB on PostgreSQL).
    */
   responseContentBytes: number;
+  /**
+   * An attachment's bytes (`data`, `upload`), 16 times the string cap: 16 MiB on PostgreSQL, 4 MiB
+   * on the embedded backend. Hashing runs off the request thread and the bytes are stored as one
+   * parameter, never parsed, so a file costs the thread far less per byte than a string. A
+   * multipart upload is refused as it streams past it; `data` (base64 in the JSON body) is bounded
+   * by `requestBytes` first.
+   */
+  fileBytes: number;
+  /** A multipart request's body, in bytes: the operations (`requestBytes`) and two files at the cap, or more smaller ones. */
+  multipartBytes: number;
 }
 
 /** The caps for a longest string of `stringLength` UTF-16 units. */
@@ -47,6 +57,8 @@ export function textCaps(stringLength: number): TextCaps {
     argumentsLength: stringLength + 64 * 1024,
     requestBytes: Math.max(4 * stringLength, 1024 * 1024),
     responseContentBytes: 8 * stringLength,
+    fileBytes: 16 * stringLength,
+    multipartBytes: Math.max(4 * stringLength, 1024 * 1024) + 32 * stringLength,
   };
 }
 
@@ -61,6 +73,8 @@ export const LIMITS = {
   jsonDepth: 64,
   /** A JSON argument's size as serialized, in UTF-16 units (all arguments together stay within `TextCaps.argumentsLength`). */
   jsonLength: 1024 * 1024,
+  /** Files in one multipart request. */
+  filesPerRequest: 16,
 };
 
 /**

@@ -1,3 +1,5 @@
+import { isTextMimeType } from './assembly/attachments.js';
+import { type CheckedBytes, checkBytes, decodeBase64, textOfBytes } from './attachment-bytes.js';
 import { badInput } from './errors.js';
 import { checkJson } from './input.js';
 import { toolArgumentsText } from './tokens.js';
@@ -6,6 +8,7 @@ import {
   type MessageRole,
   PROVIDERS,
   type ProviderMetadata,
+  type ProviderFileRef,
   type ProviderName,
   type ProviderStoredPart,
   type StoredPart,
@@ -21,12 +24,29 @@ export interface PartInput {
   text?: ({ text: string } & PartInputExtras) | null;
   toolCall?: ({ callId: string; name: string; arguments?: unknown; argumentsJson?: string | null } & PartInputExtras) | null;
   toolResult?: ({ callId: string; content: string; isError?: boolean | null } & PartInputExtras) | null;
-  attachment?: ({ name: string; mimeType: string; content: string } & PartInputExtras) | null;
+  attachment?: AttachmentInput | null;
   reasoning?: ({ text?: string | null; redacted?: boolean | null } & PartInputExtras) | null;
   providerPart?: ({ provider: string; data?: unknown; format?: string | null } & PartInputExtras) | null;
 }
 
 const PART_KINDS = 'text, toolCall, toolResult, attachment, reasoning, providerPart';
+
+/** `AttachmentPartInput`: a name, a type and exactly one source of content. */
+export interface AttachmentInput extends PartInputExtras {
+  name: string;
+  mimeType: string;
+  content?: string | null;
+  /** Base64. */
+  data?: string | null;
+  url?: string | null;
+  providerFile?: { provider: string; fileId: string } | null;
+  /** A multipart upload (Yoga's `File`): read into `bytes` before the input is checked (`readUploads`). */
+  upload?: unknown;
+  /** The upload's bytes, set by `readUploads`; never a GraphQL field. */
+  bytes?: Uint8Array | null;
+}
+
+const ATTACHMENT_SOURCES = ['content', 'data', 'url', 'providerFile', 'upload'] as const;
 
 export interface MessageInputData {
   role: MessageRole;
@@ -36,13 +56,13 @@ export interface MessageInputData {
   agentId?: string | null;
 }
 
-/** An attachment whose content the server has yet to store. */
-export interface AttachmentUpload {
-  type: 'attachmentUpload';
-  name: string;
-  mimeType: string;
-  content: string;
-}
+/** An attachment whose content the server has yet to store, checked. */
+export type AttachmentUpload = { type: 'attachmentUpload'; name: string; mimeType: string } & (
+  | { kind: 'TEXT'; content: string }
+  | ({ kind: 'BYTES'; bytes: Uint8Array } & CheckedBytes)
+  | { kind: 'URL'; url: string }
+  | { kind: 'PROVIDER_FILE'; providerFile: ProviderFileRef }
+);
 
 export type DraftPart = Exclude<StoredPart, { type: 'attachment' }> | (AttachmentUpload & { providerMetadata?: ProviderMetadata });
 
@@ -100,13 +120,70 @@ function draftPartBody(input: PartInput, where: string, caps: TextCaps): DraftPa
   }
   if (input.reasoning) return { type: 'reasoning', text: input.reasoning.text ?? '', redacted: input.reasoning.redacted ?? false };
   if (input.providerPart) return providerPartOf(input.providerPart, `${where}.providerPart`, caps);
-  const a = input.attachment!;
-  if (!a.name.trim()) throw badInput(`${where}.attachment.name must not be empty.`);
-  if (!/^[\w.+-]+\/[\w.+-]+$/.test(a.mimeType)) throw badInput(`${where}.attachment.mimeType "${a.mimeType}" is not a MIME type.`);
-  if (Buffer.byteLength(a.content, 'utf8') > caps.attachmentBytes) {
-    throw badInput(`${where}.attachment.content is larger than ${caps.attachmentBytes} bytes (UTF-8), the cap on this server.`);
+  return attachmentOf(input.attachment!, `${where}.attachment`, caps);
+}
+
+/** Checks an attachment input (see `AttachmentInput`); nothing of a refused one is stored. */
+function attachmentOf(a: AttachmentInput, where: string, caps: TextCaps): AttachmentUpload {
+  if (!a.name.trim()) throw badInput(`${where}.name must not be empty.`);
+  if (a.name.length > LIMITS.titleChars) throw badInput(`${where}.name is longer than ${LIMITS.titleChars} characters.`);
+  if (!/^[\w.+-]+\/[\w.+-]+$/.test(a.mimeType)) throw badInput(`${where}.mimeType "${a.mimeType}" is not a MIME type.`);
+  const given = ATTACHMENT_SOURCES.filter((k) => a[k] !== undefined && a[k] !== null);
+  if (given.length !== 1) {
+    throw badInput(
+      `${where}: give exactly one of ${ATTACHMENT_SOURCES.join(', ')} (got ${given.length === 0 ? 'none' : given.join(', ')}).`,
+    );
   }
-  return { type: 'attachmentUpload', name: a.name, mimeType: a.mimeType, content: a.content };
+  const head = { type: 'attachmentUpload' as const, name: a.name, mimeType: a.mimeType };
+  switch (given[0]) {
+    case 'content':
+      if (Buffer.byteLength(a.content!, 'utf8') > caps.attachmentBytes) {
+        throw badInput(`${where}.content is larger than ${caps.attachmentBytes} bytes (UTF-8), the cap on this server.`);
+      }
+      return { ...head, kind: 'TEXT', content: a.content! };
+    case 'url':
+      return { ...head, kind: 'URL', url: httpsUrlOf(a.url!, `${where}.url`) };
+    case 'providerFile':
+      return { ...head, kind: 'PROVIDER_FILE', providerFile: providerFileOf(a.providerFile!, `${where}.providerFile`) };
+    default: {
+      const field = given[0] === 'data' ? 'data' : 'upload';
+      if (field === 'upload' && !(a.bytes instanceof Uint8Array)) throw badInput(`${where}.upload must be a file of a multipart request.`);
+      const bytes = field === 'data' ? decodeBase64(a.data!, `${where}.data`) : a.bytes!;
+      if (bytes.length > caps.fileBytes) {
+        throw badInput(
+          `${where}.${field} is ${bytes.length} bytes, more than ${caps.fileBytes}, the cap on this server; nothing was stored.`,
+        );
+      }
+      if (bytes.length === 0) throw badInput(`${where}.${field} is empty.`);
+      // A text file keeps the text path (inlined, paged by read_attachment) when it is UTF-8 within the text cap.
+      if (isTextMimeType(a.mimeType) && bytes.length <= caps.attachmentBytes) {
+        const text = textOfBytes(bytes);
+        if (text !== null) return { ...head, kind: 'TEXT', content: text };
+      }
+      return { ...head, kind: 'BYTES', bytes, ...checkBytes(a.mimeType, bytes, `${where}.${field}`) };
+    }
+  }
+}
+
+/** An https URL of at most 4,096 characters, as given. */
+function httpsUrlOf(value: string, where: string): string {
+  if (value.length > 4096) throw badInput(`${where} is longer than 4096 characters.`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw badInput(`${where} "${value.slice(0, 200)}" is not a URL.`);
+  }
+  if (url.protocol !== 'https:') throw badInput(`${where} must be an https URL (providers fetch it; the server never does).`);
+  return value;
+}
+
+function providerFileOf(value: { provider: string; fileId: string }, where: string): ProviderFileRef {
+  if (!(PROVIDERS as readonly string[]).includes(value.provider)) {
+    throw badInput(`${where}.provider "${value.provider}" is not one of ${PROVIDERS.join(', ')}.`);
+  }
+  if (!value.fileId.trim() || value.fileId.length > 1024) throw badInput(`${where}.fileId must be 1 to 1024 characters.`);
+  return { provider: value.provider as ProviderName, fileId: value.fileId };
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -42,9 +42,11 @@ export function withClientIds(message: string): string {
   });
 }
 
-const bodyTooLarge = (size: string, caps: TextCaps) =>
+const bodyTooLarge = (size: string, caps: TextCaps, multipart = false) =>
   new GraphQLError(
-    `The request body is ${size}; send long text in several calls (strings hold at most ${caps.stringLength} characters).`,
+    multipart
+      ? `The multipart request is ${size}; send at most ${caps.fileBytes} bytes a file, two full-size files a request.`
+      : `The request body is ${size}; send long text in several calls (strings hold at most ${caps.stringLength} characters) and files with \`upload\` (multipart).`,
     // The body is not read to its end: the connection cannot carry another request.
     { extensions: { code: 'BAD_USER_INPUT', http: { status: 413, headers: { connection: 'close' } } } },
   );
@@ -55,7 +57,12 @@ const bodyTooLarge = (size: string, caps: TextCaps) =>
  * GraphQLError: the body parsers pass it on as is). As graphql-yoga's `maxRequestBodySize` does,
  * but only for a body without a length (one with a length is checked against it up front).
  */
-function limitedBody(request: Request, caps: TextCaps, fetchAPI: { Request: typeof Request; TransformStream: typeof TransformStream }) {
+function limitedBody(
+  request: Request,
+  caps: TextCaps,
+  cap: number,
+  fetchAPI: { Request: typeof Request; TransformStream: typeof TransformStream },
+) {
   const body = request.body;
   if (!body) return request;
   const Transform = body instanceof ReadableStream ? globalThis.TransformStream : fetchAPI.TransformStream;
@@ -68,7 +75,7 @@ function limitedBody(request: Request, caps: TextCaps, fetchAPI: { Request: type
       new Transform({
         transform(chunk: Uint8Array, controller) {
           read += chunk.byteLength;
-          if (read > caps.requestBytes) controller.error(bodyTooLarge(`more than ${caps.requestBytes} bytes`, caps));
+          if (read > cap) controller.error(bodyTooLarge(`more than ${cap} bytes`, caps, cap !== caps.requestBytes));
           else controller.enqueue(chunk);
         },
       }),
@@ -86,21 +93,14 @@ export const declaredLength = (header: string | null | undefined): number | null
 export const withinBodyCap = (length: number, caps: TextCaps) => length <= caps.requestBytes;
 
 /**
- * Refuses multipart requests with a code, and turns a request graphql-yoga cannot read (`variables=%7Bbad` on a GET, whose JSON.parse throws
+ * Caps request bodies (a multipart one at `multipartBytes`), and turns a request graphql-yoga cannot read (`variables=%7Bbad` on a GET, whose JSON.parse throws
  * a plain SyntaxError) into a 400 with BAD_USER_INPUT instead of a masked internal error.
  */
 export function useRequestParseErrors(caps: TextCaps): Plugin {
   return {
     onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
-      if (request.headers.get('content-type')?.toLowerCase().startsWith('multipart/')) {
-        // Uploads are off (`multipart: false`); say so with a code rather than an empty 415.
-        setRequestParser(() => {
-          throw new GraphQLError('File uploads (multipart requests) are not accepted; send JSON.', {
-            extensions: { code: 'BAD_USER_INPUT', http: { status: 415 } },
-          });
-        });
-        return;
-      }
+      const multipart = request.headers.get('content-type')?.toLowerCase().startsWith('multipart/') ?? false;
+      const cap = multipart ? caps.multipartBytes : caps.requestBytes;
       const declared = request.headers.get('content-length');
       const length = declaredLength(declared);
       if (Number.isNaN(length)) {
@@ -108,14 +108,24 @@ export function useRequestParseErrors(caps: TextCaps): Plugin {
           extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
         });
       }
-      if (length !== null && !withinBodyCap(length, caps)) throw bodyTooLarge(`${length} bytes, more than ${caps.requestBytes}`, caps);
+      if (length !== null && length > cap) throw bodyTooLarge(`${length} bytes, more than ${cap}`, caps, multipart);
       if (!requestParser) return;
       setRequestParser(async (request) => {
         try {
           // With a Content-Length, Node's HTTP parser reads exactly that many bytes (checked above);
           // a body sent without one (chunked) is cut off while it is read, with the same refusal.
-          return await requestParser(declared === null ? limitedBody(request, caps, fetchAPI) : request);
+          return await requestParser(declared === null ? limitedBody(request, caps, cap, fetchAPI) : request);
         } catch (error) {
+          const message = (error as Error)?.message ?? String(error);
+          // Yoga's multipart parser answers busboy's limit with its own code: ours says what the cap is.
+          if (/File size limit exceeded/.test(message)) {
+            throw new GraphQLError(
+              `A file is larger than ${caps.fileBytes} bytes, the cap on this server; it was refused as it arrived and nothing was stored.`,
+              {
+                extensions: { code: 'BAD_USER_INPUT', http: { status: 413, headers: { connection: 'close' } } },
+              },
+            );
+          }
           if (error instanceof GraphQLError) throw error;
           throw new GraphQLError(`The request could not be read: ${(error as Error)?.message ?? String(error)}`, {
             extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },

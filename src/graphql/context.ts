@@ -8,6 +8,7 @@ import type { EventBus } from '../pubsub/bus.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
 import type { TokenPrecount } from '../caches/token-precount.js';
+import type { AttachmentDownloads } from '../services/attachment-downloads.js';
 import type { AssemblyService } from '../services/assembly.js';
 import { RequestLoaders, type LoaderSources } from '../services/loaders.js';
 import { ReadService, type EventEntityMemo } from '../services/reads.js';
@@ -48,6 +49,8 @@ export interface AppRuntime {
   sharedReads: SharedReads;
   /** The event log's sweeper and replay check (EVENT_RETENTION_MS); null: events are kept for ever. */
   retention: EventRetention | null;
+  /** What `/attachments/<id>` serves. */
+  downloads: AttachmentDownloads;
 }
 
 /**

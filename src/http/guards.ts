@@ -125,14 +125,19 @@ export function useRateLimit(limiter: RateLimiter, endpoint: string): Plugin<Rec
 
 const JSON_TYPES = ['application/json', 'application/graphql-response+json'];
 
+/** Whether a body is a multipart request (file uploads). */
+export const isMultipart = (contentType: string | null | undefined) =>
+  (contentType ?? '').split(';')[0].trim().toLowerCase() === 'multipart/form-data';
+
 /** Whether a POST body of this `Content-Type` is accepted (`useJsonPostsOnly`; the fast path takes a subset). */
 export const isJsonBodyType = (contentType: string | null | undefined) =>
   JSON_TYPES.includes((contentType ?? '').split(';')[0].trim().toLowerCase());
 
 /**
- * POST bodies must be JSON. A browser can send a form-urlencoded, multipart or text/plain POST to
- * any site without a CORS preflight, so accepting them would let any page write in keyless mode
- * (Yoga already refuses mutations over GET, and CSRF prevention guards the remaining GETs).
+ * POST bodies must be JSON, or multipart (file uploads, the GraphQL multipart request spec). A
+ * browser can send a form-urlencoded, multipart or text/plain POST to any site without a CORS
+ * preflight: the other two are refused here, and a multipart POST must carry a header a form cannot
+ * set (CSRF prevention, which runs after this), so no page can write in keyless mode.
  */
 export function useJsonPostsOnly(endpoint: string): Plugin {
   // The fast path takes only bodies `isJsonBodyType` accepts.
@@ -140,10 +145,16 @@ export function useJsonPostsOnly(endpoint: string): Plugin {
     {
       onRequest({ request, url, fetchAPI, endResponse }) {
         if (url.pathname !== endpoint || request.method !== 'POST') return;
-        if (isJsonBodyType(request.headers.get('content-type'))) return;
+        const type = request.headers.get('content-type');
+        if (isJsonBodyType(type) || isMultipart(type)) return;
         endResponse(
           json(fetchAPI, 415, {
-            errors: [{ message: 'POST bodies must be application/json.', extensions: { code: 'BAD_USER_INPUT' } }],
+            errors: [
+              {
+                message: 'POST bodies must be application/json (or multipart/form-data for file uploads).',
+                extensions: { code: 'BAD_USER_INPUT' },
+              },
+            ],
           }),
         );
       },

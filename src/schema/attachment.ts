@@ -10,6 +10,7 @@ import { badInput, notFound } from '../graphql/errors.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import type { AttachmentShape } from '../services/loaders.js';
+import type { ProviderFileRef } from '../domain/types.js';
 
 const AttachmentContent = builder.objectRef<AttachmentPage>('AttachmentContent').implement({
   description:
@@ -24,6 +25,24 @@ const AttachmentContent = builder.objectRef<AttachmentPage>('AttachmentContent')
   }),
 });
 
+const AttachmentKindEnum = builder.enumType('AttachmentKind', {
+  description: 'How an attachment is held.',
+  values: {
+    TEXT: { description: 'Text, stored (given as `content`, or as bytes of a text type in UTF-8).' },
+    BYTES: { description: 'Bytes, stored once per workspace by SHA-256 and served at `url`.' },
+    URL: { description: 'An https URL, stored as a reference and never fetched by this server (`sourceUrl`).' },
+    PROVIDER_FILE: { description: "A file in a provider's Files API (`providerFile`)." },
+  } as const,
+});
+
+const ProviderFile = builder.objectRef<ProviderFileRef>('ProviderFile').implement({
+  description: "A file in a provider's Files API.",
+  fields: (t) => ({
+    provider: t.exposeString('provider', { description: 'anthropic, openai or google.' }),
+    fileId: t.exposeString('fileId', { description: 'The id the provider gave the file.' }),
+  }),
+});
+
 export const Attachment = builder.node(
   builder.objectRef<AttachmentShape>('Attachment'),
   {
@@ -35,7 +54,32 @@ export const Attachment = builder.node(
   (t) => ({
     name: t.exposeString('name', { description: 'File name as given.' }),
     mimeType: t.exposeString('mimeType', { description: 'MIME type as given, e.g. text/markdown.' }),
-    size: t.exposeInt('size', { description: 'Size of the content in bytes (UTF-8).' }),
+    size: t.exposeInt('size', { description: 'Size of the content in bytes (UTF-8 for text; 0 for URL and PROVIDER_FILE).' }),
+    kind: t.field({ type: AttachmentKindEnum, description: 'How it is held.', resolve: (a) => a.kind }),
+    sha256: t.exposeString('sha256', {
+      description:
+        'SHA-256 of the content, in hex (for URL: of the URL; for PROVIDER_FILE: of "provider:fileId"). Identical bytes in one workspace are stored once.',
+    }),
+    width: t.int({ nullable: true, description: 'Pixels across, for an image held as bytes.', resolve: (a) => a.width }),
+    height: t.int({ nullable: true, description: 'Pixels down, for an image held as bytes.', resolve: (a) => a.height }),
+    pages: t.int({
+      nullable: true,
+      description:
+        'Pages of a PDF held as bytes, as its page tree states them (an estimate: null when the tree is in a compressed stream).',
+      resolve: (a) => a.pages,
+    }),
+    url: t.string({
+      description:
+        'Where this server serves the content: `/attachments/<id>`, under the same key and workspace rules as /graphql (Authorization: Bearer). TEXT and BYTES: the bytes with their type, an ETag and range requests; URL: a redirect to `sourceUrl`; PROVIDER_FILE: 404 (the bytes are at the provider).',
+      resolve: (a) => `/attachments/${encodeURIComponent(toGlobalId('Attachment', a.attachmentId))}`,
+    }),
+    sourceUrl: t.string({ nullable: true, description: 'URL: the https address given.', resolve: (a) => a.url }),
+    providerFile: t.field({
+      type: ProviderFile,
+      nullable: true,
+      description: 'PROVIDER_FILE: the provider and file id.',
+      resolve: (a) => a.providerFile,
+    }),
     content: t.field({
       type: AttachmentContent,
       nullable: true,

@@ -26,6 +26,8 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     JSON: { Input: unknown; Output: unknown };
     DateTime: { Input: Date; Output: Date | string };
+    /** A file of a GraphQL multipart request (Yoga's `File`). */
+    File: { Input: { size: number; name: string; type: string; arrayBuffer(): Promise<ArrayBuffer> }; Output: never };
   };
 }>({
   plugins: [PrismaPlugin, RelayPlugin],

@@ -1,10 +1,11 @@
-import { parseGlobalId } from './ids.js';
+import { parseGlobalId, toGlobalId } from './ids.js';
+import { notFound } from '../graphql/errors.js';
 import { builder } from './builder.js';
 import { Attachment } from './attachment.js';
 import { Message } from './refs.js';
-import { DEFAULT_STRING_CHARS, LIMITS } from '../domain/limits.js';
+import { DEFAULT_STRING_CHARS, LIMITS, textCaps } from '../domain/limits.js';
 import { countStoredTokens, toolArgumentsText } from '../domain/tokens.js';
-import type { StoredPart } from '../domain/types.js';
+import { PROVIDERS, type StoredPart } from '../domain/types.js';
 
 export const MessageRoleEnum = builder.enumType('MessageRole', {
   description: 'Who a message is from.',
@@ -118,7 +119,15 @@ const ToolResultPart = builder.objectRef<ToolResultPartShape>('ToolResultPart').
 const AttachmentPart = builder.objectRef<AttachmentPartShape>('AttachmentPart').implement({
   description: 'A file attached to the message.',
   fields: (t) => ({
-    attachment: t.field({ type: Attachment, description: 'The stored file.', resolve: (p) => p }),
+    attachment: t.field({
+      type: Attachment,
+      description: 'The stored file.',
+      resolve: async (p, _, ctx) => {
+        const found = await ctx.loaders.attachmentById.load(p.attachmentId);
+        if (!found) throw notFound('Attachment', toGlobalId('Attachment', p.attachmentId));
+        return found;
+      },
+    }),
     providerMetadata: t.field({
       type: 'JSON',
       nullable: true,
@@ -188,6 +197,7 @@ builder.prismaNode('Message', {
  */
 const maxChars = `${DEFAULT_STRING_CHARS.postgres.toLocaleString('en-US')} on PostgreSQL, ${DEFAULT_STRING_CHARS.pglite.toLocaleString('en-US')} on the embedded backend`;
 const maxAttachment = `${DEFAULT_STRING_CHARS.postgres / 1024 / 1024} MiB on PostgreSQL, ${DEFAULT_STRING_CHARS.pglite / 1024} KiB on the embedded backend`;
+const maxFile = `${textCaps(DEFAULT_STRING_CHARS.postgres).fileBytes / 1024 / 1024} MiB on PostgreSQL, ${textCaps(DEFAULT_STRING_CHARS.pglite).fileBytes / 1024 / 1024} MiB on the embedded backend`;
 
 const PROVIDER_METADATA_IN = `Provider data of the part (optional): a JSON object keyed by provider, \`anthropic\` (\`signature\`, \`redactedData\`), \`openai\` (\`itemId\`, \`encryptedContent\`), \`google\` (\`thoughtSignature\`), other keys stored as sent; at most ${maxChars} characters as JSON text. Stored as sent and read only by that provider's payload formats (docs/provider-replay.md).`;
 
@@ -260,12 +270,42 @@ const ToolResultPartInput = builder.inputType('ToolResultPartInput', {
   }),
 });
 
+const ProviderFileInput = builder.inputType('ProviderFileInput', {
+  description: "A file already uploaded to a provider's Files API.",
+  fields: (t) => ({
+    provider: t.string({ required: true, description: `The provider: ${PROVIDERS.join(', ')}.` }),
+    fileId: t.string({
+      required: true,
+      description: 'The id the provider gave the file (OpenAI `file-…`, Anthropic `file_…`, a Gemini file URI).',
+    }),
+  }),
+});
+
 const AttachmentPartInput = builder.inputType('AttachmentPartInput', {
-  description: `A file to store with the message. Text content up to ${maxAttachment} (UTF-8).`,
+  description: `A file to store with the message: a name, a MIME type and exactly one of \`content\`, \`data\`, \`url\`, \`providerFile\` and \`upload\`. Bytes (\`data\`, \`upload\`) are checked before anything is stored: their signature must match the declared type (PNG, JPEG, GIF, WebP, PDF), an image's dimensions must be readable, and they may be at most ${maxFile}; identical bytes are kept once per workspace. A text file given as bytes (a text MIME type, valid UTF-8, within the text cap) is stored as text.`,
   fields: (t) => ({
     name: t.string({ required: true, description: 'File name.' }),
-    mimeType: t.string({ required: true, description: 'MIME type, e.g. text/plain.' }),
-    content: t.string({ required: true, description: 'The file content as text.' }),
+    mimeType: t.string({ required: true, description: 'MIME type, e.g. text/plain, image/png, application/pdf.' }),
+    content: t.string({ required: false, description: `The file content as text, up to ${maxAttachment} (UTF-8).` }),
+    data: t.string({
+      required: false,
+      description:
+        'The bytes in base64 (standard alphabet, padded, no line breaks). Bounded by the request body cap; send larger files with `upload`.',
+    }),
+    url: t.string({
+      required: false,
+      description: 'An https URL the provider fetches: stored as a reference, never fetched by this server.',
+    }),
+    providerFile: t.field({
+      type: ProviderFileInput,
+      required: false,
+      description: "A file in a provider's Files API, sent only to that provider's formats.",
+    }),
+    upload: t.field({
+      type: 'File',
+      required: false,
+      description: `A file of this multipart request (the GraphQL multipart request spec), up to ${maxFile}; refused as it streams past the cap.`,
+    }),
     providerMetadata: t.field({ type: 'JSON', required: false, description: PROVIDER_METADATA_IN }),
   }),
 });

@@ -23,10 +23,36 @@ function literalToJson(node: ValueNode, variables?: Record<string, unknown> | nu
   }
 }
 
+/** A file Yoga read from a multipart request: a WHATWG `File` (on Node 20 the fetch ponyfill's, not `globalThis.File`). */
+const isUploadedFile = (value: unknown): value is { size: number; name: string; type: string; arrayBuffer(): Promise<ArrayBuffer> } =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as { arrayBuffer?: unknown }).arrayBuffer === 'function' &&
+  typeof (value as { size?: unknown }).size === 'number';
+
+builder.scalarType('File', {
+  description:
+    'A file sent in a GraphQL multipart request (github.com/jaydenseric/graphql-multipart-request-spec), as Apollo, urql and graphql-request upload clients send it. Input only.',
+  serialize: () => {
+    throw new GraphQLError('File is an input type only.');
+  },
+  parseValue: (value) => {
+    if (!isUploadedFile(value))
+      throw new GraphQLError('File must be a file of a multipart request (a variable mapped by its `map` field).');
+    return value;
+  },
+  parseLiteral: () => {
+    throw new GraphQLError('File cannot be written in the query: send it as a variable of a multipart request.');
+  },
+});
+
 builder.scalarType('JSON', {
   description: 'Any JSON value (object, array, string, number, boolean or null).',
   serialize: (value) => value,
-  parseValue: (value) => value,
+  parseValue: (value) => {
+    if (isUploadedFile(value)) throw new GraphQLError('A file can only be sent where the schema takes a File.');
+    return value;
+  },
   parseLiteral: (node, variables) => literalToJson(node, variables),
 });
 

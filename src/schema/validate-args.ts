@@ -26,6 +26,10 @@ function checkValue(value: unknown, type: GraphQLInputType, where: string, field
   if (isInputObjectType(type)) {
     let length = 0;
     for (const [name, inputField] of Object.entries(type.getFields())) {
+      if (type.name === 'AttachmentPartInput' && name === 'data') {
+        checkBase64Length((value as Record<string, unknown>)[name], `${where}.${name}`, caps);
+        continue;
+      }
       length += checkValue((value as Record<string, unknown>)[name], inputField.type, `${where}.${name}`, name, long, caps);
     }
     return length;
@@ -39,6 +43,20 @@ function checkValue(value: unknown, type: GraphQLInputType, where: string, field
   else checkString(value, where, caps.stringLength);
   if (value.length >= LONG_TEXT) long.push(value);
   return value.length;
+}
+
+/**
+ * An attachment's base64 `data`: bounded by the file cap (as base64), not the string cap, never
+ * counted as text of the arguments (the request body cap bounds it first) nor token-counted.
+ */
+function checkBase64Length(value: unknown, where: string, caps: TextCaps) {
+  if (typeof value !== 'string') return;
+  const max = Math.ceil(caps.fileBytes / 3) * 4;
+  if (value.length > max) {
+    throw badInput(
+      `${where} is ${value.length} characters of base64, more than ${max} (${caps.fileBytes} bytes, the file cap on this server).`,
+    );
+  }
 }
 
 /** Connection page sizes: the same bounds on every connection, refused rather than clamped. */

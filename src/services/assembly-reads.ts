@@ -1,6 +1,6 @@
 import type { AssemblyCaches, WindowHint } from '../caches/index.js';
 import type { Sql } from '../db/sql.js';
-import { findAttachmentSummaries, findAttachments } from '../db/stores/attachments.js';
+import { type AttachmentSummary, findAttachmentSummaries, findAttachments, readAttachmentBytes } from '../db/stores/attachments.js';
 import { readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
 import { readAssemblyState, type AssemblyState } from '../db/stores/assembly-state.js';
 import { trimWindowEdge, WindowPlan, type WindowPaging } from '../domain/assembly/window.js';
@@ -169,43 +169,64 @@ export class AssemblyReads {
     }));
   }
 
-  /** The attachments the messages reference; by reference, without their content (a reference block needs only its length). */
-  async loadAttachments(workspaceId: string, messages: DomainMessage[], byReference: boolean): Promise<Map<string, ResolvedAttachment>> {
+  /**
+   * The attachments the messages reference; by reference, without their text (a reference block
+   * needs only its length). The bytes of BYTES attachments are read newest message first while
+   * their sizes stay within `mediaBytes` (the context's cap); older ones are left unread (`bytes`
+   * null), and assembly reports them.
+   */
+  async loadAttachments(
+    workspaceId: string,
+    messages: DomainMessage[],
+    byReference: boolean,
+    mediaBytes: number,
+  ): Promise<Map<string, ResolvedAttachment>> {
     const ids = new Set<string>();
-    for (const message of messages) for (const part of message.parts) if (part.type === 'attachment') ids.add(part.attachmentId);
-    if (ids.size === 0) return new Map();
-    if (byReference) {
-      const rows = await findAttachmentSummaries(this.sql, workspaceId, [...ids]);
-      return new Map(
-        rows.map((row) => [
-          row.id,
-          row.chars === null
-            ? {
-                id: row.id,
-                name: row.name,
-                mimeType: row.mimeType,
-                size: row.size,
-                content: null,
-                problem: 'the stored attachment has no text content',
-              }
-            : { id: row.id, name: row.name, mimeType: row.mimeType, size: row.size, content: null, chars: row.chars },
-        ]),
-      );
+    const withBytes: string[] = [];
+    let room = mediaBytes;
+    for (let m = messages.length - 1; m >= 0; m--) {
+      for (const part of messages[m].parts) {
+        if (part.type !== 'attachment' || ids.has(part.attachmentId)) continue;
+        ids.add(part.attachmentId);
+        if (part.kind === 'BYTES' && part.size <= room) {
+          room -= part.size;
+          withBytes.push(part.attachmentId);
+        }
+      }
     }
-    const rows = await findAttachments(this.prisma, workspaceId, [...ids]);
+    if (ids.size === 0) return new Map();
+    const [rows, blobs] = await Promise.all([
+      findAttachmentSummaries(this.sql, workspaceId, [...ids]),
+      withBytes.length > 0 ? readAttachmentBytes(this.sql, workspaceId, withBytes) : [],
+    ]);
+    const bytesOf = new Map(blobs.map((b) => [b.id, b.bytes]));
+    const textOf = byReference ? new Map<string, string | null>() : await this.attachmentTexts(workspaceId, rows);
     return new Map(
-      rows.map((row) => [
-        row.id,
-        {
+      rows.map((row): [string, ResolvedAttachment] => {
+        const held = {
           id: row.id,
           name: row.name,
           mimeType: row.mimeType,
           size: row.size,
-          content: row.content,
-          ...(row.content === null ? { problem: 'the stored attachment has no text content' } : {}),
-        },
-      ]),
+          kind: row.kind,
+          bytes: bytesOf.get(row.id) ?? null,
+          width: row.width,
+          height: row.height,
+          pages: row.pages,
+          url: row.url,
+          providerFile: row.providerFile,
+        };
+        if (row.chars === null) return [row.id, { ...held, content: null, problem: 'the stored attachment has no text content' }];
+        return [row.id, byReference ? { ...held, content: null, chars: row.chars } : { ...held, content: textOf.get(row.id) ?? null }];
+      }),
     );
+  }
+
+  /** The whole text of the TEXT attachments among `rows` (INLINE mode). */
+  private async attachmentTexts(workspaceId: string, rows: readonly AttachmentSummary[]): Promise<Map<string, string | null>> {
+    const ids = rows.filter((row) => row.chars !== null).map((row) => row.id);
+    if (ids.length === 0) return new Map();
+    return new Map((await findAttachments(this.prisma, workspaceId, ids)).map((row) => [row.id, row.content]));
   }
 }
 

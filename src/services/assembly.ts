@@ -1,3 +1,4 @@
+import { DEFAULT_STRING_CHARS } from '../domain/limits.js';
 import { createHash } from 'node:crypto';
 import { AssemblyCaches } from '../caches/index.js';
 import { DEFAULT_CACHE_CONFIG } from '../caches/sizes.js';
@@ -86,6 +87,8 @@ export class AssemblyService {
     private readonly caches: AssemblyCaches = new AssemblyCaches(DEFAULT_CACHE_CONFIG),
     /** Long texts counted ahead (the app's TokenPrecount): a long system prompt is not counted again. */
     private readonly knownTokens?: KnownTokenCounts,
+    /** Bytes of images and files one context may send (`TextCaps.fileBytes`): older ones beyond it are reported, not sent. */
+    private readonly mediaBytes: number = DEFAULT_STRING_CHARS.postgres * 16,
   ) {
     this.reads = new AssemblyReads(prisma, sql, paging, caches);
   }
@@ -152,7 +155,12 @@ export class AssemblyService {
     // starts after it (a compaction covering it included: it is kept ahead of the summary).
     const pinned = options.keepSystemMessage !== false && lo > 0 ? await this.reads.leadingSystemMessage(segments) : null;
     const messages = pinned ? [pinned, ...windowMessages] : windowMessages;
-    const attachments = await this.reads.loadAttachments(session.workspaceId, messages, options.attachmentMode === 'REFERENCE');
+    const attachments = await this.reads.loadAttachments(
+      session.workspaceId,
+      messages,
+      options.attachmentMode === 'REFERENCE',
+      this.mediaBytes,
+    );
     const fingerprint = settingsFingerprint(session.settings);
     const mark = historyMark(session);
 

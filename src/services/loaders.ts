@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
+import type { AttachmentKind, ProviderFileRef } from '../domain/types.js';
 import type { Message, PrismaClient, Session } from '../generated/prisma/client.js';
 import { createMessageRangeLoader } from '../caches/message-ranges.js';
 import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from '../db/stores/attachments.js';
@@ -16,6 +17,13 @@ export interface AttachmentShape {
   name: string;
   mimeType: string;
   size: number;
+  sha256: string;
+  kind: AttachmentKind;
+  width: number | null;
+  height: number | null;
+  pages: number | null;
+  url: string | null;
+  providerFile: ProviderFileRef | null;
 }
 
 /** What the loaders read from: one object for the app's life, shared by every request's loaders. */
@@ -72,9 +80,11 @@ export class RequestLoaders {
   get attachmentById(): DataLoader<string, AttachmentShape | null> {
     return (this.attachments ??= new DataLoader<string, AttachmentShape | null>(async (ids) => {
       const byId = new Map((await findAttachmentSummaries(this.sources.sql, this.workspaceId, ids)).map((r) => [r.id, r]));
-      return ids.map((id) => {
-        const row = byId.get(id);
-        return row ? { attachmentId: row.id, name: row.name, mimeType: row.mimeType, size: row.size } : null;
+      return ids.map((key) => {
+        const row = byId.get(key);
+        if (!row) return null;
+        const { id, sessionId: _session, chars: _chars, ...rest } = row;
+        return { attachmentId: id, ...rest };
       });
     }));
   }

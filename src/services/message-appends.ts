@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { uuidv7 } from '../db/ids.js';
 import { asSql, type Tx } from '../db/sql.js';
 import { appendMessageRows, type AppendedMessage } from '../db/stores/append.js';
-import { createAttachment } from '../db/stores/attachments.js';
+import { createAttachment, keepBlob } from '../db/stores/attachments.js';
 import { appendSubSessionWrappers } from '../db/stores/events.js';
 import { contentColumns, findToolCalls } from '../db/stores/messages.js';
 import { type MessageSnapshot, messageSnapshot } from '../db/session-events.js';
@@ -10,17 +10,24 @@ import type { LockedSession } from '../db/stores/sessions.js';
 import { touchIfActive, turnStatusIn } from '../db/stores/turns.js';
 import { badInput, notFound } from '../domain/errors.js';
 import { clipSegments, visibleSegments } from '../domain/lineage.js';
-import { toolCallIdsOf, toolResultIdsOf, type DraftMessage, type DraftPart, type MessageInputData } from '../domain/parts.js';
+import {
+  type AttachmentUpload,
+  type DraftMessage,
+  type DraftPart,
+  type MessageInputData,
+  toolCallIdsOf,
+  toolResultIdsOf,
+} from '../domain/parts.js';
 import type { TextCaps } from '../domain/limits.js';
 import { partTokenTexts } from '../domain/tokens.js';
 import { turnNotActive } from '../domain/turns.js';
-import type { StoredPart } from '../domain/types.js';
+import type { AttachmentStoredPart, StoredPart } from '../domain/types.js';
 import type { Message, Session } from '../generated/prisma/client.js';
 import type { SessionEventMessage } from '../pubsub/bus.js';
 import type { TokenPrecount } from '../caches/token-precount.js';
 import { AppendBatcher } from './append-batcher.js';
 import { publishAll } from './event-log.js';
-import { draftBatch } from './session-input.js';
+import { draftBatch, readUploads } from './session-input.js';
 import type { SessionWrites } from './session-writes.js';
 
 /** The session row an append left, and the messages it wrote. */
@@ -58,7 +65,7 @@ export class MessageAppends {
     options: { turnId: string | null; agentId: string | null; turnLabel?: string },
     clientId?: string,
   ): Promise<AppendedMessages> {
-    const drafts = draftBatch(inputs, false, this.caps);
+    const drafts = draftBatch(await readUploads(inputs, this.caps), false, this.caps);
     if (options.agentId !== null && !options.agentId.trim()) throw badInput('agentId must not be empty.');
     if (options.turnId === null && unansweredToolResults(drafts).size === 0 && !drafts.some(hasUpload)) {
       // Nothing to check against the database and nothing to store but the rows: the append is one
@@ -193,22 +200,50 @@ export async function storeAttachments(tx: Tx, session: LockedSession, parts: Dr
       stored.push(part);
       continue;
     }
-    const size = Buffer.byteLength(part.content, 'utf8');
-    const attachment = await createAttachment(tx, {
-      id: uuidv7(),
-      workspaceId: session.workspaceId,
-      sessionId: session.id,
-      name: part.name,
-      mimeType: part.mimeType,
-      size,
-      sha256: createHash('sha256').update(part.content).digest('hex'),
-      content: part.content,
-    });
-    const kept: StoredPart = { type: 'attachment', attachmentId: attachment.id, name: part.name, mimeType: part.mimeType, size };
+    const kept = await storeAttachment(tx, session, part);
     stored.push(part.providerMetadata === undefined ? kept : { ...kept, providerMetadata: part.providerMetadata });
   }
   return stored;
 }
+
+/** SHA-256 in hex: texts (within the string cap) on the thread, bytes in WebCrypto (libuv's pool, off the request thread). */
+const sha256Hex = async (value: Uint8Array | string) =>
+  typeof value === 'string'
+    ? createHash('sha256').update(value).digest('hex')
+    : Buffer.from(await crypto.subtle.digest('SHA-256', value as Uint8Array<ArrayBuffer>)).toString('hex');
+
+/** One checked attachment stored (its bytes once per workspace); the part that refers to it. */
+async function storeAttachment(tx: Tx, session: LockedSession, part: AttachmentUpload): Promise<AttachmentStoredPart> {
+  const id = uuidv7();
+  const base = { id, workspaceId: session.workspaceId, sessionId: session.id, name: part.name, mimeType: part.mimeType };
+  const ref = { type: 'attachment' as const, attachmentId: id, name: part.name, mimeType: part.mimeType };
+  switch (part.kind) {
+    case 'TEXT': {
+      const size = Buffer.byteLength(part.content, 'utf8');
+      await createAttachment(tx, { ...base, size, kind: 'TEXT', sha256: await sha256Hex(part.content), content: part.content });
+      return { ...ref, size };
+    }
+    case 'BYTES': {
+      const sha256 = await sha256Hex(part.bytes);
+      await keepBlob(asSql(tx), session.workspaceId, sha256, part.bytes);
+      const dims = { width: part.width, height: part.height, pages: part.pages };
+      await createAttachment(tx, { ...base, size: part.bytes.length, kind: 'BYTES', sha256, blobSha256: sha256, ...dims });
+      return { ...ref, size: part.bytes.length, kind: 'BYTES', ...definedOnly(dims) };
+    }
+    case 'URL':
+      await createAttachment(tx, { ...base, size: 0, kind: 'URL', sha256: await sha256Hex(part.url), url: part.url });
+      return { ...ref, size: 0, kind: 'URL', url: part.url };
+    case 'PROVIDER_FILE': {
+      const { provider, fileId } = part.providerFile;
+      const sha256 = await sha256Hex(`${provider}:${fileId}`);
+      await createAttachment(tx, { ...base, size: 0, kind: 'PROVIDER_FILE', sha256, providerFile: { provider, fileId } });
+      return { ...ref, size: 0, kind: 'PROVIDER_FILE', providerFile: { provider, fileId } };
+    }
+  }
+}
+
+const definedOnly = <T extends Record<string, unknown>>(value: T): Partial<T> =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null)) as Partial<T>;
 
 /** A draft whose attachments are stored: its parts are the parts to store. */
 type StoredDraft = Omit<DraftMessage, 'parts'> & { parts: StoredPart[] };

@@ -7,6 +7,7 @@ import { findMessageSession, lockMessage, updateMessageContent } from '../db/sto
 import { touchIfActive } from '../db/stores/turns.js';
 import { badInput, DomainError, notFound } from '../domain/errors.js';
 import { draftMessage, type PartInput } from '../domain/parts.js';
+import { readUploads } from './session-input.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { StoredPart } from '../domain/types.js';
 import type { Message } from '../generated/prisma/client.js';
@@ -33,6 +34,10 @@ export async function updateMessage(
 ): Promise<Message> {
   const hasAppend = input.appendText !== undefined && input.appendText !== null;
   const hasParts = input.parts !== undefined && input.parts !== null;
+  if (hasParts) {
+    const [read] = await readUploads([{ role: 'USER', parts: input.parts }], caps, () => 'parts');
+    input = { ...input, parts: read.parts };
+  }
   if (hasAppend && hasParts) throw badInput('updateMessage: give `appendText` or `parts`, not both.');
   if (!hasAppend && !hasParts && (input.generating === undefined || input.generating === null)) {
     throw badInput('updateMessage: nothing to change; give appendText, parts or generating.');

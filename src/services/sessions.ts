@@ -21,7 +21,7 @@ import { sessionDeletedEvent } from './event-stream.js';
 import { type ForkInput, forkSession } from './forks.js';
 import { type AppendedMessages, MessageAppends } from './message-appends.js';
 import { type MessageUpdate, updateMessage } from './message-updates.js';
-import { checkTitle, draftBatch, jsonObject } from './session-input.js';
+import { checkTitle, draftBatch, jsonObject, readUploads } from './session-input.js';
 import { SessionWrites } from './session-writes.js';
 import { readTimeline } from './timeline.js';
 
@@ -65,7 +65,7 @@ export class SessionService extends SessionWrites {
     const title = checkTitle(input.title ?? DEFAULT_TITLE);
     const settings = jsonObject(input.settings ?? {}, 'settings');
     const metadata = jsonObject(input.metadata ?? {}, 'metadata');
-    const drafts = draftBatch(input.messages ?? [], true, this.caps);
+    const drafts = draftBatch(await readUploads(input.messages ?? [], this.caps), true, this.caps);
     const parentTurnId = input.parentTurnId ?? null;
     const hasAgent = input.agentId !== undefined && input.agentId !== null;
     if (parentTurnId && !hasAgent) throw badInput('createSession: a sub-agent session (parentTurnId) needs the agentId that runs it.');

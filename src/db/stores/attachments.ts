@@ -1,9 +1,23 @@
 /** Every statement on the `Attachment` table. */
 import type { Attachment, Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import type { AttachmentKind, ProviderFileRef } from '../../domain/types.js';
 import type { SqlClient, Tx } from '../sql.js';
 
 export function createAttachment(tx: Tx, data: Prisma.AttachmentUncheckedCreateInput): Promise<Attachment> {
   return tx.attachment.create({ data });
+}
+
+/**
+ * Keeps `bytes` in the workspace's blob of that SHA-256, once: an existing blob is kept (same hash,
+ * same bytes). Run in the transaction that inserts the attachment referencing it; the reference's
+ * foreign key then holds the blob against the sweep of unreferenced blobs.
+ */
+export async function keepBlob(sql: SqlClient, workspaceId: string, sha256: string, bytes: Uint8Array): Promise<void> {
+  await sql.query(
+    `INSERT INTO "AttachmentBlob" ("workspaceId", sha256, bytes, size) VALUES ($1, $2, $3, $4)
+     ON CONFLICT ("workspaceId", sha256) DO UPDATE SET size = EXCLUDED.size`,
+    [workspaceId, sha256, bytes, bytes.length],
+  );
 }
 
 /** Attachments of the workspace by id. */
@@ -20,9 +34,53 @@ export interface AttachmentSummary {
   size: number;
   /** Length of the text content in Unicode code points (PostgreSQL's char_length on UTF-8); null without text. */
   chars: number | null;
+  sha256: string;
+  kind: AttachmentKind;
+  width: number | null;
+  height: number | null;
+  pages: number | null;
+  url: string | null;
+  providerFile: ProviderFileRef | null;
 }
 
-const SUMMARY_COLUMNS = 'a.id, a."sessionId", a.name, a."mimeType", a.size, char_length(a.content) AS chars';
+const SUMMARY_COLUMNS =
+  'a.id, a."sessionId", a.name, a."mimeType", a.size, char_length(a.content) AS chars, a.sha256, a.kind, a.width, a.height, a.pages, a.url, a."providerFile"';
+
+/** The bytes of BYTES attachments of the workspace, by attachment id (no row for another kind or workspace). */
+export function readAttachmentBytes(
+  sql: SqlClient,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<{ id: string; bytes: Uint8Array }[]> {
+  return sql.query<{ id: string; bytes: Uint8Array }>(
+    `SELECT a.id, b.bytes FROM "Attachment" a
+       JOIN "AttachmentBlob" b ON b."workspaceId" = a."workspaceId" AND b.sha256 = a."blobSha256"
+      WHERE a."workspaceId" = $1 AND a.id = ANY($2::text[])`,
+    [workspaceId, ids],
+  );
+}
+
+/**
+ * Bytes [start, start + length) of one attachment's content (TEXT: its UTF-8), cut in the database,
+ * so a range request reads only its range. Null when the workspace has no such attachment, or it
+ * holds no content here (URL, PROVIDER_FILE).
+ */
+export async function readAttachmentRange(
+  sql: SqlClient,
+  workspaceId: string,
+  id: string,
+  start: number,
+  length: number,
+): Promise<Uint8Array | null> {
+  const [row] = await sql.query<{ bytes: Uint8Array | null }>(
+    `SELECT substring(COALESCE(b.bytes, convert_to(a.content, 'UTF8')) FROM $3::int + 1 FOR $4::int) AS bytes
+       FROM "Attachment" a
+       LEFT JOIN "AttachmentBlob" b ON b."workspaceId" = a."workspaceId" AND b.sha256 = a."blobSha256"
+      WHERE a."workspaceId" = $1 AND a.id = $2`,
+    [workspaceId, id, start, length],
+  );
+  return row?.bytes ?? null;
+}
 
 /** Attachments of the workspace by id, without their content (its length is counted in the database). */
 export function findAttachmentSummaries(sql: SqlClient, workspaceId: string, ids: readonly string[]): Promise<AttachmentSummary[]> {

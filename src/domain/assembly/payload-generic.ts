@@ -37,7 +37,10 @@ function genericMessageOf(m: AssembledMessage): GenericPayload['messages'][numbe
           return withMetadata(p.format === undefined ? part : { ...part, format: p.format }, p);
         }
         case 'media':
-          return withMetadata({ attachmentId: p.attachmentId, mimeType: p.mimeType, name: p.name, source: p.source, type: 'media' as const }, p);
+          return withMetadata(
+            { attachmentId: p.attachmentId, mimeType: p.mimeType, name: p.name, source: p.source, type: 'media' as const },
+            p,
+          );
       }
     }),
     role: m.role.toLowerCase() as 'system' | 'user' | 'assistant' | 'tool',
