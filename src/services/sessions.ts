@@ -1,5 +1,6 @@
 import { uuidv7 } from '../db/ids.js';
 import { asSql, type Sql } from '../db/sql.js';
+import { blobsOfSessions, sweepBlobs } from '../db/stores/attachments.js';
 import { createCompaction, latestCompaction } from '../db/stores/compactions.js';
 import { appendEvents, appendSubSessionWrappers, MAX_SUB_SESSION_DEPTH } from '../db/stores/events.js';
 import { findGenerating } from '../db/stores/messages.js';
@@ -146,6 +147,7 @@ export class SessionService extends SessionWrites {
    * instance's caches keep of them. Returns the deleted ids.
    */
   async deleteSession(workspaceId: string, sessionId: string, cascade: boolean, clientId?: string): Promise<string[]> {
+    let blobs: string[] = [];
     const ids = await this.write(async (tx, events) => {
       const root = await this.lockTreeRoot(tx, workspaceId, sessionId, clientId);
       if (root.id !== sessionId) await this.lock(tx, workspaceId, sessionId, clientId);
@@ -167,11 +169,16 @@ export class SessionService extends SessionWrites {
         events.push(...(await appendSubSessionWrappers(tx, sessionId, [sessionDeletedEvent(sessionId, head.eventSequence)])));
       }
       const all = [...nested.map((n) => n.id), ...ids];
+      blobs = await blobsOfSessions(asSql(tx), all);
       const deleted = await sessionStore.deleteSessions(tx, all);
       events.push(...deleted.map((row) => sessionDeletedEvent(row.id, row.eventSequence)));
       return all;
     });
     for (const id of ids) this.caches.forget(id);
+    // Bytes no other attachment of the workspace holds go with them. A sweep that fails (an append
+    // took one of them meanwhile: the foreign key refuses; or the database is away) keeps the bytes,
+    // which is never a loss: the sessions are deleted either way.
+    await sweepBlobs(this.sql, workspaceId, blobs).catch(() => 0);
     return ids;
   }
 

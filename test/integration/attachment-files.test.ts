@@ -220,4 +220,24 @@ describe(`images and files (${backend.label})`, () => {
     expect(servedText.headers.get('content-type')).toBe('text/markdown; charset=utf-8');
     expect(await servedText.text()).toBe('# Notes\nnaïve café\n');
   });
+
+  it('keeps bytes while any attachment of the workspace holds them, and lets them go with the last', async () => {
+    const png = makePng(64, 48);
+    const sha = createHash('sha256').update(png).digest('hex');
+    const blobsOf = async () =>
+      Number(
+        (await app.runtime.db.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM "AttachmentBlob" WHERE sha256 = $1', [sha]))[0].n,
+      );
+    const first = await newSession();
+    const second = await newSession();
+    await appendAttachment(first, { name: 'a.png', mimeType: 'image/png', data: png.toString('base64') });
+    const kept = await appendAttachment(second, { name: 'b.png', mimeType: 'image/png', data: png.toString('base64') });
+    expect(await blobsOf()).toBe(1);
+    const DELETE = 'mutation($id: ID!) { deleteSession(input: { sessionId: $id }) { deletedSessionIds } }';
+    await gqlOk(app, DELETE, { id: first }, alpha);
+    expect(await blobsOf()).toBe(1);
+    expect(Buffer.from(await (await get(kept.url)).arrayBuffer()).equals(png)).toBe(true);
+    await gqlOk(app, DELETE, { id: second }, alpha);
+    expect(await blobsOf()).toBe(0);
+  });
 });

@@ -20,6 +20,31 @@ export async function keepBlob(sql: SqlClient, workspaceId: string, sha256: stri
   );
 }
 
+/** The blobs the attachments of these sessions hold (before the sessions are deleted). */
+export async function blobsOfSessions(sql: SqlClient, ids: readonly string[]): Promise<string[]> {
+  const rows = await sql.query<{ sha256: string }>(
+    `SELECT DISTINCT "blobSha256" AS sha256 FROM "Attachment" WHERE "sessionId" = ANY($1::text[]) AND "blobSha256" IS NOT NULL`,
+    [ids],
+  );
+  return rows.map((row) => row.sha256);
+}
+
+/**
+ * Deletes these blobs of the workspace that no attachment holds any more. An append that takes one
+ * of them meanwhile makes the statement fail on the foreign key (the blob is then kept): the
+ * caller runs this after its own transaction and treats that failure as "still in use".
+ */
+export async function sweepBlobs(sql: SqlClient, workspaceId: string, shas: readonly string[]): Promise<number> {
+  if (shas.length === 0) return 0;
+  const rows = await sql.query(
+    `DELETE FROM "AttachmentBlob" b WHERE b."workspaceId" = $1 AND b.sha256 = ANY($2::text[])
+        AND NOT EXISTS (SELECT 1 FROM "Attachment" a WHERE a."workspaceId" = b."workspaceId" AND a."blobSha256" = b.sha256)
+     RETURNING b.sha256`,
+    [workspaceId, shas],
+  );
+  return rows.length;
+}
+
 /** Attachments of the workspace by id. */
 export function findAttachments(prisma: PrismaClient, workspaceId: string, ids: string[]): Promise<Attachment[]> {
   return prisma.attachment.findMany({ where: { id: { in: ids }, workspaceId } });
