@@ -40,6 +40,13 @@ export async function request<R, V>(document: TypedDocumentString<R, V>, variabl
   return body.data as R;
 }
 
+/** The bytes at a server path (`Attachment.url`) as an object URL, read with the tab's key (an <img> cannot send one). */
+export async function objectUrl(path: string): Promise<string> {
+  const response = await fetch(path, { headers: authorization() });
+  if (!response.ok) throw new ApiError(`${response.status} ${response.statusText}`, undefined);
+  return URL.createObjectURL(await response.blob());
+}
+
 let client: Client | null = null;
 
 function live(): Client {

@@ -124,9 +124,19 @@ export const MessageFields = graphql(`
       }
       ... on AttachmentPart {
         attachment {
+          id
           name
           mimeType
           size
+          kind
+          width
+          height
+          url
+          sourceUrl
+          providerFile {
+            provider
+            fileId
+          }
         }
       }
       ... on ReasoningPart {

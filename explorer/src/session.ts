@@ -1,5 +1,5 @@
 // One session: its header, fork tree, live turns, messages (with "fork here") and the next context.
-import { follow, request } from './api.js';
+import { follow, objectUrl, request } from './api.js';
 import { AppendMessage, SessionEvents, SessionView } from './documents.js';
 import { count, h, time } from './format.js';
 import type { ExplorerMessageFragment, ExplorerSessionQuery } from '../generated/graphql.js';
@@ -135,6 +135,43 @@ function header(session: SessionData, live: HTMLElement): HTMLElement {
   );
 }
 
+type AttachmentView = Extract<ExplorerMessageFragment['parts'][number], { __typename: 'AttachmentPart' }>['attachment'];
+
+/**
+ * An image held as bytes: a thumbnail (its bytes read with the tab's key); any other file: a chip
+ * that opens the bytes, or the URL, in a new tab. A provider's file has nothing here to open.
+ */
+function renderAttachment(a: AttachmentView): HTMLElement {
+  const label = `${a.name} (${a.mimeType}${a.size ? `, ${count(a.size)} bytes` : ''}${a.width ? `, ${a.width}×${a.height}` : ''})`;
+  const open = (event: Event) => {
+    event.preventDefault();
+    const tab = window.open('about:blank', '_blank');
+    objectUrl(a.url).then(
+      (href) => {
+        if (tab) tab.location.href = href;
+      },
+      () => tab?.close(),
+    );
+  };
+  if (a.kind === 'BYTES' && a.mimeType.startsWith('image/')) {
+    const img = h('img', { class: 'thumbnail', alt: a.name, title: label, width: 160 });
+    objectUrl(a.url).then(
+      (href) => {
+        img.src = href;
+      },
+      () => img.replaceWith(h('span', { class: 'muted' }, `${a.name} (could not be loaded)`)),
+    );
+    return h('figure', { class: 'attachment image' }, h('a', { href: a.url, onclick: open }, img), h('figcaption', {}, label));
+  }
+  if (a.kind === 'URL' && a.sourceUrl) {
+    return h('a', { class: 'attachment file-chip', href: a.sourceUrl, target: '_blank', rel: 'noopener noreferrer' }, `🔗 ${label}`);
+  }
+  if (a.kind === 'PROVIDER_FILE' && a.providerFile) {
+    return h('span', { class: 'attachment file-chip', title: `${a.providerFile.provider} file ${a.providerFile.fileId}` }, `☁ ${label}`);
+  }
+  return h('a', { class: 'attachment file-chip', href: a.url, onclick: open }, `📎 ${label}`);
+}
+
 function renderPart(part: ExplorerMessageFragment['parts'][number]): HTMLElement | null {
   switch (part.__typename) {
     case 'ToolCallPart':
@@ -152,11 +189,7 @@ function renderPart(part: ExplorerMessageFragment['parts'][number]): HTMLElement
         h('pre', {}, part.content),
       );
     case 'AttachmentPart':
-      return h(
-        'div',
-        { class: 'attachment' },
-        `attachment: ${part.attachment.name} (${part.attachment.mimeType}, ${count(part.attachment.size)} bytes)`,
-      );
+      return renderAttachment(part.attachment);
     case 'ReasoningPart':
       // Folded, as a tool call: the model's reasoning, readable on demand; redacted reasoning has nothing to read.
       return part.redacted

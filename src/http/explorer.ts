@@ -13,7 +13,8 @@ const FILES: Record<string, { file: string; type: string }> = {
 };
 
 /** The page talks to this origin only: scripts, styles and connections (fetch, WebSocket) included. */
-const POLICY = "default-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const POLICY =
+  "default-src 'self'; img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
  * The explorer page (explorer/, docs/guide.md "Explorer") at `/explorer`: static files built beforehand,

@@ -7,6 +7,7 @@
 // fails, unless EXPLORER_BROWSER=skip is set (for a machine that cannot have it; never in CI).
 import { existsSync, mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makePng } from '../helpers/images.js';
 import { type Browser, chromium, type Page, type WebSocketRoute } from 'playwright-core';
 import { graphql } from '../generated/index.js';
 import { API_KEYS, createTestApp, dropTestDatabases, gqlOk, type TestApp, TWO_WORKSPACES } from '../helpers/app.js';
@@ -87,7 +88,8 @@ describe.skipIf(skip).each([
       return u.host === origin.host && ['http:', 'ws:'].includes(u.protocol);
     };
     page.on('request', (request) => {
-      if (!request.url().startsWith('data:') && !sameOrigin(request.url())) offOrigin.push(request.url());
+      // data: and blob: URLs are the page's own bytes (a thumbnail read with the key), never the network.
+      if (!/^(data|blob):/.test(request.url()) && !sameOrigin(request.url())) offOrigin.push(request.url());
     });
     page.on('websocket', (socket) => {
       if (!sameOrigin(socket.url())) offOrigin.push(socket.url());
@@ -134,6 +136,7 @@ describe.skipIf(skip).each([
               parts: [
                 { text: { text: 'Make it cheaper.' } },
                 { attachment: { name: 'budget.md', mimeType: 'text/markdown', content: '# 300 EUR' } },
+                { attachment: { name: 'map.png', mimeType: 'image/png', data: makePng(64, 48).toString('base64') } },
               ],
             },
             { role: 'ASSISTANT', text: 'A night train, then.' },
@@ -182,7 +185,13 @@ describe.skipIf(skip).each([
     const messages = page.locator('li.message');
     expect(await messages.count()).toBe(5);
     expect(await messages.nth(3).textContent()).toContain('Make it cheaper.');
-    expect(await messages.nth(3).textContent()).toContain('attachment: budget.md (text/markdown, 9 bytes)');
+    // A file is a chip that opens its bytes; an image a thumbnail of its bytes, read with the page's key.
+    expect(await messages.nth(3).locator('a.file-chip').textContent()).toContain('budget.md (text/markdown, 9 bytes)');
+    const thumbnail = messages.nth(3).locator('figure.attachment img.thumbnail');
+    await thumbnail.waitFor();
+    await expect.poll(() => thumbnail.evaluate((img) => (img as HTMLImageElement).naturalWidth)).toBe(64);
+    expect(await thumbnail.getAttribute('src')).toMatch(/^blob:/);
+    expect(await messages.nth(3).locator('figcaption').textContent()).toContain('map.png (image/png');
     expect(await messages.nth(2).locator('details.tool-result.failed summary').textContent()).toContain('failed');
     expect(await messages.nth(1).locator('details.tool-call summary').textContent()).toContain('search_flights');
     // Reasoning is folded before the text it led to; redacted reasoning says so and shows nothing.
