@@ -1,4 +1,7 @@
-/** Image and PDF bytes for the media tests: small, and what real encoders write. */
+/** Images, PDFs and sessions holding them for the media tests: small bytes, as real encoders write them. */
+import type { ContextFormat } from '../../../src/domain/assembly/types.js';
+import type { DomainMessage, ResolvedAttachment, StoredPart } from '../../../src/domain/types.js';
+import { call, msg, result, text } from './helpers.js';
 
 /** A GIF89a of `frames` 1×1 frames (a NETSCAPE2.0 loop extension when animated), as an encoder writes it. */
 export function gif(frames: number): Uint8Array {
@@ -11,4 +14,88 @@ export function gif(frames: number): Uint8Array {
   }
   bytes.push(0x3b);
   return Uint8Array.from(bytes);
+}
+
+/** A 1 × 1 PNG. Fixtures say it is 1024 × 768: assembly reads the stored dimensions, never the bytes. */
+export const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+/** A one-page PDF (a catalog, a page tree, one Letter page). */
+export const PDF = Buffer.from(
+  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n' +
+    '3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
+);
+
+export type Holding = 'BYTES' | 'URL' | 'PROVIDER_FILE';
+export type Provider = 'openai' | 'anthropic' | 'google';
+
+/** The provider whose files each format sends (GENERIC: any; openai here). */
+export const OWN_PROVIDER: Record<ContextFormat, Provider> = {
+  GENERIC: 'openai',
+  OPENAI_CHAT: 'openai',
+  OPENAI_RESPONSES: 'openai',
+  ANTHROPIC_MESSAGES: 'anthropic',
+  GEMINI: 'google',
+};
+
+const FILE_IDS: Record<Provider, string> = {
+  openai: 'file-6F2ksmvXxt4VdoqmHRw6kL',
+  anthropic: 'file_011CNha8iCJcU1wXNR6q4V8w',
+  google: 'files/abc123',
+};
+
+/**
+ * An image (a 1024 × 768 PNG) or a one-page PDF held as `holding`: the message part as stored and
+ * the attachment as the service resolves it (bytes loaded for BYTES unless `bytes` says otherwise).
+ */
+export function mediaAttachment(
+  id: string,
+  media: 'image' | 'document',
+  holding: Holding,
+  options: { provider?: Provider; bytes?: Uint8Array | null; mimeType?: string; problem?: string } = {},
+): { part: StoredPart; attachment: ResolvedAttachment } {
+  const image = media === 'image';
+  const name = image ? `${id}.png` : `${id}.pdf`;
+  const mimeType = options.mimeType ?? (image ? 'image/png' : 'application/pdf');
+  const bytes = holding === 'BYTES' ? (options.bytes === undefined ? (image ? PNG : PDF) : options.bytes) : null;
+  const size = holding === 'BYTES' ? (image ? PNG : PDF).length : 0;
+  const held = {
+    kind: holding,
+    ...(image ? { width: 1024, height: 768 } : holding === 'BYTES' ? { pages: 1 } : {}),
+    ...(holding === 'URL' ? { url: `https://example.com/${name}` } : {}),
+    ...(holding === 'PROVIDER_FILE'
+      ? { providerFile: { provider: options.provider ?? 'openai', fileId: FILE_IDS[options.provider ?? 'openai'] } }
+      : {}),
+  } as const;
+  return {
+    part: { type: 'attachment', attachmentId: id, name, mimeType, size, ...held },
+    attachment: { id, name, mimeType, size, content: null, bytes, ...held, ...(options.problem ? { problem: options.problem } : {}) },
+  };
+}
+
+/**
+ * A session that holds an image and a PDF by bytes, URL and `format`'s own provider file, in a user
+ * message and in a tool result: every place and source a format may send media in.
+ */
+export function mediaSession(format: ContextFormat): { messages: DomainMessage[]; attachments: ResolvedAttachment[] } {
+  const provider = OWN_PROVIDER[format];
+  const all = (prefix: string) =>
+    (['image', 'document'] as const).flatMap((media) =>
+      (['BYTES', 'URL', 'PROVIDER_FILE'] as const).map((holding) =>
+        mediaAttachment(`${prefix}_${media}_${holding.toLowerCase()}`, media, holding, { provider }),
+      ),
+    );
+  const inUser = all('u');
+  const inTool = all('t');
+  return {
+    messages: [
+      msg(0, 'USER', [text('What is in these?'), ...inUser.map((a) => a.part)]),
+      msg(1, 'ASSISTANT', [call('call_shot', 'screenshot', { page: 1 })]),
+      msg(2, 'TOOL', [result('call_shot', 'Captured.'), ...inTool.map((a) => a.part)]),
+      msg(3, 'USER', [text('And now?')]),
+    ],
+    attachments: [...inUser, ...inTool].map((a) => a.attachment),
+  };
 }
