@@ -99,3 +99,29 @@ export function mediaSession(format: ContextFormat): { messages: DomainMessage[]
     attachments: [...inUser, ...inTool].map((a) => a.attachment),
   };
 }
+
+/**
+ * A payload as contextHash covers it: each base64 of `attachments` (and its data URL) written as
+ * `attachment:<id>` (hash.ts, "INLINE MEDIA"). Each attachment's bytes must be its own.
+ */
+export function hashForm(
+  payload: unknown,
+  attachments: ReadonlyArray<{ id: string; mimeType: string; bytes?: Uint8Array | null }>,
+): unknown {
+  const identity = new Map<string, string>();
+  for (const a of attachments) {
+    if (!a.bytes) continue;
+    const data = Buffer.from(a.bytes).toString('base64');
+    identity.set(data, `attachment:${a.id}`);
+    identity.set(`data:${a.mimeType};base64,${data}`, `attachment:${a.id}`);
+  }
+  const walk = (v: unknown): unknown =>
+    typeof v === 'string'
+      ? (identity.get(v) ?? v)
+      : Array.isArray(v)
+        ? v.map(walk)
+        : v !== null && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]))
+          : v;
+  return walk(payload);
+}

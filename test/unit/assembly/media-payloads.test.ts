@@ -15,7 +15,7 @@ import { countTokens } from '../../../src/domain/tokens.js';
 import type { DomainMessage, MessageRole, ResolvedAttachment, StoredPart } from '../../../src/domain/types.js';
 import { payloadViolations } from '../../helpers/provider-payloads.js';
 import { attachmentPart, call, makeInput, msg, result, text } from './helpers.js';
-import { gif, type Holding, mediaAttachment, mediaSession, OWN_PROVIDER, PDF, PNG, type Provider } from './media-fixture.js';
+import { gif, type Holding, hashForm, mediaAttachment, mediaSession, OWN_PROVIDER, PDF, PNG, type Provider } from './media-fixture.js';
 
 const FORMATS: ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'OPENAI_RESPONSES', 'ANTHROPIC_MESSAGES', 'GEMINI'];
 const PNG64 = PNG.toString('base64');
@@ -404,26 +404,6 @@ describe('token counts', () => {
 });
 
 describe('contextHash with inline media', () => {
-  /** The payload with every base64 (and data URL) of `attachments` written as `attachment:<id>`: what the hash covers. */
-  const hashForm = (value: unknown, attachments: ResolvedAttachment[]): unknown => {
-    const identity = new Map<string, string>();
-    for (const a of attachments) {
-      if (!a.bytes) continue;
-      const data = Buffer.from(a.bytes).toString('base64');
-      identity.set(data, `attachment:${a.id}`);
-      identity.set(`data:${a.mimeType};base64,${data}`, `attachment:${a.id}`);
-    }
-    const walk = (v: unknown): unknown =>
-      typeof v === 'string'
-        ? (identity.get(v) ?? v)
-        : Array.isArray(v)
-          ? v.map(walk)
-          : v !== null && typeof v === 'object'
-            ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]))
-            : v;
-    return walk(value);
-  };
-
   it.each(FORMATS)('%s: the sha256 of the payload with each base64 replaced by its attachment identity', (format) => {
     const session = mediaSession(format);
     // Bytes of their own for each attachment, so that a base64 names one attachment.
