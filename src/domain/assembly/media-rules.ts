@@ -15,7 +15,7 @@
  * only from their own provider. GEMINI refuses GIF images; both OpenAI formats refuse animated GIFs
  * (known only when the bytes are loaded). GENERIC is no provider's shape: it sends everything.
  */
-import type { AttachmentKind, MessageRole, ProviderFileRef, ProviderName } from '../types.js';
+import type { AttachmentKind, AttachmentStoredPart, MessageRole, ProviderFileRef, ProviderName } from '../types.js';
 import type { ContextFormat } from './types.js';
 
 export type MediaKind = 'image' | 'document';
@@ -115,6 +115,17 @@ export function mediaNotSendableBecause(format: ContextFormat, role: MessageRole
     }
   }
   return null;
+}
+
+/**
+ * Whether assembly in `format` needs the bytes of this attachment part of a message of `role`: a
+ * BYTES image or PDF that the format can send there (a GIF's frames are looked at only once its
+ * bytes are loaded). What the caller loads, within its cap on bytes, before calling assembly.
+ */
+export function needsBytes(format: ContextFormat, role: MessageRole, part: AttachmentStoredPart): boolean {
+  if (part.kind !== 'BYTES') return false;
+  const media = mediaKindOf(part.mimeType);
+  return media !== null && mediaNotSendableBecause(format, role, { media, mimeType: part.mimeType, kind: 'BYTES' }) === null;
 }
 
 /**

@@ -5,6 +5,7 @@ import {
   type MediaCandidate,
   mediaKindOf,
   mediaNotSendableBecause,
+  needsBytes,
 } from '../../../src/domain/assembly/media-rules.js';
 import type { ContextFormat } from '../../../src/domain/assembly/types.js';
 import type { MessageRole } from '../../../src/domain/types.js';
@@ -130,5 +131,21 @@ describe('image types', () => {
     expect(isAnimatedGif(gif(2))).toBe(true);
     expect(isAnimatedGif(gif(2).slice(0, 40))).toBe(false);
     expect(isAnimatedGif(Buffer.from('not a gif at all'))).toBe(false);
+  });
+});
+
+describe('which bytes the caller loads', () => {
+  const part = (mimeType: string, kind: 'TEXT' | 'BYTES' | 'URL' = 'BYTES') =>
+    ({ type: 'attachment', attachmentId: 'a', name: 'a', mimeType, size: 1, kind }) as const;
+  it('a BYTES image or PDF the format sends there; nothing else', () => {
+    expect(needsBytes('OPENAI_CHAT', 'USER', part('image/png'))).toBe(true);
+    expect(needsBytes('OPENAI_CHAT', 'USER', part('image/gif'))).toBe(true); // its frames are counted once loaded
+    expect(needsBytes('OPENAI_CHAT', 'TOOL', part('image/png'))).toBe(false);
+    expect(needsBytes('GEMINI', 'USER', part('image/gif'))).toBe(false);
+    expect(needsBytes('ANTHROPIC_MESSAGES', 'TOOL', part('application/pdf'))).toBe(true);
+    expect(needsBytes('GENERIC', 'ASSISTANT', part('application/pdf'))).toBe(true);
+    expect(needsBytes('OPENAI_CHAT', 'USER', part('text/plain'))).toBe(false);
+    expect(needsBytes('OPENAI_CHAT', 'USER', part('image/png', 'URL'))).toBe(false);
+    expect(needsBytes('OPENAI_CHAT', 'USER', part('image/png', 'TEXT'))).toBe(false);
   });
 });
