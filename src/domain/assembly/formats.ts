@@ -49,6 +49,12 @@
  * CHARS_DIV_4 uses the same structure with the same constants; only content is counted as
  * ceil(code points / 4).
  *
+ * MEDIA (images and PDFs sent as the provider's own blocks, attachments.ts and media-rules.ts) count
+ * their provider's published rule (media-tokens.ts) as content, whatever the encoding, and nothing
+ * of their base64. In a message they are parts like texts (one content array, no framing of their
+ * own), except in a TOOL message of OPENAI_RESPONSES, where they travel inside a result's output and
+ * so do not make the extra user message a TOOL message's other parts make.
+ *
  * PAYLOAD SHAPES
  * OPENAI_CHAT: `{ messages }` in Chat Completions form: system prompt, summary and SYSTEM messages
  *   as `{role:'system', content}`; user (and the turn-context block) `{role:'user', content}`;
@@ -89,7 +95,22 @@
  *   definition in the provider's shape; attachment-tool.ts has the shapes and how they are counted).
  * GENERIC: `{ messages: [{ role: 'system'|'user'|'assistant'|'tool', parts }] }` with parts
  *   `{type:'text', text}`, `{type:'toolCall', callId, name, arguments}`,
- *   `{type:'toolResult', callId, content, isError}`.
+ *   `{type:'toolResult', callId, content, isError}`, `{type:'media', attachmentId, name, mimeType,
+ *   source}` (source `{type:'base64', data}`, `{type:'url', url}` or `{type:'providerFile',
+ *   provider, fileId}`), in any role.
+ * MEDIA in each shape (where media-rules.ts lets the format send them; the parts' order is kept):
+ *   OPENAI_CHAT, user content: an image as `{type:'image_url', image_url:{url, detail:'auto'}}`
+ *   (url a `data:` URL or the https URL), a PDF as `{type:'file', file:{file_data: data URL,
+ *   filename}}` or `{type:'file', file:{file_id}}`. OPENAI_RESPONSES, user content and a tool
+ *   result's output: `{type:'input_image', detail:'auto', image_url | file_id}`, `{type:'input_file',
+ *   file_data + filename | file_url | file_id}`; a result with media sends its `output` as a list,
+ *   its content first as `input_text`. ANTHROPIC_MESSAGES, user content and a tool_result's content:
+ *   `{type:'image', source}` and `{type:'document', source, title: name}`, source `{type:'base64',
+ *   media_type, data}`, `{type:'url', url}` or `{type:'file', file_id}` (Files API: the decision
+ *   says the request needs the files-api-2025-04-14 beta header); a tool_result with media sends its
+ *   content as blocks, its text first. GEMINI, user parts: `{inlineData:{mimeType, data}}` or
+ *   `{fileData:{mimeType, fileUri}}` (an https URL, or a Files API file's URI). A TOOL message's
+ *   media go in the result before them in the message (the first result when none is before).
  *
  * PROVIDER RULES (every provider payload satisfies them for any stored session; each is tested in
  * test/unit/assembly/provider-rules.test.ts, and on generated sessions by the property test):

@@ -7,6 +7,14 @@
  * Payload pieces built from finished messages are sealed (`seal`): their canonical JSON is
  * serialized and UTF-8 encoded once and reused by every later hash, so hashing a 128k-token payload
  * costs little more than SHA-256 over its bytes. The bytes hashed are the same either way.
+ *
+ * INLINE MEDIA are hashed by identity, not by data (`hashAs`): the object of a payload that holds an
+ * image's or a PDF's base64 (a data URL, Anthropic's `source`, Gemini's `inlineData`, …) is hashed
+ * as that object with the data replaced by `attachment:<id>`, so megabytes of base64 are never
+ * hashed on the request thread. This holds because an attachment's bytes never change under its
+ * id (attachments are written once, never updated) and every format sends them as stored: the id
+ * names the data. A change that sends other data for an id (a resized image) must put what it did
+ * into the identity.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { markImmutable } from '../immutable.js';
@@ -116,6 +124,17 @@ export function seal<T extends object>(value: T): T {
   return value;
 }
 
+/**
+ * Marks `value`, an object of a payload holding an inline media's base64 in `key`, to be hashed as
+ * if `key` held `identity` (see "INLINE MEDIA" above). Such objects are built anew for every
+ * payload and never sealed (their messages' parts are made per assembly), so the mark is only read
+ * by `contextHash`; `canonicalJson` writes the data.
+ */
+export function hashAs<T extends object>(value: T, key: keyof T & string, identity: string): T {
+  sealedJson.set(value, Buffer.from(canonicalJson({ ...value, [key]: identity })));
+  return value;
+}
+
 /** Where canonical JSON is written: text (structure, small values) or bytes (a sealed value's JSON). */
 export interface CanonicalSink {
   text(json: string): void;
@@ -126,7 +145,8 @@ const omittedInObjects = (v: unknown) => v === undefined || typeof v === 'functi
 
 /**
  * Writes `canonicalJson(value)` to `sink`, using the kept bytes of sealed values: the same text,
- * written piece by piece (keys in code-unit order, array-index keys included).
+ * written piece by piece (keys in code-unit order, array-index keys included), except that an
+ * object marked by `hashAs` is written with its identity in place of its data.
  */
 export function writeCanonicalJson(value: unknown, sink: CanonicalSink, depth = 0): void {
   const sealed = value !== null && typeof value === 'object' ? sealedJson.get(value) : undefined;

@@ -25,13 +25,17 @@ export {
   renderAttachmentBlock,
   renderAttachmentPlaceholder,
   resolveAttachments,
+  sendsMediaInResults,
   truncateAtBoundary,
   type AttachmentCaps,
   type AttachmentResolver,
   type MessageAttachments,
   type ResolvedBlock,
+  type ResolvedMedia,
   type ResolvedMessage,
 } from './attachments.js';
+export * from './media-rules.js';
+export * from './media-tokens.js';
 export { escapeJsonForMarkup, isPlainObject, renderTurnContext } from './turn-context.js';
 export {
   assertToolInvariants,

@@ -1,8 +1,8 @@
 /** The Anthropic Messages payload (framing and rules: formats.ts). */
 import { hasVisibleText } from './provider-rules.js';
-import { pieceOf, textsOf, toolArgumentsValue, toolInputObject } from './payload-pieces.js';
+import { hashedByIdentity, mediaByResult, mediaType, pieceOf, textsOf, toolArgumentsValue, toolInputObject } from './payload-pieces.js';
 import { extraOf, metaOf, metaString, sends } from './provider-data.js';
-import type { AssembledMessage } from './types.js';
+import type { AssembledMessage, MediaPart } from './types.js';
 
 export type AnthropicBlock =
   | { type: 'text'; text: string; citations?: unknown }
@@ -25,13 +25,30 @@ export interface AnthropicMessagesPayload {
 }
 
 /**
+ * An `image` block (source base64, url, or a Files API file id) or a `document` block for a PDF
+ * (the same sources, titled with the file's name). A file source needs the request to carry the
+ * `anthropic-beta: files-api-2025-04-14` header (the message's decision says so).
+ */
+function anthropicMediaBlock(p: MediaPart): AnthropicBlock {
+  const source =
+    p.source.type === 'base64'
+      ? hashedByIdentity({ data: p.source.data, media_type: mediaType(p), type: 'base64' }, 'data', p)
+      : p.source.type === 'url'
+        ? { type: 'url', url: p.source.url }
+        : { file_id: p.source.fileId, type: 'file' };
+  return p.media === 'image' ? { source, type: 'image' } : { source, title: p.name, type: 'document' };
+}
+
+/**
  * The content blocks of one user or assistant message (no empty text blocks), as a message of its
  * own. A block made from an Anthropic response or request gets back the keys it had that the part
  * does not model (`providerMetadata.anthropic.extra`: citations, …); a tool_result given as blocks
- * gets its blocks back unless it is sent as a stub.
+ * gets its blocks back unless it is sent as a stub. A TOOL message's media go in the content of
+ * their tool_result (a text block of its content first).
  */
 function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
   const blocks: AnthropicBlock[] = [];
+  const inResults = m.role === 'TOOL' ? mediaByResult(m.parts) : null;
   for (const p of m.parts) {
     switch (p.type) {
       case 'text':
@@ -48,7 +65,14 @@ function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
         break;
       case 'toolResult': {
         const blocksGiven = metaOf(p, 'anthropic')?.content;
-        const content = !p.elided && Array.isArray(blocksGiven) ? blocksGiven : p.content;
+        const given: string | unknown[] = !p.elided && Array.isArray(blocksGiven) ? blocksGiven : p.content;
+        const media = inResults?.get(p);
+        const content = media
+          ? [
+              ...(typeof given !== 'string' ? given : hasVisibleText(given) ? [{ text: given, type: 'text' }] : []),
+              ...media.map(anthropicMediaBlock),
+            ]
+          : given;
         const block = { ...extraOf(p, 'anthropic'), content, tool_use_id: p.callId, type: 'tool_result' as const };
         blocks.push(p.isError ? { ...block, is_error: true as const } : block);
         break;
@@ -63,6 +87,9 @@ function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
         break;
       case 'providerPart':
         if (sends('ANTHROPIC_MESSAGES', p)) blocks.push(p.data);
+        break;
+      case 'media':
+        if (!inResults || inResults.size === 0) blocks.push(anthropicMediaBlock(p));
         break;
     }
   }

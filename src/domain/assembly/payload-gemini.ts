@@ -1,8 +1,9 @@
 /** The Gemini `generateContent` payload (framing and rules: formats.ts). */
 import { hasVisibleText } from './provider-rules.js';
-import { pieceOf, textsOf, toolArgumentsValue, toolInputObject } from './payload-pieces.js';
+import { geminiFileUri } from './media-rules.js';
+import { hashedByIdentity, mediaType, pieceOf, textsOf, toolArgumentsValue, toolInputObject, unsendable } from './payload-pieces.js';
 import { extraOf, metaOf, metaString, sends } from './provider-data.js';
-import type { AssembledMessage, AssembledPart } from './types.js';
+import type { AssembledMessage, AssembledPart, MediaPart } from './types.js';
 
 export type GeminiPart =
   | { text: string; thought?: true; thoughtSignature?: string }
@@ -35,6 +36,18 @@ function geminiKeys(p: AssembledPart): Record<string, unknown> {
 function geminiId(p: AssembledPart): { id?: string } {
   const id = metaString(p, 'google', 'id');
   return id === undefined ? {} : { id };
+}
+
+/**
+ * An image or PDF part: `inlineData` (base64 and MIME type), or `fileData` (MIME type and URI) for an
+ * https URL or a Files API file (its URI, from the file's name when that is what is stored).
+ */
+function geminiMediaPart(p: MediaPart): GeminiPart {
+  const source = p.source;
+  if (source.type === 'base64') return { inlineData: hashedByIdentity({ data: source.data, mimeType: mediaType(p) }, 'data', p) };
+  const fileUri = source.type === 'url' ? source.url : geminiFileUri(source.fileId);
+  if (fileUri === null) throw unsendable('GEMINI', p);
+  return { fileData: { fileUri, mimeType: mediaType(p) } };
 }
 
 /** The turn of one user, assistant or tool message (no empty text parts unless signed), as a turn of its own. */
@@ -70,6 +83,9 @@ function geminiContentOf(m: AssembledMessage): GeminiContent {
         break;
       case 'providerPart':
         if (sends('GEMINI', p)) parts.push(p.data);
+        break;
+      case 'media':
+        parts.push(geminiMediaPart(p));
         break;
     }
   }

@@ -1,6 +1,6 @@
 /** The GENERIC payload: stored ids, names and texts as they are (framing and rules: formats.ts). */
-import { pieceOf, toolArgumentsValue } from './payload-pieces.js';
-import type { MediaPart, AssembledMessage } from './types.js';
+import { hashedByIdentity, pieceOf, toolArgumentsValue } from './payload-pieces.js';
+import type { AssembledMessage, MediaPart } from './types.js';
 
 type WithMetadata = { providerMetadata?: Record<string, unknown> };
 export type GenericPart = (
@@ -36,11 +36,11 @@ function genericMessageOf(m: AssembledMessage): GenericPayload['messages'][numbe
           const part = { data: p.data, provider: p.provider, type: 'providerPart' as const };
           return withMetadata(p.format === undefined ? part : { ...part, format: p.format }, p);
         }
-        case 'media':
-          return withMetadata(
-            { attachmentId: p.attachmentId, mimeType: p.mimeType, name: p.name, source: p.source, type: 'media' as const },
-            p,
-          );
+        case 'media': {
+          const source =
+            p.source.type === 'base64' ? hashedByIdentity({ data: p.source.data, type: 'base64' as const }, 'data', p) : p.source;
+          return withMetadata({ attachmentId: p.attachmentId, mimeType: p.mimeType, name: p.name, source, type: 'media' as const }, p);
+        }
       }
     }),
     role: m.role.toLowerCase() as 'system' | 'user' | 'assistant' | 'tool',

@@ -2,9 +2,9 @@
 import { markImmutable } from '../immutable.js';
 import { toolArgumentsText } from '../tokens.js';
 import { seal } from './hash.js';
-import { pieceOf, textsOf } from './payload-pieces.js';
+import { dataUrl, hashedByIdentity, mediaByResult, pieceOf, textsOf, unsendable } from './payload-pieces.js';
 import { extraOf, metaOf, metaString, sends } from './provider-data.js';
-import type { AssembledMessage, AssembledPart } from './types.js';
+import type { AssembledMessage, AssembledPart, MediaPart } from './types.js';
 
 export type OpenAiContentPart = { type: 'text'; text: string } | Record<string, unknown>;
 export type OpenAiContent = string | OpenAiContentPart[];
@@ -30,13 +30,34 @@ const asArray = (m: AssembledMessage) => m.parts.length > 0 && metaOf(m.parts[0]
 const systemRole = (m: AssembledMessage): 'system' | 'developer' =>
   m.parts.length > 0 && metaString(m.parts[0], 'openai', 'role') === 'developer' ? 'developer' : 'system';
 
-/** Content of a Chat message: text parts and the message's own OPENAI_CHAT provider parts (image_url, …), in order. */
+/**
+ * A Chat Completions content part for an image (`image_url`: a data URL or an https URL, `detail`
+ * auto) or a PDF (`file`: a data URL with its filename, or an OpenAI file id).
+ */
+function chatMediaPart(p: MediaPart): OpenAiContentPart {
+  const source = p.source;
+  if (p.media === 'image') {
+    if (source.type === 'base64')
+      return { image_url: hashedByIdentity({ detail: 'auto', url: dataUrl({ ...p, source }) }, 'url', p), type: 'image_url' };
+    if (source.type === 'url') return { image_url: { detail: 'auto', url: source.url }, type: 'image_url' };
+  } else {
+    if (source.type === 'base64')
+      return { file: hashedByIdentity({ file_data: dataUrl({ ...p, source }), filename: p.name }, 'file_data', p), type: 'file' };
+    if (source.type === 'providerFile') return { file: { file_id: source.fileId }, type: 'file' };
+  }
+  throw unsendable('OPENAI_CHAT', p);
+}
+
+/** Content of a Chat message: text parts, media and the message's own OPENAI_CHAT provider parts (image_url, …), in order. */
 function chatContent(m: AssembledMessage): OpenAiContent {
   const items: OpenAiContentPart[] = [];
   let plain = true;
   for (const p of m.parts) {
     if (p.type === 'text') {
       items.push({ ...extraOf(p, 'openai', 'chatExtra'), text: p.text, type: 'text' });
+    } else if (p.type === 'media') {
+      items.push(chatMediaPart(p));
+      plain = false;
     } else if (p.type === 'providerPart' && sends('OPENAI_CHAT', p)) {
       items.push(p.data);
       plain = false;
@@ -121,13 +142,44 @@ export interface OpenAiResponsesPayload {
   input: ResponsesItem[];
 }
 
-/** A system, developer or user message item: its texts as `input_text` parts and its own Responses provider parts (input_image, …). */
+/**
+ * A Responses content item for an image (`input_image`: a data URL, an https URL or an OpenAI file
+ * id; `detail` auto, which the SDK's message type requires) or a PDF (`input_file`: a data URL with
+ * its filename, an https URL or a file id). The same shapes serve a message's content and a
+ * function_call_output's list.
+ */
+function responsesMediaItem(p: MediaPart): Record<string, unknown> {
+  const source = p.source;
+  if (p.media === 'image') {
+    switch (source.type) {
+      case 'base64':
+        return hashedByIdentity({ detail: 'auto', image_url: dataUrl({ ...p, source }), type: 'input_image' }, 'image_url', p);
+      case 'url':
+        return { detail: 'auto', image_url: source.url, type: 'input_image' };
+      case 'providerFile':
+        return { detail: 'auto', file_id: source.fileId, type: 'input_image' };
+    }
+  }
+  switch (source.type) {
+    case 'base64':
+      return hashedByIdentity({ file_data: dataUrl({ ...p, source }), filename: p.name, type: 'input_file' }, 'file_data', p);
+    case 'url':
+      return { file_url: source.url, type: 'input_file' };
+    case 'providerFile':
+      return { file_id: source.fileId, type: 'input_file' };
+  }
+}
+
+/** A system, developer or user message item: its texts as `input_text` parts, its media, and its own Responses provider parts (input_image, …). */
 function responsesInputMessage(m: AssembledMessage, role: 'system' | 'developer' | 'user'): ResponsesItem {
   const items: Array<ResponsesText | Record<string, unknown>> = [];
   let plain = true;
   for (const p of m.parts) {
     if (p.type === 'text') items.push({ ...extraOf(p, 'openai'), text: p.text, type: 'input_text' });
-    else if (p.type === 'providerPart' && sends('OPENAI_RESPONSES', p)) {
+    else if (p.type === 'media') {
+      items.push(responsesMediaItem(p));
+      plain = false;
+    } else if (p.type === 'providerPart' && sends('OPENAI_RESPONSES', p)) {
       items.push(p.data);
       plain = false;
     }
@@ -205,20 +257,33 @@ function responsesItemsOf(m: AssembledMessage): ResponsesItem[] {
       return responsesAssistantItems(m);
     case 'TOOL': {
       const out: ResponsesItem[] = [];
+      // A result's media go in its output, which becomes a list (input_text first).
+      const media = mediaByResult(m.parts);
       for (const p of m.parts) {
         if (p.type !== 'toolResult') continue;
         const given = metaOf(p, 'openai')?.output;
         const itemId = metaString(p, 'openai', 'itemId');
+        const output: string | unknown[] = !p.elided && Array.isArray(given) ? given : p.content;
+        const extra = media.get(p);
         const item = {
           ...extraOf(p, 'openai'),
           call_id: p.callId,
-          output: !p.elided && Array.isArray(given) ? given : p.content,
+          output: extra
+            ? [
+                ...(typeof output !== 'string' ? output : output === '' ? [] : [{ text: output, type: 'input_text' }]),
+                ...extra.map(responsesMediaItem),
+              ]
+            : output,
           type: 'function_call_output' as const,
         };
         out.push(itemId === undefined ? item : { ...item, id: itemId });
       }
       const texts = textsOf(m.parts);
-      if (texts.length > 0) {
+      const ownMedia = media.size === 0 && m.parts.some((p) => p.type === 'media');
+      if (ownMedia) {
+        // No result to carry them (never in a stored session): the message's own user item does.
+        out.push(responsesInputMessage({ ...m, parts: m.parts.filter((p) => p.type === 'text' || p.type === 'media') }, 'user'));
+      } else if (texts.length > 0) {
         out.push({
           content: texts.length === 1 ? texts[0] : texts.map((text) => ({ text, type: 'input_text' as const })),
           role: 'user',

@@ -1,11 +1,13 @@
 /**
  * What every provider payload builder shares: payload pieces built once per immutable message (see
- * formats.ts, "Payload objects"), the texts of a message, and a tool call's arguments as a value.
+ * formats.ts, "Payload objects"), the texts of a message, a tool call's arguments as a value, and
+ * what media blocks need (their data, how it is hashed, the tool result they go in).
  */
 import { isImmutable } from '../immutable.js';
 import type { MessageRole } from '../types.js';
-import { seal } from './hash.js';
-import type { AssembledMessage, AssembledPart, ContextFormat } from './types.js';
+import { hashAs, seal } from './hash.js';
+import { baseMimeType } from './media-rules.js';
+import type { AssembledMessage, AssembledPart, ContextFormat, MediaPart } from './types.js';
 
 const pieces = new WeakMap<object, Array<{ format: ContextFormat; role: MessageRole; piece: object }>>();
 
@@ -51,3 +53,44 @@ export function toolInputObject(args: unknown): Record<string, unknown> {
   if (args !== null && typeof args === 'object' && !Array.isArray(args)) return args as Record<string, unknown>;
   return args === undefined ? {} : { value: args };
 }
+
+/** The MIME type a media block names: without parameters, lower case (Anthropic takes exactly `image/png`, …). */
+export const mediaType = (p: MediaPart) => baseMimeType(p.mimeType);
+
+/** A base64 media's data URL (OpenAI's image_url, file_data). */
+export const dataUrl = (p: MediaPart & { source: { type: 'base64' } }) => `data:${mediaType(p)};base64,${p.source.data}`;
+
+/**
+ * `block`, which holds `p`'s base64 (or its data URL) in `key`, marked to be hashed with the
+ * attachment's identity in its place (hash.ts, "INLINE MEDIA"). Build the block only for this call:
+ * the mark is on the object.
+ */
+export function hashedByIdentity<T extends object>(block: T, key: keyof T & string, p: MediaPart): T {
+  return hashAs(block, key, `attachment:${p.attachmentId}`);
+}
+
+/**
+ * A TOOL message's media parts by the tool result each is sent in: the result before it in the
+ * message's parts, else the message's first result (formats.ts). Empty when the message has none.
+ */
+export function mediaByResult(parts: readonly AssembledPart[]): Map<AssembledPart, MediaPart[]> {
+  const out = new Map<AssembledPart, MediaPart[]>();
+  let owner: AssembledPart | undefined = parts.find((p) => p.type === 'toolResult');
+  if (owner === undefined) return out;
+  for (const p of parts) {
+    if (p.type === 'toolResult') owner = p;
+    else if (p.type === 'media') {
+      const list = out.get(owner!);
+      if (list) list.push(p);
+      else out.set(owner!, [p]);
+    }
+  }
+  return out;
+}
+
+/**
+ * What a builder throws when given media its format's rules refuse (media-rules.ts): never, while
+ * the rules and the builders agree (a unit test builds every sendable case in every format).
+ */
+export const unsendable = (format: ContextFormat, p: MediaPart) =>
+  new Error(`${format} was given ${p.media === 'image' ? 'an image' : 'a PDF'} held as ${p.source.type}, which its media rules refuse`);

@@ -11,7 +11,8 @@
  *   4. capMaxMessages          (newest; the newest user message always stays; rounds whole)
  *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole)
  *   6. resolveAttachments      (sized during step 5 so the budget counts them; INLINE blocks or
- *                               REFERENCE blocks, attachmentMode)
+ *                               REFERENCE blocks, attachmentMode; images and PDFs as media parts
+ *                               where the format can send them, media-rules.ts)
  *   7. turn context block right before the last user message; system prompt and summary first
  *      (the session's leading system message between them when the compaction covers it)
  *      (ANTHROPIC_MESSAGES and GEMINI: a placeholder user turn first when the conversation would
@@ -164,6 +165,7 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     encoding,
     mode: options.attachmentMode ?? 'INLINE',
     referenceId: input.attachmentReferenceId,
+    format,
   });
   // ANTHROPIC_MESSAGES and GEMINI must start with a user turn. With a summary, the summary is that
   // turn when needed (same framing, already counted among the fixed blocks); otherwise a
@@ -199,12 +201,17 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     for (const p of w.source.parts) if (p.type === 'toolCall') delta += names.delta.get(p.name) ?? 0;
     return delta;
   };
-  const costOf = (w: WorkMessage) =>
-    workContentTokens(w, encoding) +
-    (names.delta.size > 0 && w.shape.calls.length > 0 ? nameDelta(w) : 0) +
-    (w.shape.attachments > 0 ? resolver.resolve(w).tokens : 0) +
-    workProviderTokens(w, format, encoding) +
-    framingTokensFor(format, w.shape.role, w.shape.calls.length, w.shape.results.length, w.shape.others);
+  // Media sent inside a tool result are no part of their own: their message frames one less.
+  const costOf = (w: WorkMessage) => {
+    const attachments = w.shape.attachments > 0 ? resolver.resolve(w) : null;
+    return (
+      workContentTokens(w, encoding) +
+      (names.delta.size > 0 && w.shape.calls.length > 0 ? nameDelta(w) : 0) +
+      (attachments ? attachments.tokens : 0) +
+      workProviderTokens(w, format, encoding) +
+      framingTokensFor(format, w.shape.role, w.shape.calls.length, w.shape.results.length, w.shape.others - (attachments?.inResults ?? 0))
+    );
+  };
   if (pinned) {
     const cost = costOf(pinned);
     fixedTokens += cost;

@@ -211,6 +211,13 @@ export function applyProviderRules(input: readonly AssembledMessage[], format: C
       } else if (p.type === 'reasoning' || p.type === 'providerPart') {
         const why = leftOutBecause(format, p);
         if (why !== null) note(m, `its ${p.type === 'reasoning' ? 'reasoning' : `${p.provider} provider`} part is left out (${why})`);
+      } else if (p.type === 'media') {
+        if (format === 'ANTHROPIC_MESSAGES' && p.source.type === 'providerFile') {
+          note(
+            m,
+            `its ${p.media === 'image' ? 'image' : 'PDF'} "${p.name}" is sent by Files API file id (send the request with the anthropic-beta header files-api-2025-04-14)`,
+          );
+        }
       } else if (
         p.type === 'text' &&
         startsWithUserTurn(format) &&

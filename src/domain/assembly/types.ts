@@ -218,7 +218,10 @@ export interface AssembledContext {
   hasNewTransforms: boolean;
   encoding: TokenEncoding;
   format: ContextFormat;
-  /** sha256 hex of the canonical serialization of format, encoding and payload. */
+  /**
+   * sha256 hex of the canonical serialization of format, encoding and payload, each inline image's
+   * or PDF's base64 written as its attachment's identity (`attachment:<id>`, hash.ts).
+   */
   contextHash: string;
   /** One per input message, in input order. */
   decisions: ContextDecision[];

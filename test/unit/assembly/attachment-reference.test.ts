@@ -20,7 +20,7 @@ import {
 } from '../../../src/domain/assembly/index.js';
 import { countTokens } from '../../../src/domain/tokens.js';
 import type { ResolvedAttachment } from '../../../src/domain/types.js';
-import { goldenInput } from './golden-fixture.js';
+import { goldenHashForm, goldenInput } from './golden-fixture.js';
 import { attachmentPart, makeInput, msg, text, textAttachment, user } from './helpers.js';
 
 const refId = (id: string) => Buffer.from(`Attachment:${id}`).toString('base64');
@@ -272,7 +272,7 @@ describe('golden REFERENCE payloads (test/golden)', () => {
       expect(r.payload).toEqual(golden);
       expect(r.contextHash).toBe(
         createHash('sha256')
-          .update(canonicalJson({ encoding: 'O200K_BASE', format, payload: golden }))
+          .update(canonicalJson({ encoding: 'O200K_BASE', format, payload: goldenHashForm(golden) }))
           .digest('hex'),
       );
     });

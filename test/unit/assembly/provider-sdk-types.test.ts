@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { runAssembly } from '../../../src/domain/assembly/index.js';
 import { type ProviderFormat, providerFixtures, storedMessages } from '../../helpers/provider-fixtures.js';
 import { makeInput } from './helpers.js';
+import { mediaSession } from './media-fixture.js';
 
 /** The official SDK type each format's payload must be (object literals: no unknown key, no missing one). */
 const TYPES: Record<ProviderFormat, string> = {
@@ -17,7 +18,7 @@ const TYPES: Record<ProviderFormat, string> = {
 
 const OUT = new URL('../../output/sdk-types/', import.meta.url).pathname;
 
-describe("every recorded payload, assembled in every format, is what the official SDKs' types accept", () => {
+describe("every recorded payload, assembled in every format, and every image and PDF a format sends, is what the official SDKs' types accept", () => {
   it('type-checks (openai, @anthropic-ai/sdk, @google/genai)', () => {
     const lines = [
       "import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';",
@@ -33,6 +34,12 @@ describe("every recorded payload, assembled in every format, is what the officia
         const { payload } = runAssembly(makeInput(storedMessages(fixture), { format, keepToolCallRounds: 1_000_000 }));
         lines.push(`// ${fixture.file} as ${format}`, `export const p${n++}: ${TYPES[format]} = ${JSON.stringify(payload)};`);
       }
+    }
+    // An image and a PDF by bytes, URL and the format's own provider file, in a user message and a tool result.
+    for (const format of Object.keys(TYPES) as ProviderFormat[]) {
+      const { messages, attachments } = mediaSession(format);
+      const { payload } = runAssembly(makeInput(messages, { format }, { attachments }));
+      lines.push(`// images and PDFs as ${format}`, `export const p${n++}: ${TYPES[format]} = ${JSON.stringify(payload)};`);
     }
     mkdirSync(OUT, { recursive: true });
     const file = `${OUT}payloads.ts`;

@@ -6,6 +6,7 @@ import {
   renderTurnContext,
   validateAssembleOptions,
 } from '../../../src/domain/assembly/index.js';
+import { hashAs } from '../../../src/domain/assembly/hash.js';
 import { defaultOptions } from './helpers.js';
 
 describe('renderTurnContext', () => {
@@ -78,6 +79,23 @@ describe('canonicalJson and contextHash', () => {
     expect(contextHash({ messages: [{ role: 'user', content: 'hi!' }] }, 'O200K_BASE', 'OPENAI_CHAT')).not.toBe(h);
     expect(contextHash(payload, 'CL100K_BASE', 'OPENAI_CHAT')).not.toBe(h);
     expect(contextHash(payload, 'O200K_BASE', 'GENERIC')).not.toBe(h);
+  });
+
+  it('hash: an object marked by hashAs is hashed with its identity in place of its data; canonicalJson keeps the data', () => {
+    const block = (data: string, id = 'a1') => hashAs({ type: 'base64', media_type: 'image/png', data }, 'data', `attachment:${id}`);
+    const payload = (data: string, id?: string) => ({
+      messages: [{ role: 'user', content: [{ type: 'image', source: block(data, id) }] }],
+    });
+    const h = contextHash(payload('AAAA'), 'O200K_BASE', 'ANTHROPIC_MESSAGES');
+    const standIn = {
+      messages: [
+        { role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'attachment:a1' } }] },
+      ],
+    };
+    expect(h).toBe(contextHash(standIn, 'O200K_BASE', 'ANTHROPIC_MESSAGES'));
+    expect(contextHash(payload('B'.repeat(1_000_000)), 'O200K_BASE', 'ANTHROPIC_MESSAGES')).toBe(h);
+    expect(contextHash(payload('AAAA', 'a2'), 'O200K_BASE', 'ANTHROPIC_MESSAGES')).not.toBe(h);
+    expect(canonicalJson(payload('AAAA'))).toContain('"data":"AAAA"');
   });
 });
 
