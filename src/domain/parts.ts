@@ -1,5 +1,5 @@
 import { isTextMimeType } from './assembly/attachments.js';
-import { type CheckedBytes, checkBytes, decodeBase64, textOfBytes } from './attachment-bytes.js';
+import { baseType, type CheckedBytes, checkBytes, decodeBase64, textOfBytes } from './attachment-bytes.js';
 import { badInput } from './errors.js';
 import { checkJson } from './input.js';
 import { toolArgumentsText } from './tokens.js';
@@ -311,8 +311,15 @@ function checkRoleParts(role: MessageRole, parts: DraftPart[], where: string) {
       throw badInput(`${where}: reasoning belongs in ASSISTANT messages, not ${role}.`);
     }
   }
-  if (role === 'TOOL' && parts.some((p) => p.type !== 'toolResult')) {
-    throw badInput(`${where}: a TOOL message holds tool results only.`);
+  if (role === 'TOOL') {
+    // What a tool returned beside its result: images and PDFs, after the result they belong to.
+    const toolMedia = (p: DraftPart) =>
+      p.type === 'attachmentUpload' && p.kind !== 'TEXT' && (p.mimeType.startsWith('image/') || baseType(p.mimeType) === 'application/pdf');
+    if (parts[0]?.type !== 'toolResult' || parts.some((p) => p.type !== 'toolResult' && !toolMedia(p))) {
+      throw badInput(
+        `${where}: a TOOL message holds tool results, each followed by the images or PDFs its tool returned (not text files).`,
+      );
+    }
   }
 }
 

@@ -131,8 +131,12 @@ const ContextMessage = builder.objectRef<AssembledMessage>('ContextMessage').imp
     }),
     parts: t.field({
       type: [MessagePart],
-      description: 'Its parts; attachments are resolved into text parts.',
-      resolve: (m) => m.parts as never,
+      description:
+        "Its parts. Text attachments are resolved into text parts; an image or PDF the format sends as its provider's block is an AttachmentPart (its bytes are in `payload`, and at `Attachment.url`).",
+      resolve: (m) =>
+        m.parts.map((p) =>
+          p.type === 'media' ? { type: 'attachment', attachmentId: p.attachmentId, name: p.name, mimeType: p.mimeType, size: 0 } : p,
+        ) as never,
     }),
     text: t.string({
       description: 'Its text parts joined by newlines.',

@@ -1,5 +1,6 @@
 import type { AssemblyCaches, WindowHint } from '../caches/index.js';
 import type { Sql } from '../db/sql.js';
+import { needsBytes, type ContextFormat } from '../domain/assembly/index.js';
 import { type AttachmentSummary, findAttachmentSummaries, findAttachments, readAttachmentBytes } from '../db/stores/attachments.js';
 import { readLightPage, readLightSegments, readParts, type LightRow } from '../db/stores/messages.js';
 import { readAssemblyState, type AssemblyState } from '../db/stores/assembly-state.js';
@@ -178,17 +179,18 @@ export class AssemblyReads {
   async loadAttachments(
     workspaceId: string,
     messages: DomainMessage[],
-    byReference: boolean,
-    mediaBytes: number,
+    how: { byReference: boolean; format: ContextFormat; mediaBytes: number },
   ): Promise<Map<string, ResolvedAttachment>> {
+    const { byReference, format } = how;
     const ids = new Set<string>();
     const withBytes: string[] = [];
-    let room = mediaBytes;
+    let room = how.mediaBytes;
     for (let m = messages.length - 1; m >= 0; m--) {
       for (const part of messages[m].parts) {
         if (part.type !== 'attachment' || ids.has(part.attachmentId)) continue;
         ids.add(part.attachmentId);
-        if (part.kind === 'BYTES' && part.size <= room) {
+        // Only the bytes the format will send, in that message's place (needsBytes: the resolver's rule).
+        if (needsBytes(format, messages[m].role, part) && part.size <= room) {
           room -= part.size;
           withBytes.push(part.attachmentId);
         }
@@ -216,7 +218,15 @@ export class AssemblyReads {
           url: row.url,
           providerFile: row.providerFile,
         };
-        if (row.chars === null) return [row.id, { ...held, content: null, problem: 'the stored attachment has no text content' }];
+        if (row.chars === null) {
+          // Bytes, a URL or a provider file: no text, which is no problem (the resolver sends them as media).
+          return [
+            row.id,
+            row.kind === 'TEXT'
+              ? { ...held, content: null, problem: 'the stored attachment has no text content' }
+              : { ...held, content: null },
+          ];
+        }
         return [row.id, byReference ? { ...held, content: null, chars: row.chars } : { ...held, content: textOf.get(row.id) ?? null }];
       }),
     );

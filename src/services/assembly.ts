@@ -15,6 +15,7 @@ import {
   DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
   DEFAULT_KEEP_TOOL_CALL_ROUNDS,
   validateAssembleOptions,
+  withMediaByReference,
   type AssembleContextOptions,
   type AttachmentMode,
   type AssembledContext,
@@ -155,12 +156,11 @@ export class AssemblyService {
     // starts after it (a compaction covering it included: it is kept ahead of the summary).
     const pinned = options.keepSystemMessage !== false && lo > 0 ? await this.reads.leadingSystemMessage(segments) : null;
     const messages = pinned ? [pinned, ...windowMessages] : windowMessages;
-    const attachments = await this.reads.loadAttachments(
-      session.workspaceId,
-      messages,
-      options.attachmentMode === 'REFERENCE',
-      this.mediaBytes,
-    );
+    const attachments = await this.reads.loadAttachments(session.workspaceId, messages, {
+      byReference: options.attachmentMode === 'REFERENCE',
+      format: options.format,
+      mediaBytes: this.mediaBytes,
+    });
     const fingerprint = settingsFingerprint(session.settings);
     const mark = historyMark(session);
 
@@ -206,7 +206,12 @@ export class AssemblyService {
     if (request.turnId) {
       const { earlier: _, ...plain } = result;
       const decisions = await this.decisionsOf(result);
-      const recorded: RecordedContext = { ...plain, decisions, settingsFingerprint: fingerprint, assembledAt: new Date().toISOString() };
+      const recorded: RecordedContext = {
+        ...withMediaByReference(plain),
+        decisions,
+        settingsFingerprint: fingerprint,
+        assembledAt: new Date().toISOString(),
+      };
       if (!(await recordContext(this.sql, request.turnId, recorded, fingerprint, mark)))
         throw notFound('Turn of this session', request.turnId);
     }

@@ -240,4 +240,112 @@ describe(`images and files (${backend.label})`, () => {
     await gqlOk(app, DELETE, { id: second }, alpha);
     expect(await blobsOf()).toBe(0);
   });
+
+  it('sends an image and a PDF in each format as the provider blocks, counts the image by the rule, and records the turn without the bytes', async () => {
+    const sessionId = await newSession();
+    const b64 = PNG.toString('base64');
+    const pdf = makePdf(2).toString('base64');
+    const SEED = `mutation($input: AppendMessagesInput!) { appendMessages(input: $input) { messages { id } } }`;
+    const withImage = [
+      {
+        role: 'USER',
+        parts: [
+          { text: { text: 'What is in this chart?' } },
+          { attachment: { name: 'chart.png', mimeType: 'image/png', data: b64 } },
+          { attachment: { name: 'r.pdf', mimeType: 'application/pdf', data: pdf } },
+        ],
+      },
+      { role: 'ASSISTANT', parts: [{ toolCall: { callId: 'c1', name: 'zoom', arguments: { x: 1 } } }] },
+      {
+        role: 'TOOL',
+        parts: [
+          { toolResult: { callId: 'c1', content: 'zoomed' } },
+          { attachment: { name: 'zoom.png', mimeType: 'image/png', data: makePng(200, 100).toString('base64') } },
+        ],
+      },
+    ];
+    await gqlOk(app, SEED, { input: { sessionId, messages: withImage } }, alpha);
+    const plain = await newSession();
+    await gqlOk(
+      app,
+      SEED,
+      {
+        input: {
+          sessionId: plain,
+          messages: [
+            {
+              role: 'USER',
+              parts: [
+                { text: { text: 'What is in this chart?' } },
+                { attachment: { name: 'r.pdf', mimeType: 'application/pdf', data: pdf } },
+              ],
+            },
+          ],
+        },
+      },
+      alpha,
+    );
+
+    const ASSEMBLE = `mutation($input: AssembleContextInput!) {
+      assembleContext(input: $input) {
+        tokenCount contextHash payload
+        messages { tokenCount parts { __typename ... on AttachmentPart { attachment { name kind } } } }
+        attachmentProblems { problem detail name }
+      }
+    }`;
+    type Out = {
+      assembleContext: {
+        tokenCount: number;
+        contextHash: string;
+        payload: unknown;
+        messages: { tokenCount: number; parts: { __typename: string; attachment?: { name: string; kind: string } }[] }[];
+        attachmentProblems: { problem: string; detail: string; name: string }[];
+      };
+    };
+    const assemble = async (id: string, format: string, extra: Record<string, unknown> = {}) =>
+      (await gqlOk<Out, unknown>(app, ASSEMBLE, { input: { sessionId: id, format, ...extra } }, alpha)).assembleContext;
+
+    const blocks: Record<string, string> = {
+      OPENAI_CHAT: '"type":"image_url"',
+      OPENAI_RESPONSES: '"type":"input_image"',
+      ANTHROPIC_MESSAGES: '"type":"image"',
+      GEMINI: '"inlineData"',
+    };
+    for (const [format, block] of Object.entries(blocks)) {
+      const context = await assemble(sessionId, format);
+      const text = JSON.stringify(context.payload);
+      expect(text, format).toContain(block);
+      expect(text, format).toContain(b64);
+      expect(text, format).toContain(pdf);
+      // The parts name the attachment; its bytes are in the payload only.
+      expect(
+        context.messages.flatMap((m) => m.parts.filter((p) => p.attachment).map((p) => p.attachment!.name)),
+        format,
+      ).toContain('chart.png');
+      // Chat Completions and Gemini take no image in a tool's answer: reported, never a refused payload.
+      const toolImage = context.attachmentProblems.filter((p) => p.name === 'zoom.png').map((p) => p.problem);
+      expect(toolImage, format).toEqual(format === 'OPENAI_CHAT' || format === 'GEMINI' ? ['NOT_SENDABLE'] : []);
+    }
+    // OpenAI's rule for 1024×768 at detail auto (high): 85 + 170 × 4 tiles.
+    const [withPng, withoutPng] = [await assemble(sessionId, 'OPENAI_CHAT'), await assemble(plain, 'OPENAI_CHAT')];
+    expect(withPng.messages[0].tokenCount - withoutPng.messages[0].tokenCount).toBe(765);
+
+    // A turn records its context naming the bytes by attachment, not carrying them again.
+    const turn = await gqlOk<{ startTurn: { id: string } }, unknown>(
+      app,
+      'mutation($s: ID!) { startTurn(input: { sessionId: $s, agentIds: ["a"] }) { id } }',
+      { s: sessionId },
+      alpha,
+    );
+    const served = await assemble(sessionId, 'ANTHROPIC_MESSAGES', { turnId: turn.startTurn.id });
+    const recorded = await gqlOk<{ node: { context: { contextHash: string; payload: unknown } } }, unknown>(
+      app,
+      'query($id: ID!) { node(id: $id) { ... on Turn { context { contextHash payload } } } }',
+      { id: turn.startTurn.id },
+      alpha,
+    );
+    expect(recorded.node.context.contextHash).toBe(served.contextHash);
+    expect(JSON.stringify(recorded.node.context.payload)).not.toContain(b64.slice(0, 200));
+    expect(JSON.stringify(recorded.node.context.payload)).toContain('attachment:');
+  });
 });

@@ -159,3 +159,31 @@ export function isAnimatedGif(bytes: Uint8Array): boolean {
   }
   return false;
 }
+
+/**
+ * The context as a turn records it: every inline image or PDF named by its attachment instead of
+ * its bytes (`attachment:<id>` in place of the base64, in the parts and wherever the payload holds
+ * it, as is or in a data URL), so a recorded turn never stores a file's bytes again. The served
+ * context is unchanged; `contextHash` already names media by their attachment.
+ */
+export function withMediaByReference<T extends { messages: { parts: readonly unknown[] }[]; payload: unknown }>(context: T): T {
+  const named = new Map<string, string>();
+  for (const m of context.messages) {
+    for (const p of m.parts as { type: string; attachmentId?: string; mimeType?: string; source?: { type: string; data?: string } }[]) {
+      if (p.type !== 'media' || p.source?.type !== 'base64' || p.source.data === undefined) continue;
+      named.set(p.source.data, `attachment:${p.attachmentId}`);
+    }
+  }
+  if (named.size === 0) return context;
+  const walk = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      // As is (Anthropic, Gemini), or as a data URL (OpenAI): `data:<type>;base64,<data>`.
+      const data = value.startsWith('data:') ? value.slice(value.indexOf(',') + 1) : value;
+      return named.get(data) ?? value;
+    }
+    if (Array.isArray(value)) return value.map(walk);
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
+    return value;
+  };
+  return { ...context, messages: walk(context.messages) as T['messages'], payload: walk(context.payload) };
+}
