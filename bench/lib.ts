@@ -55,6 +55,12 @@ export interface ResultRow {
   note: string | null;
   /** When the scenario ran (ISO 8601). */
   at: string;
+  /**
+   * Absent on a normal run (every deviation on, the server as deployed). `off` on a run of
+   * `--deviations=off` (`NO_DEVIATIONS`), `off:httpFastPath,queryJit` when only those were off: such
+   * rows are kept beside the normal row of the same scenario, backend and metric, not in its place.
+   */
+  deviations?: string;
 }
 
 export interface BenchContext {

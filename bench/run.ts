@@ -1,9 +1,14 @@
 /**
- * `npm run bench [-- <scenario> …] [--backend=pglite|postgres] [--smoke] [--rounds=N] [--soak=SECONDS]`
+ * `npm run bench [-- <scenario> …] [--backend=pglite|postgres] [--smoke] [--rounds=N] [--soak=SECONDS] [--deviations=off[:NAME,…]]`
  *
  * `--smoke` (CI): one short round of each scenario with small sizes, nothing written to bench/results.*;
  * exits non-zero only when a scenario crashes or a delivery/error count that must be 0 is not.
  * `--rounds=N` rounds per measurement (default 3); `--soak=S` length of the memory soak (default 300 s).
+ * `--deviations=off` measures the server without its deviations from the obvious implementation
+ * (`NO_DEVIATIONS`; `off:httpFastPath,queryJit` only those): the servers over sockets run
+ * bench/servers/obvious.mjs instead of dist/main.js, the in-process apps get the same `deviations`,
+ * and the rows are stored beside the normal ones, marked (`deviations` in results.json, a table of
+ * their own in results.md), never in their place.
  * See bench/README.md for what each scenario measures and how to read the results.
  *
  * Runs the scenarios of bench/scenarios/ (all by default, or those named) on PGlite, and on
@@ -20,7 +25,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { buildApp, type App } from '../src/app.js';
+import { buildApp, type App, type Deviations, NO_DEVIATIONS } from '../src/app.js';
 import { loadConfig, type AppConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
 import { parseGlobalId } from '../src/schema/ids.js';
@@ -96,11 +101,49 @@ function config(databaseUrl: string | null): AppConfig {
   };
 }
 
+/**
+ * Which deviations a run turns off (`--deviations`): none (the server as deployed), all of them
+ * (`off`, NO_DEVIATIONS) or those named (`off:httpFastPath,queryJit`). `marker` is what the run's rows
+ * carry in results.json (`ResultRow.deviations`), undefined for a normal run.
+ */
+interface DeviationsRun {
+  off: (keyof Deviations)[];
+  marker: string | undefined;
+}
+const ALL_ON: DeviationsRun = { off: [], marker: undefined };
+
+function parseDeviations(value: string): DeviationsRun {
+  const known = Object.keys(NO_DEVIATIONS) as (keyof Deviations)[];
+  if (value === 'on') return ALL_ON;
+  if (value === 'off') return { off: known, marker: 'off' };
+  if (value.startsWith('off:')) {
+    const named = value.slice('off:'.length).split(',').filter(Boolean);
+    const unknown = named.filter((name) => !known.includes(name as keyof Deviations));
+    if (!named.length || unknown.length)
+      throw new Error(
+        `--deviations=off:${named.join(',')}: name one or more of ${known.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`,
+      );
+    // In Deviations' order, so one set is one marker however it was written.
+    const off = known.filter((name) => named.includes(name));
+    return off.length === known.length ? { off, marker: 'off' } : { off, marker: `off:${off.join(',')}` };
+  }
+  throw new Error(`--deviations must be on, off or off:NAME,… (NAME one of ${known.join(', ')}), not ${value}`);
+}
+
+/** The `BuildAppOptions.deviations` of a run: those it turns off, false. */
+const deviationsOf = (run: DeviationsRun): Partial<Deviations> => Object.fromEntries(run.off.map((name) => [name, false]));
+
 /** A fresh app on a fresh database; `dispose` closes it and drops the database. */
-async function freshApp(backend: BackendKind, postgresUrl: string | null): Promise<{ app: App; dispose: () => Promise<void> }> {
+async function freshApp(
+  backend: BackendKind,
+  postgresUrl: string | null,
+  run: DeviationsRun,
+): Promise<{ app: App; dispose: () => Promise<void> }> {
+  const deviations = deviationsOf(run);
   if (backend === 'pglite') {
-    const database = await createDatabase({ kind: 'pglite', dataDir: 'memory://' });
-    const app = await buildApp(config(null), { database });
+    // A database passed to buildApp keeps what createDatabase was told: the PGlite switch goes here.
+    const database = await createDatabase({ kind: 'pglite', dataDir: 'memory://', pgliteStatements: deviations.pgliteStatements ?? true });
+    const app = await buildApp(config(null), { database, deviations });
     await app.warm();
     return { app, dispose: () => app.close() };
   }
@@ -119,7 +162,7 @@ async function freshApp(backend: BackendKind, postgresUrl: string | null): Promi
   };
   let app: App;
   try {
-    app = await buildApp(config(url.toString()));
+    app = await buildApp(config(url.toString()), { deviations });
     await app.warm();
   } catch (error) {
     await drop();
@@ -244,7 +287,7 @@ function processContext(
   backend: BackendKind,
   postgresUrl: string | null,
   redisUrl: string | null,
-  options: { smoke: boolean; rounds: number; soak: number },
+  options: { smoke: boolean; rounds: number; soak: number; deviations: DeviationsRun },
 ) {
   const procs: Proc[] = [];
   const drops: (() => Promise<void>)[] = [];
@@ -292,9 +335,13 @@ function processContext(
       return dir;
     },
     async server(db, opts = {}) {
+      // `--deviations=off`: the same server started by bench/servers/obvious.mjs, with the deviations
+      // the run names off (all of them: no arguments), from dist/ or, for the tsx runtime, from src/.
+      const { off, marker } = options.deviations;
+      const obvious = [join(ROOT, 'bench/servers/obvious.mjs'), ...(marker === 'off' ? [] : off)];
       const argv =
         opts.runtime === 'tsx'
-          ? ['--import', 'tsx', join(ROOT, 'src/main.ts')]
+          ? ['--import', 'tsx', ...(marker ? [...obvious, '--source'] : [join(ROOT, 'src/main.ts')])]
           : [
               // A V8 CPU profile of each server process, written when it stops (see bench/README.md).
               ...(process.env.BENCH_SERVER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : []),
@@ -302,7 +349,7 @@ function processContext(
               ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
               // No --enable-source-maps: `npm start` runs without it, and it reads every module's
               // source map as the module loads (90 to 230 ms of a PGlite start on a migrated folder).
-              join(ROOT, 'dist/main.js'),
+              ...(marker ? obvious : [join(ROOT, 'dist/main.js')]),
             ];
       const env: Record<string, string> = {
         NODE_ENV: 'production',
@@ -319,8 +366,9 @@ function processContext(
         ...db.env,
         ...opts.env,
       };
-      const proc = track(await startProcess(`server (${opts.runtime ?? 'dist'})`, argv, env));
-      ctx.log(`server (${opts.runtime ?? 'dist'}) ready in ${(proc.readyMs / 1000).toFixed(1)} s`);
+      const name = `server (${opts.runtime ?? 'dist'}${marker ? `, deviations ${marker}` : ''})`;
+      const proc = track(await startProcess(name, argv, env));
+      ctx.log(`${name} ready in ${(proc.readyMs / 1000).toFixed(1)} s`);
       return proc;
     },
     async bareYoga() {
@@ -367,8 +415,10 @@ function parseArgs(argv: string[]) {
   let smoke = false;
   let rounds: number | null = null;
   let soak: number | null = null;
+  let deviations = ALL_ON;
   for (const arg of argv) {
     if (arg === '--list') list = true;
+    else if (arg.startsWith('--deviations=')) deviations = parseDeviations(arg.slice('--deviations='.length));
     else if (arg === '--smoke') smoke = true;
     else if (arg.startsWith('--rounds=')) rounds = Math.max(1, Number.parseInt(arg.slice('--rounds='.length), 10) || 1);
     else if (arg.startsWith('--soak=')) soak = Math.max(1, Number.parseInt(arg.slice('--soak='.length), 10) || 1);
@@ -376,7 +426,7 @@ function parseArgs(argv: string[]) {
     else if (arg.startsWith('-')) throw new Error(`unknown option ${arg}`);
     else names.push(arg);
   }
-  return { names, backends, list, smoke, rounds: rounds ?? (smoke ? 1 : 3), soak: soak ?? (smoke ? 5 : 300) };
+  return { names, backends, list, smoke, rounds: rounds ?? (smoke ? 1 : 3), soak: soak ?? (smoke ? 5 : 300), deviations };
 }
 
 function readResults(): ResultRow[] {
@@ -391,6 +441,41 @@ function readResults(): ResultRow[] {
 }
 
 const fmt = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(Math.abs(value) >= 100 ? 1 : 3));
+
+const markerOf = (r: ResultRow) => r.deviations ?? '';
+
+/**
+ * The rows of runs without deviations (`--deviations=off…`), one table per set turned off, each row
+ * beside the normal row of the same scenario, backend and metric (its "with" figure).
+ */
+function withoutDeviationsTables(rows: ResultRow[]): string[] {
+  const normal = new Map(rows.filter((r) => !r.deviations).map((r) => [`${r.scenario}\u0000${r.backend}\u0000${r.metric}`, r]));
+  const markers = [...new Set(rows.map(markerOf).filter(Boolean))].sort();
+  const lines: string[] = [];
+  for (const marker of markers) {
+    const off = marker === 'off' ? Object.keys(NO_DEVIATIONS).join(', ') : marker.slice('off:'.length).split(',').join(', ');
+    lines.push(
+      '',
+      `## Without deviations: \`--deviations=${marker}\``,
+      '',
+      `Turned off: ${off} (\`buildApp\`'s \`deviations\`; bench/README.md). "with" is the normal row above, from its own run (its time in the last column);`,
+      'compare ratios to a baseline measured in the same run, not absolute figures from runs at different loads. Target and pass are the row without.',
+      '',
+      '| scenario | backend | metric | with | without | unit | target | pass (without) | note | ran at (with / without) |',
+      '|---|---|---|---:|---:|---|---|---|---|---|',
+    );
+    for (const r of rows.filter((row) => row.deviations === marker)) {
+      const w = normal.get(`${r.scenario}\u0000${r.backend}\u0000${r.metric}`);
+      const at = (row: ResultRow | undefined) => (row ? row.at.slice(0, 19).replace('T', ' ') : '—');
+      lines.push(
+        `| ${r.scenario} | ${r.backend} | ${r.metric} | ${w ? fmt(w.value) : '—'} | ${fmt(r.value)} | ${r.unit} | ${r.target ?? ''} | ${
+          r.pass === null ? '' : r.pass ? 'yes' : '**NO**'
+        } | ${(r.note ?? '').replace(/\|/g, '\\|')} | ${at(w)} / ${at(r)} |`,
+      );
+    }
+  }
+  return lines;
+}
 
 function writeResults(rows: ResultRow[]) {
   const environment = {
@@ -412,12 +497,15 @@ function writeResults(rows: ResultRow[]) {
     '',
     '| scenario | backend | metric | value | unit | target | pass | note | ran at |',
     '|---|---|---|---:|---|---|---|---|---|',
-    ...rows.map(
-      (r) =>
-        `| ${r.scenario} | ${r.backend} | ${r.metric} | ${fmt(r.value)} | ${r.unit} | ${r.target ?? ''} | ${
-          r.pass === null ? '' : r.pass ? 'yes' : '**NO**'
-        } | ${(r.note ?? '').replace(/\|/g, '\\|')} | ${r.at.slice(0, 19).replace('T', ' ')} |`,
-    ),
+    ...rows
+      .filter((r) => !r.deviations)
+      .map(
+        (r) =>
+          `| ${r.scenario} | ${r.backend} | ${r.metric} | ${fmt(r.value)} | ${r.unit} | ${r.target ?? ''} | ${
+            r.pass === null ? '' : r.pass ? 'yes' : '**NO**'
+          } | ${(r.note ?? '').replace(/\|/g, '\\|')} | ${r.at.slice(0, 19).replace('T', ' ')} |`,
+      ),
+    ...withoutDeviationsTables(rows),
     '',
   ];
   writeFileSync(RESULTS_MD, lines.join('\n'));
@@ -456,11 +544,13 @@ async function main() {
 
   const fresh: ResultRow[] = [];
   const ran = new Set<string>();
+  const marker = args.deviations.marker;
+  if (marker) log(`deviations off (--deviations=${marker}): ${args.deviations.off.join(', ')}; rows are stored beside the normal ones`);
   let failures = 0;
   const runStarted = performance.now();
   for (const scenario of selected) {
     for (const backend of backends) {
-      log(`${scenario.name} on ${backend}: ${scenario.description}`);
+      log(`${scenario.name} on ${backend}${marker ? `, deviations ${marker}` : ''}: ${scenario.description}`);
       const started = performance.now();
       let rows: Row[];
       if (scenario.mode === 'process') {
@@ -478,7 +568,7 @@ async function main() {
       } else {
         const disposers: (() => Promise<void>)[] = [];
         const open = async (): Promise<BenchContext> => {
-          const { app, dispose } = await freshApp(backend, postgresUrl);
+          const { app, dispose } = await freshApp(backend, postgresUrl, args.deviations);
           disposers.push(dispose);
           const workspaceId = await app.runtime.auth.workspaceFor(null);
           return context(backend, app, workspaceId, args, open);
@@ -494,7 +584,7 @@ async function main() {
         }
       }
       const at = new Date().toISOString();
-      ran.add(`${scenario.name}\u0000${backend}`);
+      ran.add(`${scenario.name}\u0000${backend}\u0000${marker ?? ''}`);
       for (const row of rows) {
         const target = row.target ?? null;
         const result: ResultRow = {
@@ -507,6 +597,7 @@ async function main() {
           pass: target ? meets(row.value, target) : null,
           note: row.note ?? null,
           at,
+          ...(marker ? { deviations: marker } : {}),
         };
         fresh.push(result);
         const verdict = result.pass === null ? '' : result.pass ? '  ok' : '  MISSED';
@@ -529,9 +620,12 @@ async function main() {
   // A full run of a scenario on a backend replaces all its rows (a metric it no longer writes goes);
   // a run narrowed to one case (BENCH_<SCENARIO>_CASE) replaces only the rows it wrote again.
   const narrowed = Object.keys(process.env).some((name) => /^BENCH_[A-Z]+_CASE$/.test(name) && process.env[name]);
-  const rowKey = (r: ResultRow) => `${r.scenario}\u0000${r.backend}\u0000${r.metric}`;
+  // A run with deviations off replaces only rows of the same marker: the normal rows stay (and the reverse).
+  const rowKey = (r: ResultRow) => `${r.scenario}\u0000${r.backend}\u0000${r.metric}\u0000${markerOf(r)}`;
   const rewritten = new Set(fresh.map(rowKey));
-  const kept = readResults().filter((r) => (narrowed ? !rewritten.has(rowKey(r)) : !ran.has(`${r.scenario}\u0000${r.backend}`)));
+  const kept = readResults().filter((r) =>
+    narrowed ? !rewritten.has(rowKey(r)) : !ran.has(`${r.scenario}\u0000${r.backend}\u0000${markerOf(r)}`),
+  );
   const order = (r: ResultRow) => `${r.scenario}\u0000${r.backend === 'pglite' ? 0 : 1}`;
   const merged = [...kept, ...fresh].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
   writeResults(merged);

@@ -134,8 +134,8 @@ export interface BuildAppOptions {
 
 /**
  * Builds the whole server: database (migrated), pub/sub, GraphQL over HTTP, SSE and WebSocket on
- * one `http.Server`, and the health endpoints. Touches no process globals: `main.ts` owns the
- * environment, signals and the port.
+ * one `http.Server`, and the health endpoints. Touches no process globals: `start.ts` (what
+ * `main.ts` runs) owns the environment, signals and the port.
  */
 export async function buildApp(config: AppConfig, options: BuildAppOptions = {}): Promise<App> {
   checkTokenizerShape();

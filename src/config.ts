@@ -45,7 +45,7 @@ export function eventSweepInterval(retentionMs: number): number {
   return Math.max(1, Math.min(60_000, Math.round(retentionMs / 4)));
 }
 
-/** Everything the server is configured by. `buildApp` takes this; only `main.ts` reads the environment. */
+/** Everything the server is configured by. `buildApp` takes this; only `start.ts` (what `main.ts` runs) reads the environment. */
 export interface AppConfig {
   port: number;
   host: string;
@@ -214,7 +214,7 @@ export const SETTINGS = {
 
 export type SettingName = keyof typeof SETTINGS;
 
-/** Variables earlier versions read, now constants or derived; `main.ts` warns when one is set. */
+/** Variables earlier versions read, now constants or derived; `start.ts` (what `main.ts` runs) warns when one is set. */
 export const RETIRED_VARIABLES = [
   'PGLITE_SHARED_BUFFERS_MB',
   'QUERY_JIT_AFTER_USES',
