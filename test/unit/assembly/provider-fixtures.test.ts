@@ -9,8 +9,10 @@ const FORMATS: ProviderFormat[] = ['OPENAI_CHAT', 'OPENAI_RESPONSES', 'ANTHROPIC
 const fixtures = providerFixtures();
 
 /** Every message kept, no result elided: the whole stored conversation in `format`. */
-const assemble = (fixture: (typeof fixtures)[number], format: ProviderFormat) =>
-  runAssembly(makeInput(storedMessages(fixture), { format, keepToolCallRounds: 1_000_000 }));
+const assemble = (fixture: (typeof fixtures)[number], format: ProviderFormat) => {
+  const { messages, attachments } = storedMessages(fixture);
+  return runAssembly(makeInput(messages, { format, keepToolCallRounds: 1_000_000 }, { attachments }));
+};
 
 describe('recorded provider payloads', () => {
   it('the corpus holds requests and responses of every format', () => {
@@ -37,7 +39,7 @@ describe('recorded provider payloads', () => {
       (format) => {
         const context = assemble(fixture, format);
         expect(payloadViolations(format, context.payload)).toEqual([]);
-        const stored = storedMessages(fixture);
+        const stored = storedMessages(fixture).messages;
         const payloadText = JSON.stringify(context.payload);
         for (const message of stored) {
           for (const part of message.parts) {
