@@ -44,6 +44,12 @@ export interface AttachmentInput extends PartInputExtras {
   upload?: unknown;
   /** The upload's bytes, set by `readUploads`; never a GraphQL field. */
   bytes?: Uint8Array | null;
+  /**
+   * Where `content` or `data` came from in a provider payload (`appendProviderMessages`: the JSON
+   * path of the block's base64 or text), named instead of the part's path in errors about them;
+   * never a GraphQL field.
+   */
+  sourcePath?: string;
 }
 
 const ATTACHMENT_SOURCES = ['content', 'data', 'url', 'providerFile', 'upload'] as const;
@@ -135,10 +141,11 @@ function attachmentOf(a: AttachmentInput, where: string, caps: TextCaps): Attach
     );
   }
   const head = { type: 'attachmentUpload' as const, name: a.name, mimeType: a.mimeType };
+  const pathOf = (field: string) => a.sourcePath ?? `${where}.${field}`;
   switch (given[0]) {
     case 'content':
       if (Buffer.byteLength(a.content!, 'utf8') > caps.attachmentBytes) {
-        throw badInput(`${where}.content is larger than ${caps.attachmentBytes} bytes (UTF-8), the cap on this server.`);
+        throw badInput(`${pathOf('content')} is larger than ${caps.attachmentBytes} bytes (UTF-8), the cap on this server.`);
       }
       return { ...head, kind: 'TEXT', content: a.content! };
     case 'url':
@@ -148,19 +155,19 @@ function attachmentOf(a: AttachmentInput, where: string, caps: TextCaps): Attach
     default: {
       const field = given[0] === 'data' ? 'data' : 'upload';
       if (field === 'upload' && !(a.bytes instanceof Uint8Array)) throw badInput(`${where}.upload must be a file of a multipart request.`);
-      const bytes = field === 'data' ? decodeBase64(a.data!, `${where}.data`) : a.bytes!;
+      const bytes = field === 'data' ? decodeBase64(a.data!, pathOf('data')) : a.bytes!;
       if (bytes.length > caps.fileBytes) {
         throw badInput(
-          `${where}.${field} is ${bytes.length} bytes, more than ${caps.fileBytes}, the cap on this server; nothing was stored.`,
+          `${pathOf(field)} is ${bytes.length} bytes, more than ${caps.fileBytes}, the cap on this server; nothing was stored.`,
         );
       }
-      if (bytes.length === 0) throw badInput(`${where}.${field} is empty.`);
+      if (bytes.length === 0) throw badInput(`${pathOf(field)} is empty.`);
       // A text file keeps the text path (inlined, paged by read_attachment) when it is UTF-8 within the text cap.
       if (isTextMimeType(a.mimeType) && bytes.length <= caps.attachmentBytes) {
         const text = textOfBytes(bytes);
         if (text !== null) return { ...head, kind: 'TEXT', content: text };
       }
-      return { ...head, kind: 'BYTES', bytes, ...checkBytes(a.mimeType, bytes, `${where}.${field}`) };
+      return { ...head, kind: 'BYTES', bytes, ...checkBytes(a.mimeType, bytes, pathOf(field)) };
     }
   }
 }

@@ -8,7 +8,7 @@ import { AppendMessagesPayload } from './session-mutations.js';
 
 const AppendProviderMessagesInput = builder.inputType('AppendProviderMessagesInput', {
   description:
-    "A provider's own payload to append as messages: exactly one of `messages` (request items of `format`) and `response` (a response object of that format's provider). Every part keeps what its provider needs to take it back (thinking with its signature, reasoning items with their ids and encrypted content, thought signatures, citations, annotations, built-in tool blocks as provider parts), so assembling in the same format gives the same items back (docs/provider-replay.md lists the few normalizations).",
+    "A provider's own payload to append as messages: exactly one of `messages` (request items of `format`) and `response` (a response object of that format's provider). Every part keeps what its provider needs to take it back (thinking with its signature, reasoning items with their ids and encrypted content, thought signatures, citations, annotations, built-in tool blocks as provider parts), so assembling in the same format gives the same items back (docs/provider-replay.md lists the few normalizations). Images and PDFs (by base64, https URL or provider file id) are stored as attachments, so every format sends them as its own blocks; one whose bytes the attachment checks refuse refuses the whole call, naming its JSON path.",
   fields: (t) => ({
     sessionId: t.id({ required: true, description: 'The session.' }),
     format: t.field({

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { LEADING_USER_TEXT } from '../../src/domain/assembly/formats.js';
 import type { ContextFormat } from '../../src/domain/assembly/types.js';
 import { textCaps } from '../../src/domain/limits.js';
-import { draftMessage, type MessageInputData } from '../../src/domain/parts.js';
+import { type DraftPart, draftMessage, type MessageInputData } from '../../src/domain/parts.js';
 import { readProviderPayload } from '../../src/domain/provider-messages/index.js';
-import type { DomainMessage, StoredPart } from '../../src/domain/types.js';
+import type { DomainMessage, ResolvedAttachment, StoredPart } from '../../src/domain/types.js';
 
 export type ProviderFormat = Exclude<ContextFormat, 'GENERIC'>;
 type Json = Record<string, unknown>;
@@ -39,23 +39,91 @@ export function providerFixtures(): ProviderFixture[] {
 /** A user message put before a response's messages: a context needs one to answer. */
 export const OPENING: MessageInputData = { role: 'USER', text: 'Hello.' };
 
-/** The fixture's messages as appendProviderMessages would store them (parts through JSON, as jsonb returns them). */
-export function storedMessages(fixture: ProviderFixture): DomainMessage[] {
-  const side = fixture.kind === 'request' ? 'messages' : 'response';
-  const read = readProviderPayload(fixture.format, side, fixture.body, `input.${side}`);
+/** Messages as stored and the attachments their parts refer to, as assembly resolves them (bytes loaded). */
+export interface StoredConversation {
+  messages: DomainMessage[];
+  attachments: ResolvedAttachment[];
+}
+
+/**
+ * A checked attachment as the service stores it (message-appends.ts `storeAttachment`): the part
+ * that refers to it and the attachment as assembly reads it back.
+ */
+function stored(
+  upload: Extract<DraftPart, { type: 'attachmentUpload' }>,
+  id: string,
+): { part: StoredPart; attachment: ResolvedAttachment } {
+  const { type: _type, kind, providerMetadata, ...rest } = upload;
+  const ref = { type: 'attachment' as const, attachmentId: id, name: upload.name, mimeType: upload.mimeType };
+  const meta = providerMetadata === undefined ? {} : { providerMetadata };
+  const base = { id, name: upload.name, mimeType: upload.mimeType };
+  switch (kind) {
+    case 'TEXT': {
+      const size = Buffer.byteLength(upload.content, 'utf8');
+      return { part: { ...ref, size, ...meta }, attachment: { ...base, size, content: upload.content } };
+    }
+    case 'BYTES': {
+      const dims = { width: upload.width, height: upload.height, pages: upload.pages };
+      const defined = Object.fromEntries(Object.entries(dims).filter(([, v]) => v !== undefined));
+      const size = upload.bytes.length;
+      return {
+        part: { ...ref, size, kind, ...defined, ...meta },
+        attachment: { ...base, size, content: null, kind, bytes: upload.bytes, ...defined },
+      };
+    }
+    case 'URL':
+      return {
+        part: { ...ref, size: 0, kind, url: upload.url, ...meta },
+        attachment: { ...base, size: 0, content: null, kind, url: upload.url },
+      };
+    case 'PROVIDER_FILE': {
+      const providerFile = (rest as { providerFile: ResolvedAttachment['providerFile'] }).providerFile!;
+      return {
+        part: { ...ref, size: 0, kind, providerFile, ...meta },
+        attachment: { ...base, size: 0, content: null, kind, providerFile },
+      };
+    }
+  }
+}
+
+/** Inputs as appendMessages would store them (parts through JSON, as jsonb returns them; attachments stored). */
+export function storeInputs(inputs: MessageInputData[]): StoredConversation {
+  const attachments: ResolvedAttachment[] = [];
+  const messages = inputs.map((input, index) => {
+    const draft = draftMessage(input, `input.messages[${index}]`, textCaps(1024 * 1024));
+    const parts = draft.parts.map((part, k): StoredPart => {
+      if (part.type !== 'attachmentUpload') return part;
+      const kept = stored(part, `att_${index}_${k}`);
+      attachments.push(kept.attachment);
+      return kept.part;
+    });
+    return {
+      id: `m${index}`,
+      index,
+      role: draft.role,
+      parts: JSON.parse(JSON.stringify(parts)) as StoredPart[],
+      generating: false,
+      tokens: null,
+    };
+  });
+  return { messages, attachments };
+}
+
+/** A provider payload appended as appendProviderMessages would store it. */
+export function storedPayload(format: ProviderFormat, kind: 'request' | 'response', body: unknown): StoredConversation {
+  const side = kind === 'request' ? 'messages' : 'response';
+  const read = readProviderPayload(format, side, body, `input.${side}`);
   // A response's calls are answered after it (assembly never sends a call without its result).
   const callIds = read.messages.flatMap((m) => (m.parts ?? []).flatMap((p) => (p.toolCall ? [p.toolCall.callId] : [])));
   const answers: MessageInputData[] =
-    fixture.kind === 'response' && callIds.length > 0
+    kind === 'response' && callIds.length > 0
       ? [{ role: 'TOOL', parts: callIds.map((callId) => ({ toolResult: { callId, content: 'ok' } })) }]
       : [];
-  const inputs = fixture.kind === 'response' ? [OPENING, ...read.messages, ...answers] : read.messages;
-  return inputs.map((input, index) => {
-    const draft = draftMessage(input, `input.messages[${index}]`, textCaps(1024 * 1024));
-    const parts = JSON.parse(JSON.stringify(draft.parts)) as StoredPart[];
-    return { id: `m${index}`, index, role: draft.role, parts, generating: false, tokens: null };
-  });
+  return storeInputs(kind === 'response' ? [OPENING, ...read.messages, ...answers] : read.messages);
 }
+
+/** The fixture's messages as appendProviderMessages would store them, and their attachments. */
+export const storedMessages = (fixture: ProviderFixture): StoredConversation => storedPayload(fixture.format, fixture.kind, fixture.body);
 
 const stripKey = (value: unknown, key: string): unknown => {
   if (Array.isArray(value)) return value.map((v) => stripKey(v, key));
@@ -89,7 +157,8 @@ function responseItems(fixture: ProviderFixture): unknown[] {
  * The items a fixture's messages must assemble back to in its own format, normalized as
  * docs/provider-replay.md says: Anthropic `cache_control` is not kept; a Responses message item
  * without `type` gets `type: "message"`, and a reasoning item's plain `content` is not sent (the
- * API refuses it in input); a Gemini content without `role` is a user turn.
+ * API refuses it in input); an OpenAI image without `detail` gets `auto`; a Gemini content without
+ * `role` is a user turn, and its inline data is sent as standard base64.
  */
 export function expectedItems(fixture: ProviderFixture): unknown[] {
   if (fixture.kind === 'response') return responseItems(fixture);
@@ -102,13 +171,13 @@ export function expectedItems(fixture: ProviderFixture): unknown[] {
       return leadingUserTurn(mergeTurns(messages, 'content'), 'content');
     }
     case 'OPENAI_CHAT':
-      return body.messages as unknown[];
+      return (body.messages as Json[]).map((m) => (m.role === 'user' ? withDetail(m) : m));
     case 'OPENAI_RESPONSES': {
       const input = typeof body.input === 'string' ? [{ content: body.input, role: 'user', type: 'message' }] : (body.input as Json[]);
       const items = input.map((item) => {
-        if (item.type === undefined) return { ...item, type: 'message' };
+        if (item.type === undefined) return withDetail({ ...item, type: 'message' });
         if (item.type === 'reasoning') return stripKey(item, 'content');
-        return item;
+        return withDetail(item);
       });
       return typeof body.instructions === 'string' ? [{ content: body.instructions, role: 'system', type: 'message' }, ...items] : items;
     }
@@ -116,7 +185,9 @@ export function expectedItems(fixture: ProviderFixture): unknown[] {
       const contents = (body.contents as Json[]).map((c) => ({
         role: 'user',
         ...c,
-        parts: (c.parts as Json[]).filter((p) => typeof p.text !== 'string' || /\S/.test(p.text) || p.thoughtSignature !== undefined),
+        parts: (c.parts as Json[])
+          .filter((p) => typeof p.text !== 'string' || /\S/.test(p.text) || p.thoughtSignature !== undefined)
+          .map((p) => (c.role === 'model' ? p : standardInlineData(p))),
       }));
       return leadingUserTurn(
         mergeTurns(
@@ -127,6 +198,27 @@ export function expectedItems(fixture: ProviderFixture): unknown[] {
       );
     }
   }
+}
+
+/** Images as OpenAI takes them back: an `image_url` or `input_image` without `detail` gets `detail: "auto"` (the default, which the Responses SDK type requires). */
+function withDetail(value: Json): Json {
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object') return v;
+    const o = v as Json;
+    if (o.type === 'input_image' && o.detail === undefined) return { ...o, detail: 'auto' };
+    if (o.type === 'image_url' && o.image_url && typeof o.image_url === 'object' && (o.image_url as Json).detail === undefined)
+      return { ...o, image_url: { ...(o.image_url as Json), detail: 'auto' } };
+    return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, walk(x)]));
+  };
+  return walk(value) as Json;
+}
+
+/** A user turn's `inlineData` as it is sent back: its base64 in the standard alphabet, padded (Gemini takes either). */
+function standardInlineData(part: Json): Json {
+  const inline = part.inlineData as Json | undefined;
+  if (!inline || typeof inline.data !== 'string') return part;
+  return { ...part, inlineData: { ...inline, data: Buffer.from(inline.data, 'base64url').toString('base64') } };
 }
 
 /** Whether an Anthropic block is sent: whitespace-only text blocks are not (the API refuses them). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/domain/assembly/hash.js';
 import { backend, gql, gqlOk, type TestApp, useTestApp } from '../helpers/app.js';
+import { makePdf, makePng } from '../helpers/images.js';
 import { expectedItems, payloadItems, type ProviderFixture, type ProviderFormat, providerFixtures } from '../helpers/provider-fixtures.js';
 
 const fixture = (file: string): ProviderFixture => providerFixtures().find((f) => f.file === file)!;
@@ -138,6 +139,70 @@ describe(`appendProviderMessages, tried as a client would (${backend.label})`, (
     expect(refused.errors?.[0].message).toContain('input.messages.messages[1].content[0].signature must be a string');
     const both = await gql(app, AppendProvider, { input: { sessionId, format: 'GEMINI', messages: [], response: {} } });
     expect(both.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const after = await gqlOk<{ node: { messageCount: number } }, unknown>(app, Count, { id: sessionId });
+    expect(after.node.messageCount).toBe(1);
+  });
+
+  it("images and PDFs are stored as attachments: sent back as the same blocks, and as another format's blocks", async () => {
+    const png = makePng(64, 48).toString('base64');
+    const pdf = makePdf(2).toString('base64');
+    const body = {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Compare the chart with the report.' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf }, title: 'report.pdf' },
+          ],
+        },
+      ],
+    };
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, { input: {} });
+    const sessionId = createSession.id;
+    const appended = await gqlOk<{ appendProviderMessages: { messages: { parts: { __typename: string }[] }[] } }, unknown>(
+      app,
+      AppendProvider,
+      { input: { sessionId, format: 'ANTHROPIC_MESSAGES', messages: body } },
+    );
+    expect(appended.appendProviderMessages.messages[0].parts.map((p) => p.__typename)).toEqual([
+      'TextPart',
+      'AttachmentPart',
+      'AttachmentPart',
+    ]);
+    const anthropic = await assemble(sessionId, 'ANTHROPIC_MESSAGES');
+    expect(canonical(anthropic.payload.messages)).toEqual(canonical(body.messages));
+    const responses = await assemble(sessionId, 'OPENAI_RESPONSES');
+    expect(canonical(responses.payload.input)).toEqual(
+      canonical([
+        {
+          type: 'message',
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Compare the chart with the report.' },
+            { type: 'input_image', image_url: `data:image/png;base64,${png}`, detail: 'auto' },
+            { type: 'input_file', file_data: `data:application/pdf;base64,${pdf}`, filename: 'report.pdf' },
+          ],
+        },
+      ]),
+    );
+  });
+
+  it('an image whose bytes are not its declared type refuses the whole append, naming its JSON path', async () => {
+    const { createSession } = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, {
+      input: { messages: [{ role: 'USER', text: 'Hi' }] },
+    });
+    const sessionId = createSession.id;
+    const png = makePng(8, 8).toString('base64');
+    const messages = [
+      { role: 'user', content: 'Here it is.' },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/jpeg;base64,${png}` } }] },
+    ];
+    const refused = await gql(app, AppendProvider, { input: { sessionId, format: 'OPENAI_CHAT', messages } });
+    expect(refused.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(refused.errors?.[0].message).toContain(
+      'input.messages[1].content[0].image_url.url: the bytes are a PNG image (image/png), not image/jpeg as declared',
+    );
     const after = await gqlOk<{ node: { messageCount: number } }, unknown>(app, Count, { id: sessionId });
     expect(after.node.messageCount).toBe(1);
   });

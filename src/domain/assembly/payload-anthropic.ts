@@ -1,6 +1,16 @@
 /** The Anthropic Messages payload (framing and rules: formats.ts). */
 import { hasVisibleText } from './provider-rules.js';
-import { hashedByIdentity, mediaByResult, mediaType, pieceOf, textsOf, toolArgumentsValue, toolInputObject } from './payload-pieces.js';
+import {
+  hashedByIdentity,
+  hasMediaMarker,
+  mediaByResult,
+  mediaType,
+  pieceOf,
+  textsOf,
+  toolArgumentsValue,
+  toolInputObject,
+  withMediaAt,
+} from './payload-pieces.js';
 import { extraOf, metaOf, metaString, sends } from './provider-data.js';
 import type { AssembledMessage, MediaPart } from './types.js';
 
@@ -27,7 +37,10 @@ export interface AnthropicMessagesPayload {
 /**
  * An `image` block (source base64, url, or a Files API file id) or a `document` block for a PDF
  * (the same sources, titled with the file's name). A file source needs the request to carry the
- * `anthropic-beta: files-api-2025-04-14` header (the message's decision says so).
+ * `anthropic-beta: files-api-2025-04-14` header (the message's decision says so). A block read
+ * from an Anthropic payload gets back its keys the attachment does not hold
+ * (`providerMetadata.anthropic.extra`: a document's `citations`, `context`, a title that is not its
+ * name), and a document that had no title gets none (`anthropic.untitled`).
  */
 function anthropicMediaBlock(p: MediaPart): AnthropicBlock {
   const source =
@@ -36,7 +49,10 @@ function anthropicMediaBlock(p: MediaPart): AnthropicBlock {
       : p.source.type === 'url'
         ? { type: 'url', url: p.source.url }
         : { file_id: p.source.fileId, type: 'file' };
-  return p.media === 'image' ? { source, type: 'image' } : { source, title: p.name, type: 'document' };
+  const extra = extraOf(p, 'anthropic');
+  if (p.media === 'image') return { ...extra, source, type: 'image' };
+  const title = metaOf(p, 'anthropic')?.untitled === true ? {} : { title: p.name };
+  return { ...title, ...extra, source, type: 'document' };
 }
 
 /**
@@ -44,7 +60,7 @@ function anthropicMediaBlock(p: MediaPart): AnthropicBlock {
  * own. A block made from an Anthropic response or request gets back the keys it had that the part
  * does not model (`providerMetadata.anthropic.extra`: citations, …); a tool_result given as blocks
  * gets its blocks back unless it is sent as a stub. A TOOL message's media go in the content of
- * their tool_result (a text block of its content first).
+ * their tool_result: where its kept blocks had them, else after a text block of its content.
  */
 function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
   const blocks: AnthropicBlock[] = [];
@@ -66,13 +82,16 @@ function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
       case 'toolResult': {
         const blocksGiven = metaOf(p, 'anthropic')?.content;
         const given: string | unknown[] = !p.elided && Array.isArray(blocksGiven) ? blocksGiven : p.content;
-        const media = inResults?.get(p);
-        const content = media
-          ? [
-              ...(typeof given !== 'string' ? given : hasVisibleText(given) ? [{ text: given, type: 'text' }] : []),
-              ...media.map(anthropicMediaBlock),
-            ]
-          : given;
+        // Its media go where its blocks had them (the markers the reader left), else after them.
+        const media = (inResults?.get(p) ?? []).map(anthropicMediaBlock);
+        const content =
+          typeof given !== 'string'
+            ? media.length > 0 || hasMediaMarker(given)
+              ? withMediaAt(given, media)
+              : given
+            : media.length > 0
+              ? [...(hasVisibleText(given) ? [{ text: given, type: 'text' }] : []), ...media]
+              : given;
         const block = { ...extraOf(p, 'anthropic'), content, tool_use_id: p.callId, type: 'tool_result' as const };
         blocks.push(p.isError ? { ...block, is_error: true as const } : block);
         break;

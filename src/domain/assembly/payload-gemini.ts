@@ -40,14 +40,16 @@ function geminiId(p: AssembledPart): { id?: string } {
 
 /**
  * An image or PDF part: `inlineData` (base64 and MIME type), or `fileData` (MIME type and URI) for an
- * https URL or a Files API file (its URI, from the file's name when that is what is stored).
+ * https URL or a Files API file (its URI, from the file's name when that is what is stored). A part
+ * read from a Gemini payload gets back its own keys (`thoughtSignature`, `google.extra`).
  */
 function geminiMediaPart(p: MediaPart): GeminiPart {
   const source = p.source;
-  if (source.type === 'base64') return { inlineData: hashedByIdentity({ data: source.data, mimeType: mediaType(p) }, 'data', p) };
+  const keys = geminiKeys(p);
+  if (source.type === 'base64') return { ...keys, inlineData: hashedByIdentity({ data: source.data, mimeType: mediaType(p) }, 'data', p) };
   const fileUri = source.type === 'url' ? source.url : geminiFileUri(source.fileId);
   if (fileUri === null) throw unsendable('GEMINI', p);
-  return { fileData: { fileUri, mimeType: mediaType(p) } };
+  return { ...keys, fileData: { fileUri, mimeType: mediaType(p) } };
 }
 
 /** The turn of one user, assistant or tool message (no empty text parts unless signed), as a turn of its own. */

@@ -2,7 +2,7 @@
 import { markImmutable } from '../immutable.js';
 import { toolArgumentsText } from '../tokens.js';
 import { seal } from './hash.js';
-import { dataUrl, hashedByIdentity, mediaByResult, pieceOf, textsOf, unsendable } from './payload-pieces.js';
+import { dataUrl, hashedByIdentity, hasMediaMarker, mediaByResult, pieceOf, textsOf, unsendable, withMediaAt } from './payload-pieces.js';
 import { extraOf, metaOf, metaString, sends } from './provider-data.js';
 import type { AssembledMessage, AssembledPart, MediaPart } from './types.js';
 
@@ -30,20 +30,29 @@ const asArray = (m: AssembledMessage) => m.parts.length > 0 && metaOf(m.parts[0]
 const systemRole = (m: AssembledMessage): 'system' | 'developer' =>
   m.parts.length > 0 && metaString(m.parts[0], 'openai', 'role') === 'developer' ? 'developer' : 'system';
 
+/** The `detail` an image is sent with: the one its OpenAI block had (`providerMetadata.openai.detail`), else `auto`. */
+const detailOf = (p: MediaPart) => metaString(p, 'openai', 'detail') ?? 'auto';
+
 /**
- * A Chat Completions content part for an image (`image_url`: a data URL or an https URL, `detail`
- * auto) or a PDF (`file`: a data URL with its filename, or an OpenAI file id).
+ * A Chat Completions content part for an image (`image_url`: a data URL or an https URL, with its
+ * `detail`) or a PDF (`file`: a data URL with its filename, or an OpenAI file id). A part read from
+ * a Chat payload gets back its other keys (`openai.chatExtra`).
  */
 function chatMediaPart(p: MediaPart): OpenAiContentPart {
   const source = p.source;
+  const extra = extraOf(p, 'openai', 'chatExtra');
   if (p.media === 'image') {
     if (source.type === 'base64')
-      return { image_url: hashedByIdentity({ detail: 'auto', url: dataUrl({ ...p, source }) }, 'url', p), type: 'image_url' };
-    if (source.type === 'url') return { image_url: { detail: 'auto', url: source.url }, type: 'image_url' };
+      return {
+        ...extra,
+        image_url: hashedByIdentity({ detail: detailOf(p), url: dataUrl({ ...p, source }) }, 'url', p),
+        type: 'image_url',
+      };
+    if (source.type === 'url') return { ...extra, image_url: { detail: detailOf(p), url: source.url }, type: 'image_url' };
   } else {
     if (source.type === 'base64')
-      return { file: hashedByIdentity({ file_data: dataUrl({ ...p, source }), filename: p.name }, 'file_data', p), type: 'file' };
-    if (source.type === 'providerFile') return { file: { file_id: source.fileId }, type: 'file' };
+      return { ...extra, file: hashedByIdentity({ file_data: dataUrl({ ...p, source }), filename: p.name }, 'file_data', p), type: 'file' };
+    if (source.type === 'providerFile') return { ...extra, file: { file_id: source.fileId }, type: 'file' };
   }
   throw unsendable('OPENAI_CHAT', p);
 }
@@ -144,29 +153,32 @@ export interface OpenAiResponsesPayload {
 
 /**
  * A Responses content item for an image (`input_image`: a data URL, an https URL or an OpenAI file
- * id; `detail` auto, which the SDK's message type requires) or a PDF (`input_file`: a data URL with
- * its filename, an https URL or a file id). The same shapes serve a message's content and a
- * function_call_output's list.
+ * id; its `detail`, `auto` when none, which the SDK's message type requires) or a PDF
+ * (`input_file`: a data URL with its filename, an https URL or a file id). The same shapes serve a
+ * message's content and a function_call_output's list. An item read from a Responses payload gets
+ * back its other keys (`openai.extra`: a `filename` beside a URL or file id).
  */
 function responsesMediaItem(p: MediaPart): Record<string, unknown> {
   const source = p.source;
+  const extra = extraOf(p, 'openai');
   if (p.media === 'image') {
+    const detail = detailOf(p);
     switch (source.type) {
       case 'base64':
-        return hashedByIdentity({ detail: 'auto', image_url: dataUrl({ ...p, source }), type: 'input_image' }, 'image_url', p);
+        return hashedByIdentity({ ...extra, detail, image_url: dataUrl({ ...p, source }), type: 'input_image' }, 'image_url', p);
       case 'url':
-        return { detail: 'auto', image_url: source.url, type: 'input_image' };
+        return { ...extra, detail, image_url: source.url, type: 'input_image' };
       case 'providerFile':
-        return { detail: 'auto', file_id: source.fileId, type: 'input_image' };
+        return { ...extra, detail, file_id: source.fileId, type: 'input_image' };
     }
   }
   switch (source.type) {
     case 'base64':
-      return hashedByIdentity({ file_data: dataUrl({ ...p, source }), filename: p.name, type: 'input_file' }, 'file_data', p);
+      return hashedByIdentity({ ...extra, file_data: dataUrl({ ...p, source }), filename: p.name, type: 'input_file' }, 'file_data', p);
     case 'url':
-      return { file_url: source.url, type: 'input_file' };
+      return { ...extra, file_url: source.url, type: 'input_file' };
     case 'providerFile':
-      return { file_id: source.fileId, type: 'input_file' };
+      return { ...extra, file_id: source.fileId, type: 'input_file' };
   }
 }
 
@@ -264,16 +276,19 @@ function responsesItemsOf(m: AssembledMessage): ResponsesItem[] {
         const given = metaOf(p, 'openai')?.output;
         const itemId = metaString(p, 'openai', 'itemId');
         const output: string | unknown[] = !p.elided && Array.isArray(given) ? given : p.content;
-        const extra = media.get(p);
+        // Its media go where its output list had them (the markers the reader left), else after it.
+        const items = (media.get(p) ?? []).map(responsesMediaItem);
         const item = {
           ...extraOf(p, 'openai'),
           call_id: p.callId,
-          output: extra
-            ? [
-                ...(typeof output !== 'string' ? output : output === '' ? [] : [{ text: output, type: 'input_text' }]),
-                ...extra.map(responsesMediaItem),
-              ]
-            : output,
+          output:
+            typeof output !== 'string'
+              ? items.length > 0 || hasMediaMarker(output)
+                ? withMediaAt(output, items)
+                : output
+              : items.length > 0
+                ? [...(output === '' ? [] : [{ text: output, type: 'input_text' }]), ...items]
+                : output,
           type: 'function_call_output' as const,
         };
         out.push(itemId === undefined ? item : { ...item, id: itemId });

@@ -94,3 +94,32 @@ export function mediaByResult(parts: readonly AssembledPart[]): Map<AssembledPar
  */
 export const unsendable = (format: ContextFormat, p: MediaPart) =>
   new Error(`${format} was given ${p.media === 'image' ? 'an image' : 'a PDF'} held as ${p.source.type}, which its media rules refuse`);
+
+/**
+ * Where a tool result's blocks, kept for its own provider (an Anthropic tool_result's `content`, a
+ * Responses function_call_output's `output`), held an image or document that was read as an
+ * attachment of the TOOL message: the block is put back there (`withMediaAt`).
+ */
+export const mediaMarker = (): Record<string, unknown> => ({ type: 'attachment' });
+
+const isMediaMarker = (v: unknown) =>
+  v !== null && typeof v === 'object' && (v as { type?: unknown }).type === 'attachment' && Object.keys(v).length === 1;
+
+/**
+ * A result's kept blocks with its media blocks in place of the markers, in order; media left over
+ * (more than markers: media added to the result since) go last, and markers left over (media not
+ * sent: a placeholder goes as text instead) are dropped.
+ */
+export function withMediaAt(given: readonly unknown[], media: readonly unknown[]): unknown[] {
+  let k = 0;
+  const out: unknown[] = [];
+  for (const block of given) {
+    if (!isMediaMarker(block)) out.push(block);
+    else if (k < media.length) out.push(media[k++]);
+  }
+  for (; k < media.length; k++) out.push(media[k]);
+  return out;
+}
+
+/** Whether kept blocks hold a media marker. */
+export const hasMediaMarker = (given: readonly unknown[]) => given.some(isMediaMarker);

@@ -8,8 +8,16 @@
  * response of that name in its turn), so a response appended in a later call finds its call without
  * a read. Such ids repeat across turns, which the formats that need unique ids map
  * (assembly/provider-rules.ts); GEMINI sends no id it was not given.
+ *
+ * A user turn's images and PDFs are attachments (media.ts): `inlineData` as data (URL-safe base64,
+ * which Gemini also takes, is stored as standard base64), `fileData` with a Files API URI
+ * (`https://generativelanguage.googleapis.com/…/files/…`) as a Google provider file by that URI,
+ * with another https URI as the URL. Other types (audio, video, text), other URIs (`gs://`), and
+ * media in a model turn (which no format sends back as an attachment) stay provider parts.
  */
+import { mediaKindOf } from '../assembly/media-rules.js';
 import { badInput } from '../errors.js';
+import type { PartInput } from '../parts.js';
 import {
   array,
   at,
@@ -25,6 +33,7 @@ import {
   string,
   without,
 } from './common.js';
+import { attachmentPart, httpsUrl, MediaNames, mediaType } from './media.js';
 
 const googleMeta = (fields: Json) => metadata('google', fields);
 
@@ -38,6 +47,44 @@ function responseContent(response: Json): { content: string; isError: boolean } 
   if (keys.length === 1 && typeof response.output === 'string') return { content: response.output, isError: false };
   if (keys.length === 1 && typeof response.error === 'string') return { content: response.error, isError: true };
   return { content: JSON.stringify(response), isError: false };
+}
+
+/** A Files API file's URI: what Gemini gives a file uploaded with the Files API. */
+const FILES_API_URI = /^https:\/\/generativelanguage\.googleapis\.com\/[^/?#]+\/files\/[^/?#]+$/;
+
+/**
+ * Base64 as the attachment checks take it: standard alphabet, padded. Gemini's JSON also takes the
+ * URL-safe alphabet and no padding (proto3 JSON for bytes); anything else is left for the checks to
+ * refuse.
+ */
+function standardBase64(data: string): string {
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(data)) return data;
+  const standard = data.replace(/-/g, '+').replace(/_/g, '/');
+  return standard.length % 4 === 0 ? standard : standard + '='.repeat(4 - (standard.length % 4));
+}
+
+/**
+ * An `inlineData` or `fileData` part of a user turn as an attachment part, or null when it stays a
+ * provider part (not an image or a PDF, a URI that is not https, keys it cannot keep).
+ */
+function mediaPart(part: Json, where: string, names: MediaNames): PartInput | null {
+  const key = isObject(part.inlineData) ? 'inlineData' : isObject(part.fileData) ? 'fileData' : null;
+  if (key === null) return null;
+  const body = part[key] as Json;
+  const dWhere = at(where, key);
+  if (Object.keys(body).some((k) => !['mimeType', key === 'inlineData' ? 'data' : 'fileUri'].includes(k))) return null;
+  const mimeType = mediaType(string(body.mimeType, at(dWhere, 'mimeType')));
+  const kind = mediaKindOf(mimeType);
+  if (kind === null) return null;
+  const fields = metadata('google', signedFields(part, where, [key]), false);
+  if (key === 'inlineData') {
+    const data = standardBase64(string(body.data, at(dWhere, 'data')));
+    return attachmentPart(names.next(kind, mimeType, null), mimeType, { data, where: at(dWhere, 'data') }, at(dWhere, 'mimeType'), fields);
+  }
+  const uri = httpsUrl(string(body.fileUri, at(dWhere, 'fileUri')));
+  if (uri === null) return null;
+  const source = FILES_API_URI.test(uri) ? { providerFile: { provider: 'google' as const, fileId: uri } } : { url: uri };
+  return attachmentPart(names.next(kind, mimeType, null), mimeType, source, at(dWhere, 'mimeType'), fields);
 }
 
 /** The call id of the k-th call (or response) named `name` in its turn, for parts without an id. */
@@ -54,8 +101,12 @@ class GeminiReader {
     return k;
   }
 
+  /** Names of the current turn's attachments. */
+  private names = new MediaNames();
+
   content(value: unknown, where: string) {
     this.seen = new Map();
+    this.names = new MediaNames();
     const content = object(value, where);
     const role = content.role ?? 'user';
     if (role !== 'user' && role !== 'model') throw badInput(`${at(where, 'role')} must be "user" or "model".`);
@@ -113,7 +164,8 @@ class GeminiReader {
       });
     } else {
       if (Object.keys(part).length === 0) throw badInput(`${where} is an empty part.`);
-      this.list.add(model ? 'ASSISTANT' : 'USER', { providerPart: { provider: 'google', data: part } });
+      const media = model ? null : mediaPart(part, where, this.names);
+      this.list.add(model ? 'ASSISTANT' : 'USER', media ?? { providerPart: { provider: 'google', data: part } });
     }
   }
 }

@@ -1,9 +1,15 @@
 /**
  * OpenAI Chat Completions: request `messages` and a `ChatCompletion` response (its first choice).
- * Content given as an array keeps that form (`providerMetadata.openai.contentArray`); non-text
- * content parts (image_url, input_audio, file) are OPENAI_CHAT provider parts; an assistant
+ * Content given as an array keeps that form (`providerMetadata.openai.contentArray`); an assistant
  * message's `name` and `refusal` ride on its first part (`openai.message`).
+ *
+ * A user message's images and PDFs are attachments (media.ts): `image_url` with a base64 data URL
+ * as data of the data URL's type, with an https URL as the URL (its `detail` in `openai.detail`);
+ * `file` with `file_data` (a data URL) as data named by its `filename`, with `file_id` as an OpenAI
+ * provider file. Every other non-text part (`input_audio`, an http URL, a type that is not an image
+ * or a PDF, any part of a system, developer or tool message) is an OPENAI_CHAT provider part.
  */
+import { mediaKindOf } from '../assembly/media-rules.js';
 import { badInput } from '../errors.js';
 import type { PartInput } from '../parts.js';
 import type { MessageRole } from '../types.js';
@@ -21,11 +27,80 @@ import {
   usageOf,
   without,
 } from './common.js';
+import { attachmentPart, fileId, givenName, httpsUrl, imageTypeOf, MediaNames, parseDataUrl } from './media.js';
 
 const openaiMeta = (fields: Json, keep = false) => metadata('openai', fields, keep);
 
-/** Text and other parts of a message's `content` (a string or an array of parts). */
-function contentParts(content: unknown, where: string, first: Json): PartInput[] {
+/**
+ * An `image_url` or `file` content part as an attachment part, or null when it stays a provider
+ * part (a source it does not read, a type that is not an image or a PDF, keys it cannot keep).
+ */
+function mediaPart(part: Json, where: string, names: MediaNames): PartInput | null {
+  const chatExtra = without(part, ['type', part.type as string]);
+  if (part.type === 'image_url') {
+    if (!isObject(part.image_url)) return null;
+    const image = part.image_url;
+    const uWhere = at(at(where, 'image_url'), 'url');
+    if (Object.keys(image).some((k) => k !== 'url' && k !== 'detail') || (image.detail !== undefined && typeof image.detail !== 'string'))
+      return null;
+    const meta = openaiMeta({ detail: image.detail, ...(chatExtra ? { chatExtra } : {}) });
+    const url = string(image.url, uWhere);
+    const inline = parseDataUrl(url);
+    if (inline !== null) {
+      if (mediaKindOf(inline.mimeType) !== 'image') return null;
+      return attachmentPart(
+        names.next('image', inline.mimeType, null),
+        inline.mimeType,
+        { data: inline.data, where: uWhere },
+        uWhere,
+        meta,
+      );
+    }
+    const https = httpsUrl(url);
+    if (https === null) return null;
+    const mimeType = imageTypeOf(https);
+    return attachmentPart(names.next('image', mimeType, null), mimeType, { url: https }, uWhere, meta);
+  }
+  if (part.type === 'file') {
+    if (!isObject(part.file)) return null;
+    const file = part.file;
+    const fWhere = at(where, 'file');
+    if (Object.keys(file).some((k) => !['file_data', 'file_id', 'filename'].includes(k))) return null;
+    const meta = openaiMeta(chatExtra ? { chatExtra } : {});
+    const filename = givenName(file.filename);
+    if (typeof file.file_data === 'string' && file.file_id === undefined) {
+      // A file name that cannot be the attachment's name would be lost: the part stays as given.
+      if (file.filename !== undefined && filename === null) return null;
+      const dWhere = at(fWhere, 'file_data');
+      const inline = parseDataUrl(file.file_data);
+      // A PDF only: an image given as a file would go back as an image_url part.
+      if (inline === null || inline.mimeType !== 'application/pdf') return null;
+      return attachmentPart(
+        names.next('document', inline.mimeType, filename),
+        inline.mimeType,
+        { data: inline.data, where: dWhere },
+        dWhere,
+        meta,
+      );
+    }
+    const id = fileId(file.file_id);
+    if (id === null || file.file_data !== undefined || file.filename !== undefined) return null;
+    return attachmentPart(
+      names.next('document', 'application/pdf', null),
+      'application/pdf',
+      { providerFile: { provider: 'openai', fileId: id } },
+      fWhere,
+      meta,
+    );
+  }
+  return null;
+}
+
+/**
+ * Text and other parts of a message's `content` (a string or an array of parts); `names` when its
+ * images and PDFs are read as attachments (a user message's).
+ */
+function contentParts(content: unknown, where: string, first: Json, names: MediaNames | null = null): PartInput[] {
   if (typeof content === 'string') return [{ text: { text: content, providerMetadata: openaiMeta(first) } }];
   const parts = array(content, where).map((p, i): PartInput => {
     const part = object(p, at(where, i));
@@ -36,7 +111,8 @@ function contentParts(content: unknown, where: string, first: Json): PartInput[]
       };
     }
     string(part.type, at(at(where, i), 'type'));
-    return { providerPart: { provider: 'openai', data: part, format: 'OPENAI_CHAT' } };
+    const media = names === null ? null : mediaPart(part, at(where, i), names);
+    return media ?? { providerPart: { provider: 'openai', data: part, format: 'OPENAI_CHAT' } };
   });
   return withFirst(parts, { ...first, contentArray: true });
 }
@@ -117,7 +193,8 @@ export function readChatMessages(value: unknown, where: string): ProviderRead {
       });
     } else if (typeof role === 'string' && ROLES[role]) {
       const first = role === 'developer' ? { role } : {};
-      for (const part of contentParts(message.content, at(mWhere, 'content'), first)) list.add(ROLES[role], part);
+      const names = role === 'user' ? new MediaNames() : null;
+      for (const part of contentParts(message.content, at(mWhere, 'content'), first, names)) list.add(ROLES[role], part);
       list.flush();
     } else throw badInput(`${at(mWhere, 'role')} must be system, developer, user, assistant or tool.`);
   }

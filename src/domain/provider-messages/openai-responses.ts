@@ -5,7 +5,16 @@
  * item's id (`openai.itemId`) and the item's other keys (`openai.item` on its first part,
  * `openai.extra` per content part or call); item types the parts do not model are OPENAI_RESPONSES
  * provider parts.
+ *
+ * A user message's `input_image` and `input_file` (a PDF) parts are attachments (media.ts):
+ * `image_url` / `file_data` as a base64 data URL as data, an https `image_url` / `file_url` as the
+ * URL, `file_id` as an OpenAI provider file; an image's `detail` in `openai.detail`, a file's
+ * `filename` as its name. Those in a function_call_output's `output` list are attachments of the
+ * TOOL message after that result; the output kept for OpenAI holds a marker where each was. Parts
+ * it does not read so (another file type, an http URL, a system message's) stay provider parts.
  */
+import { mediaKindOf } from '../assembly/media-rules.js';
+import { mediaMarker } from '../assembly/payload-pieces.js';
 import { badInput } from '../errors.js';
 import type { PartInput } from '../parts.js';
 import type { MessageRole } from '../types.js';
@@ -24,6 +33,7 @@ import {
   string,
   without,
 } from './common.js';
+import { attachmentPart, fileId, givenName, httpsUrl, imageTypeOf, MediaNames, parseDataUrl, typeOfName } from './media.js';
 
 const openaiMeta = (fields: Json) => metadata('openai', fields, false);
 
@@ -32,6 +42,77 @@ const extraOf = (value: Json, modeled: readonly string[]) => {
   return extra ? { extra } : {};
 };
 
+/**
+ * An `input_image` or `input_file` part as an attachment part, or null when it stays a provider
+ * part: a source it does not read, a file that is not a PDF, keys it cannot keep.
+ */
+function mediaPart(part: Json, where: string, names: MediaNames, fields: Json = {}): PartInput | null {
+  if (part.type === 'input_image') {
+    if (part.detail !== undefined && typeof part.detail !== 'string') return null;
+    const extra = without(part, ['type', 'image_url', 'file_id', 'detail']);
+    const meta = openaiMeta({ ...fields, detail: part.detail, ...(extra ? { extra } : {}) });
+    const uWhere = at(where, 'image_url');
+    if (typeof part.image_url === 'string' && part.file_id === undefined) {
+      const inline = parseDataUrl(part.image_url);
+      if (inline !== null) {
+        if (mediaKindOf(inline.mimeType) !== 'image') return null;
+        return attachmentPart(
+          names.next('image', inline.mimeType, null),
+          inline.mimeType,
+          { data: inline.data, where: uWhere },
+          uWhere,
+          meta,
+        );
+      }
+      const url = httpsUrl(part.image_url);
+      if (url === null) return null;
+      const mimeType = imageTypeOf(url);
+      return attachmentPart(names.next('image', mimeType, null), mimeType, { url }, uWhere, meta);
+    }
+    const id = fileId(part.file_id);
+    if (id === null || part.image_url !== undefined) return null;
+    const mimeType = imageTypeOf();
+    return attachmentPart(names.next('image', mimeType, null), mimeType, { providerFile: { provider: 'openai', fileId: id } }, where, meta);
+  }
+  if (part.type !== 'input_file') return null;
+  const sources = ['file_data', 'file_url', 'file_id'].filter((k) => part[k] !== undefined);
+  if (sources.length !== 1) return null;
+  const filename = givenName(part.filename);
+  // A file name that cannot be the attachment's name would be lost: the part stays as given.
+  if (part.filename !== undefined && filename === null) return null;
+  const sWhere = at(where, sources[0]);
+  if (sources[0] === 'file_data') {
+    const extra = without(part, ['type', 'file_data', 'filename']);
+    const inline = typeof part.file_data === 'string' ? parseDataUrl(part.file_data) : null;
+    if (inline === null || inline.mimeType !== 'application/pdf') return null;
+    const meta = openaiMeta({ ...fields, ...(extra ? { extra } : {}) });
+    return attachmentPart(
+      names.next('document', inline.mimeType, filename),
+      inline.mimeType,
+      { data: inline.data, where: sWhere },
+      sWhere,
+      meta,
+    );
+  }
+  // By URL or file id, the builder sends no file name: a given one is kept with the part's other keys.
+  const extra = without(part, ['type', sources[0]]);
+  const meta = openaiMeta({ ...fields, ...(extra ? { extra } : {}) });
+  if (sources[0] === 'file_url') {
+    const url = httpsUrl(part.file_url);
+    if (url === null || (typeOfName(filename ?? undefined) ?? typeOfName(url) ?? 'application/pdf') !== 'application/pdf') return null;
+    return attachmentPart(names.next('document', 'application/pdf', filename), 'application/pdf', { url }, sWhere, meta);
+  }
+  const id = fileId(part.file_id);
+  if (id === null || (typeOfName(filename ?? undefined) ?? 'application/pdf') !== 'application/pdf') return null;
+  return attachmentPart(
+    names.next('document', 'application/pdf', filename),
+    'application/pdf',
+    { providerFile: { provider: 'openai', fileId: id } },
+    sWhere,
+    meta,
+  );
+}
+
 /** The parts of a message item: its content parts, the item's own keys on the first. */
 function messageParts(item: Json, where: string, assistant: boolean): PartInput[] {
   const itemId = optionalString(item.id, at(where, 'id'));
@@ -39,6 +120,7 @@ function messageParts(item: Json, where: string, assistant: boolean): PartInput[
   const first: Json = { ...(itemKeys ? { item: itemKeys } : {}) };
   if (item.role === 'developer') first.role = 'developer';
   const cWhere = at(where, 'content');
+  const names = item.role === 'user' ? new MediaNames() : null;
   if (typeof item.content === 'string') return [{ text: { text: item.content, providerMetadata: openaiMeta({ ...first, itemId }) } }];
   const parts = array(item.content, cWhere).map((c, i): PartInput => {
     const part = object(c, at(cWhere, i));
@@ -54,7 +136,8 @@ function messageParts(item: Json, where: string, assistant: boolean): PartInput[
     string(part.type, at(pWhere, 'type'));
     if (assistant)
       throw badInput(`${at(pWhere, 'type')} "${part.type}" is not an assistant message content part (output_text or refusal).`);
-    return { providerPart: { provider: 'openai', data: part, format: 'OPENAI_RESPONSES' } };
+    const media = names === null ? null : mediaPart(part, pWhere, names, { itemId });
+    return media ?? { providerPart: { provider: 'openai', data: part, format: 'OPENAI_RESPONSES' } };
   });
   if (parts.length === 0) parts.push({ text: { text: '', providerMetadata: openaiMeta({ itemId }) } });
   const [key, body] = Object.entries(parts[0])[0] as [keyof PartInput, { providerMetadata?: Json }];
@@ -115,6 +198,18 @@ function itemParts(item: Json, where: string): { role: MessageRole; parts: PartI
     case 'function_call_output': {
       const output = item.output;
       const oWhere = at(where, 'output');
+      // Its images and PDFs become attachments after it; the output kept marks where they were.
+      const media: PartInput[] = [];
+      const names = new MediaNames();
+      const kept =
+        typeof output === 'string'
+          ? undefined
+          : array(output, oWhere).map((p, i) => {
+              const part = mediaPart(object(p, at(oWhere, i)), at(oWhere, i), names);
+              if (part === null) return p;
+              media.push(part);
+              return mediaMarker();
+            });
       const content =
         typeof output === 'string'
           ? output
@@ -126,13 +221,16 @@ function itemParts(item: Json, where: string): { role: MessageRole; parts: PartI
               .join('\n');
       const fields = {
         itemId: optionalString(item.id, at(where, 'id')),
-        ...(Array.isArray(output) ? { output } : {}),
+        ...(kept ? { output: kept } : {}),
         ...extraOf(item, ['type', 'id', 'call_id', 'output']),
       };
       return {
         role: 'TOOL',
         own: false,
-        parts: [{ toolResult: { callId: string(item.call_id, at(where, 'call_id')), content, providerMetadata: openaiMeta(fields) } }],
+        parts: [
+          { toolResult: { callId: string(item.call_id, at(where, 'call_id')), content, providerMetadata: openaiMeta(fields) } },
+          ...media,
+        ],
       };
     }
     default: {

@@ -31,7 +31,8 @@ describe("every recorded payload, assembled in every format, and every image and
     let n = 0;
     for (const fixture of providerFixtures()) {
       for (const format of Object.keys(TYPES) as ProviderFormat[]) {
-        const { payload } = runAssembly(makeInput(storedMessages(fixture), { format, keepToolCallRounds: 1_000_000 }));
+        const { messages, attachments } = storedMessages(fixture);
+        const { payload } = runAssembly(makeInput(messages, { format, keepToolCallRounds: 1_000_000 }, { attachments }));
         lines.push(`// ${fixture.file} as ${format}`, `export const p${n++}: ${TYPES[format]} = ${JSON.stringify(payload)};`);
       }
     }
