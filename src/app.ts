@@ -171,7 +171,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       transforms: new TransformService(sessions, precount),
       caches,
       sessionRows: new SessionRowsCache(db.sql.writes, config.caches.sessionRowsMax),
-      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches, precount, caps.fileBytes),
+      assembly: new AssemblyService(db.prisma, db.sql, DEFAULT_WINDOW_PAGING, caches, precount, 2 * caps.fileBytes),
       turns: new TurnService(db.sql, bus, logger, {
         turnTimeoutMs: config.turnTimeoutMs,
         sweepIntervalMs: config.turnSweepIntervalMs,

@@ -38,11 +38,12 @@ export interface TextCaps {
    */
   responseContentBytes: number;
   /**
-   * An attachment's bytes (`data`, `upload`), 16 times the string cap: 16 MiB on PostgreSQL, 4 MiB
-   * on the embedded backend. Hashing runs off the request thread and the bytes are stored as one
-   * parameter, never parsed, so a file costs the thread far less per byte than a string. A
-   * multipart upload is refused as it streams past it; `data` (base64 in the JSON body) is bounded
-   * by `requestBytes` first.
+   * An attachment's bytes (`data`, `upload`), 4 times the string cap: 4 MiB on PostgreSQL, 1 MiB
+   * on the embedded backend. A file crosses the request thread as base64 text several times (the
+   * statement's parameter, the row read back, the payload's JSON), each a copy in proportion to its
+   * size, and on PGlite the statement runs on the thread too: the cap keeps one request's share of
+   * the thread near the string cap's (docs/performance.md). A multipart upload is refused as it
+   * streams past it; `data` (base64 in the JSON body) is bounded by `requestBytes` too.
    */
   fileBytes: number;
   /** A multipart request's body, in bytes: the operations (`requestBytes`) and two files at the cap, or more smaller ones. */
@@ -57,8 +58,8 @@ export function textCaps(stringLength: number): TextCaps {
     argumentsLength: stringLength + 64 * 1024,
     requestBytes: Math.max(4 * stringLength, 1024 * 1024),
     responseContentBytes: 8 * stringLength,
-    fileBytes: 16 * stringLength,
-    multipartBytes: Math.max(4 * stringLength, 1024 * 1024) + 32 * stringLength,
+    fileBytes: 4 * stringLength,
+    multipartBytes: Math.max(4 * stringLength, 1024 * 1024) + 8 * stringLength,
   };
 }
 

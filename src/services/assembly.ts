@@ -88,8 +88,8 @@ export class AssemblyService {
     private readonly caches: AssemblyCaches = new AssemblyCaches(DEFAULT_CACHE_CONFIG),
     /** Long texts counted ahead (the app's TokenPrecount): a long system prompt is not counted again. */
     private readonly knownTokens?: KnownTokenCounts,
-    /** Bytes of images and files one context may send (`TextCaps.fileBytes`): older ones beyond it are reported, not sent. */
-    private readonly mediaBytes: number = DEFAULT_STRING_CHARS.postgres * 16,
+    /** Bytes of images and files one context may send (twice `TextCaps.fileBytes`): older ones beyond it are reported, not sent. */
+    private readonly mediaBytes: number = DEFAULT_STRING_CHARS.postgres * 8,
   ) {
     this.reads = new AssemblyReads(prisma, sql, paging, caches);
   }
