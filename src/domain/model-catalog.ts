@@ -12,7 +12,7 @@
  */
 import type { PriceCalculation, Provider } from '@pydantic/genai-prices';
 import { LRUCache } from 'lru-cache';
-import type { ContextFormat } from './assembly/types.js';
+import type { ContextFormat, EstimatedCost } from './assembly/types.js';
 import { badInput } from './errors.js';
 
 /** The package the catalog is read from, named in messages and docs. */
@@ -27,6 +27,9 @@ export const CATALOG_CURRENCY = 'USD';
  * room for reasoning.
  */
 export const DEFAULT_OUTPUT_RESERVE = 16_384;
+
+/** The longest model name looked up (longer ones are refused before any matching). */
+export const MAX_MODEL_NAME = 200;
 
 /** The providers searched for close matches and by `modelCatalog`: those of the formats assembly sends. */
 export const SEARCHED_PROVIDERS = ['anthropic', 'openai', 'google'] as const;
@@ -61,14 +64,6 @@ export interface PricedUsage {
   cacheWriteTokens: number;
 }
 
-/** What the input of one call costs, the reused prefix at the cache-read rate. */
-export interface EstimatedCost {
-  inputCost: number;
-  cachedInputCost: number;
-  total: number;
-  currency: string;
-}
-
 type GenaiPrices = typeof import('@pydantic/genai-prices');
 
 /**
@@ -87,6 +82,9 @@ export class ModelCatalog {
 
   /** The model a name stands for; BAD_USER_INPUT naming close matches when the catalog has none. */
   require(name: string, format: ContextFormat | null = null, field = 'model'): CatalogModel {
+    if (!name.trim() || name.length > MAX_MODEL_NAME) {
+      throw badInput(`${field} must be a model name of 1 to ${MAX_MODEL_NAME} characters.`, { field });
+    }
     const model = this.lookup(name, format);
     if (model) return model;
     const close = this.closeMatches(name);
@@ -119,6 +117,22 @@ export class ModelCatalog {
     return window - reserve;
   }
 
+  /**
+   * The model a request names and the token budget it gets: `maxTokens` when given, else the
+   * default (`defaultMaxTokens`, with `outputReserve`, a whole number of at least 0).
+   */
+  budget(request: { model: string; maxTokens: number | null; outputReserve: number | null; format: ContextFormat | null }): {
+    model: CatalogModel;
+    maxTokens: number;
+  } {
+    const { outputReserve } = request;
+    if (outputReserve !== null && (!Number.isInteger(outputReserve) || outputReserve < 0)) {
+      throw badInput(`outputReserve must be a whole number of at least 0 (got ${outputReserve}).`, { field: 'outputReserve' });
+    }
+    const model = this.require(request.model, request.format);
+    return { model, maxTokens: request.maxTokens ?? this.defaultMaxTokens(model, outputReserve) };
+  }
+
   /** The cost of one call's usage from the catalog, in CATALOG_CURRENCY; null when the model is unknown. */
   priceUsage(name: string, usage: PricedUsage, at: Date = new Date()): number | null {
     const found = this.resolve(name, null);
@@ -145,13 +159,14 @@ export class ModelCatalog {
   estimateInput(model: CatalogModel, inputTokens: number, reusedTokens: number, at: Date = new Date()): EstimatedCost {
     const n = Math.max(0, inputTokens);
     const reused = Math.min(Math.max(0, reusedTokens), n);
-    if (n === 0) return { inputCost: 0, cachedInputCost: 0, total: 0, currency: CATALOG_CURRENCY };
+    const priced = `${model.provider}/${model.id}`;
+    if (n === 0) return { model: priced, inputCost: 0, cachedInputCost: 0, total: 0, currency: CATALOG_CURRENCY };
     const found = { model, providerId: model.provider };
     const withCache = this.calc(found, { input_tokens: n, cache_read_tokens: reused }, at)?.input_price ?? 0;
     const uncached = this.calc(found, { input_tokens: n }, at)?.input_price ?? 0;
     const inputCost = (uncached * (n - reused)) / n;
     const cachedInputCost = Math.max(0, withCache - inputCost);
-    return { inputCost, cachedInputCost, total: inputCost + cachedInputCost, currency: CATALOG_CURRENCY };
+    return { model: priced, inputCost, cachedInputCost, total: inputCost + cachedInputCost, currency: CATALOG_CURRENCY };
   }
 
   /**

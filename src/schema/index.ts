@@ -11,6 +11,7 @@ import './session-mutations.js';
 import './compaction.js';
 import './fork.js';
 import './assembly.js';
+import './model-catalog.js';
 import './events.js';
 import './transforms.js';
 import './turn-events.js';
