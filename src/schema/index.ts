@@ -12,6 +12,7 @@ import './compaction.js';
 import './fork.js';
 import './assembly.js';
 import './model-catalog.js';
+import './context-gauge.js';
 import './events.js';
 import './transforms.js';
 import './turn-events.js';

@@ -38,6 +38,7 @@ import type { KnownTokenCounts } from '../domain/tokens.js';
 import type { TokenEncoding } from '../domain/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { AssemblyReads, type LoadedWindow } from './assembly-reads.js';
+import { ContextGaugeService } from './context-gauge.js';
 
 export interface AssembleRequest {
   sessionId: string;
@@ -85,6 +86,8 @@ export interface RecordedContext extends AssembledContext {
  */
 export class AssemblyService {
   private readonly reads: AssemblyReads;
+  /** `Session.contextGauge`: the same counts without assembling (context-gauge.ts). */
+  readonly gauges: ContextGaugeService;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -97,6 +100,7 @@ export class AssemblyService {
     private readonly mediaBytes: number = DEFAULT_STRING_CHARS.postgres * 16,
   ) {
     this.reads = new AssemblyReads(prisma, sql, paging, caches);
+    this.gauges = new ContextGaugeService(sql, caches.rows, knownTokens);
   }
 
   async assemble(workspaceId: string, request: AssembleRequest, clientId?: string): Promise<ServedContext> {
