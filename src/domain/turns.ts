@@ -4,6 +4,7 @@
  * the rows under the session's lock, asks these functions, and writes what they decide.
  */
 import { badInput, DomainError } from './errors.js';
+import type { ModelCatalog } from './model-catalog.js';
 
 export type TurnStatus = 'ACTIVE' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
 export type TurnAgentStatus = 'ACTIVE' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
@@ -15,6 +16,51 @@ export interface UsageCounts {
   cacheReadTokens: bigint;
   cacheWriteTokens: bigint;
   cost: number;
+}
+
+/**
+ * Where a cost comes from, strongest first: the reporter (`cost` sent), the model catalog (a
+ * `model` it knows and no `cost`), or nowhere (neither: the cost is 0 and unknown). A sum reports
+ * the weakest source among its reports, so a total that is partly unknown says UNKNOWN and one
+ * partly estimated says CATALOG; a sum of no report is REPORTED (its 0 is exact).
+ */
+export type CostSource = 'REPORTED' | 'CATALOG' | 'UNKNOWN';
+export const COST_SOURCES: readonly CostSource[] = ['REPORTED', 'CATALOG', 'UNKNOWN'];
+
+/** The weakest of some sources (REPORTED for none). */
+export function weakestCostSource(sources: Iterable<CostSource | null | undefined>): CostSource {
+  let weakest = 0;
+  for (const s of sources) if (s) weakest = Math.max(weakest, COST_SOURCES.indexOf(s));
+  return COST_SOURCES[weakest];
+}
+
+/**
+ * A report's cost and its source: the cost sent; else, with a model the catalog knows, the
+ * catalog's price of the four counts at `at`; else 0, UNKNOWN. The catalog is asked only when it
+ * is given (the caller loads it only for a report with a model and no cost).
+ */
+export function reportCost(
+  usage: UsageCounts,
+  sent: boolean,
+  model: string | null,
+  catalog: ModelCatalog | null,
+  at: Date,
+): { cost: number; costSource: CostSource } {
+  if (sent) return { cost: usage.cost, costSource: 'REPORTED' };
+  const price =
+    model && catalog
+      ? catalog.priceUsage(
+          model,
+          {
+            inputTokens: Number(usage.inputTokens),
+            outputTokens: Number(usage.outputTokens),
+            cacheReadTokens: Number(usage.cacheReadTokens),
+            cacheWriteTokens: Number(usage.cacheWriteTokens),
+          },
+          at,
+        )
+      : null;
+  return price === null ? { cost: 0, costSource: 'UNKNOWN' } : { cost: price, costSource: 'CATALOG' };
 }
 
 export const USAGE_COUNT_FIELDS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const;

@@ -14,7 +14,7 @@ import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';
 import { MessagePart, MessageRoleEnum } from './message.js';
 
-const TokenEncodingEnum = builder.enumType('TokenEncoding', {
+export const TokenEncodingEnum = builder.enumType('TokenEncoding', {
   description: 'How tokens are counted.',
   values: {
     O200K_BASE: { description: 'OpenAI o200k_base (GPT-4o, GPT-4.1, o-series), counted exactly.' },
@@ -247,7 +247,11 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
   description: 'What to assemble. Only sessionId is required.',
   fields: (t) => ({
     sessionId: t.id({ required: true, description: 'The session.' }),
-    maxTokens: t.int({ required: false, description: 'Token budget (≥ 1). Default: none.' }),
+    maxTokens: t.int({
+      required: false,
+      description:
+        "Token budget (≥ 1). Default: none; with `model`, the model's context window less `outputReserve` (AssembledContext.maxTokens says which budget was used).",
+    }),
     maxMessages: t.int({ required: false, description: 'Keep at most this many of the newest messages (≥ 1). Default: none.' }),
     keepToolCallRounds: t.int({
       required: false,
@@ -283,6 +287,16 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
       defaultValue: 'INLINE',
       description:
         "INLINE (default): attachments' text is inlined. REFERENCE: each becomes a short reference block the agent reads with the read_attachment tool. Either way the blocks are counted and fitted into maxTokens like the rest of their message.",
+    }),
+    model: t.string({
+      required: false,
+      description:
+        "A model of the model catalog (docs/models.md): its API id, such as `claude-sonnet-4-5`, `gpt-5` or `gemini-2.5-flash`, optionally prefixed by its provider (`anthropic/claude-sonnet-4-5`); without a prefix the format's provider is tried first. It gives the default maxTokens and estimatedCost. An unknown model is refused (BAD_USER_INPUT naming the closest catalog names; `modelCatalog(search:)` lists them).",
+    }),
+    outputReserve: t.int({
+      required: false,
+      description:
+        "With `model` and no maxTokens: the tokens kept for the answer, taken from the model's window to give maxTokens (such as the max_tokens the call will send). Default: 16,384, or a quarter of the window when that is smaller.",
     }),
     includeAttachmentTool: t.boolean({
       required: false,

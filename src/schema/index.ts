@@ -11,6 +11,8 @@ import './session-mutations.js';
 import './compaction.js';
 import './fork.js';
 import './assembly.js';
+import './model-catalog.js';
+import './context-gauge.js';
 import './events.js';
 import './transforms.js';
 import './turn-events.js';

@@ -61,7 +61,11 @@ turnEventType('TurnAgentCompleted', 'TURN_AGENT_COMPLETED', 'One agent completed
 
 turnEventType('TurnCompleted', 'TURN_COMPLETED', 'Every agent completed successfully: the turn is COMPLETED.', (t) => ({
   status: t.field({ type: TurnStatusEnum, description: 'COMPLETED.', resolve: () => 'COMPLETED' as const }),
-  usage: t.field({ type: Usage, description: "The turn's usage when it completed.", resolve: (e) => usageIn(e, 'usage') }),
+  usage: t.field({
+    type: Usage,
+    description: "The turn's own usage when it completed (its costSource is read from the turn's reports when asked).",
+    resolve: (e) => ({ ...usageIn(e, 'usage'), ...(e.turnId ? { costOf: { turnId: e.turnId } } : {}) }),
+  }),
 }));
 
 const TurnFailureReason = builder.enumType('TurnFailureReason', {

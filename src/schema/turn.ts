@@ -1,4 +1,5 @@
 import type { ModelUsageShape } from '../services/usage-loaders.js';
+import { weakestCostSource, type CostSource } from '../domain/turns.js';
 import type { AssembledContext as AssembledContextShape } from '../domain/assembly/index.js';
 import { AssembledContext } from './assembly.js';
 import { DEFAULT_PAGE, encodeIndexCursor, MAX_CONNECTION_PAGE, positionCursors } from '../domain/pagination.js';
@@ -14,7 +15,24 @@ export interface UsageShape {
   cacheReadTokens: bigint | number;
   cacheWriteTokens: bigint | number;
   cost: number;
+  /** The weakest source of the cost of the reports summed; null for none (REPORTED), absent when `costOf` says where to read it. */
+  costSource?: CostSource | null;
+  /** The turn (and agent) whose reports give costSource, read when asked. */
+  costOf?: { turnId: string; agentId?: string };
 }
+
+export const CostSourceEnum = builder.enumType('CostSource', {
+  description:
+    'Where a cost comes from, strongest first. A sum (a turn, an agent, a session, a tree, a model) says the weakest source among the reports it sums: UNKNOWN when any report had no cost and no model the catalog knows, else CATALOG when any was priced from the catalog, else REPORTED (also for a sum of no report, whose 0 is exact).',
+  values: {
+    REPORTED: { description: 'Sent by the reporter (reportUsage with cost), in its own currency unit.' },
+    CATALOG: {
+      description:
+        'Priced from the model catalog (reportUsage with a model and no cost; docs/models.md), in USD at the time of the report: input, output, cache read and cache write each at its rate.',
+    },
+    UNKNOWN: { description: 'Not known: reportUsage had no cost and no model the catalog knows, so it counts 0.' },
+  } as const,
+});
 
 export const Usage = builder.objectRef<UsageShape>('Usage').implement({
   description: 'Token usage and cost.',
@@ -27,7 +45,21 @@ export const Usage = builder.objectRef<UsageShape>('Usage').implement({
       description: 'inputTokens + outputTokens + cacheReadTokens + cacheWriteTokens.',
       resolve: (u) => Number(u.inputTokens) + Number(u.outputTokens) + Number(u.cacheReadTokens) + Number(u.cacheWriteTokens),
     }),
-    cost: t.float({ description: "Cost as reported, in the reporter's currency unit.", resolve: (u) => u.cost }),
+    cost: t.float({
+      description:
+        "Cost of the calls: as reported (in the reporter's currency unit), or priced from the model catalog in USD; costSource says which.",
+      resolve: (u) => u.cost,
+    }),
+    costSource: t.field({
+      type: CostSourceEnum,
+      description: 'Where cost comes from: the weakest source among the reports summed (see CostSource).',
+      resolve: async (u, _, ctx) => {
+        if (u.costSource !== undefined || !u.costOf) return u.costSource ?? 'REPORTED';
+        const agents = await ctx.loaders.usage.costSources.load(u.costOf.turnId);
+        const { agentId } = u.costOf;
+        return agentId === undefined ? weakestCostSource(agents.values()) : (agents.get(agentId) ?? 'REPORTED');
+      },
+    }),
   }),
 });
 
@@ -73,7 +105,11 @@ builder.prismaObject('TurnAgent', {
   fields: (t) => ({
     agentId: t.exposeString('agentId', { description: 'The agent.' }),
     status: t.field({ type: TurnAgentStatusEnum, description: 'Its status.', resolve: (a) => a.status }),
-    usage: t.field({ type: Usage, description: 'Usage reported for this agent.', resolve: (a) => a }),
+    usage: t.field({
+      type: Usage,
+      description: 'Usage reported for this agent.',
+      resolve: (a) => ({ ...a, costOf: { turnId: a.turnId, agentId: a.agentId } }),
+    }),
     error: t.exposeString('error', { nullable: true, description: 'Why it failed, when it did.' }),
   }),
 });
@@ -107,7 +143,7 @@ export const Turn = builder.prismaNode('Turn', {
     ownUsage: t.field({
       type: Usage,
       description: "Usage reported for this turn's own agents only, without its sub-agent sessions.",
-      resolve: (turn) => turn,
+      resolve: (turn) => ({ ...turn, costOf: { turnId: turn.id } }),
     }),
     subSessions: t.relatedConnection(
       'subSessions',
@@ -237,16 +273,27 @@ const ReportUsageInput = builder.inputType('ReportUsageInput', {
   fields: (t) => ({
     turnId: t.id({ required: true, description: 'The turn.' }),
     agentId: t.string({ required: true, description: "The agent that made the call (one of the turn's agents)." }),
-    inputTokens: t.int({ required: false, description: 'Prompt tokens.' }),
-    outputTokens: t.int({ required: false, description: 'Completion tokens.' }),
+    inputTokens: t.int({
+      required: false,
+      description: 'Prompt tokens not read from or written to the provider cache (those are counted apart, as Anthropic reports them).',
+    }),
+    outputTokens: t.int({ required: false, description: 'Completion tokens (reasoning included).' }),
     cacheReadTokens: t.int({ required: false, description: 'Prompt tokens read from the provider cache.' }),
     cacheWriteTokens: t.int({ required: false, description: 'Prompt tokens written to the provider cache.' }),
-    cost: t.float({ required: false, description: 'Cost of the call (0 or more).' }),
+    cost: t.float({
+      required: false,
+      description:
+        'Cost of the call (0 or more), in your currency unit: costSource REPORTED. Without it, a model the catalog knows is priced from the catalog in USD (costSource CATALOG); otherwise the cost is 0 and costSource UNKNOWN.',
+    }),
     callId: t.string({
       required: false,
       description: 'Id of the model call: a report repeating a callId already reported for this turn changes nothing (retries are safe).',
     }),
-    model: t.string({ required: false, description: 'The model called; usage can be read per model.' }),
+    model: t.string({
+      required: false,
+      description:
+        'The model called; usage can be read per model. Without cost, the catalog prices the call when it knows the model (docs/models.md; the names of AssembleContextInput.model): an unknown model is not refused, its cost is UNKNOWN.',
+    }),
   }),
 });
 

@@ -31,12 +31,14 @@ import {
   type WindowPaging,
 } from '../domain/assembly/window.js';
 import { notFound } from '../domain/errors.js';
+import { loadModelCatalog } from '../domain/model-catalog.js';
 import { clipSegments, historyMark, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
 import { foldTransforms, type HistoryTransforms } from '../domain/transforms.js';
 import type { KnownTokenCounts } from '../domain/tokens.js';
 import type { TokenEncoding } from '../domain/types.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { AssemblyReads, type LoadedWindow } from './assembly-reads.js';
+import { ContextGaugeService } from './context-gauge.js';
 
 export interface AssembleRequest {
   sessionId: string;
@@ -56,6 +58,10 @@ export interface AssembleRequest {
   attachmentReferenceId?: (attachmentId: string) => string;
   /** Record the result as this turn's context (a turn of the session). */
   turnId?: string | null;
+  /** A model of the catalog: the default maxTokens and `estimatedCost` (model-catalog.ts). */
+  model?: string | null;
+  /** Tokens kept for the answer when maxTokens defaults from the model's window. */
+  outputReserve?: number | null;
 }
 
 /**
@@ -80,6 +86,8 @@ export interface RecordedContext extends AssembledContext {
  */
 export class AssemblyService {
   private readonly reads: AssemblyReads;
+  /** `Session.contextGauge`: the same counts without assembling (context-gauge.ts). */
+  readonly gauges: ContextGaugeService;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -92,11 +100,21 @@ export class AssemblyService {
     private readonly mediaBytes: number = DEFAULT_STRING_CHARS.postgres * 8,
   ) {
     this.reads = new AssemblyReads(prisma, sql, paging, caches);
+    this.gauges = new ContextGaugeService(sql, caches.rows, knownTokens);
   }
 
   async assemble(workspaceId: string, request: AssembleRequest, clientId?: string): Promise<ServedContext> {
+    const catalog = request.model === null || request.model === undefined ? null : await loadModelCatalog();
+    const priced = catalog
+      ? catalog.budget({
+          model: request.model!,
+          maxTokens: request.maxTokens ?? null,
+          outputReserve: request.outputReserve ?? null,
+          format: request.format ?? 'GENERIC',
+        })
+      : null;
     const options: AssembleContextOptions = validateAssembleOptions({
-      maxTokens: request.maxTokens ?? null,
+      maxTokens: priced?.maxTokens ?? request.maxTokens ?? null,
       maxMessages: request.maxMessages ?? null,
       keepToolCallRounds: request.keepToolCallRounds ?? DEFAULT_KEEP_TOOL_CALL_ROUNDS,
       encoding: request.encoding ?? 'O200K_BASE',
@@ -188,11 +206,15 @@ export class AssemblyService {
       },
     });
 
+    const priceable: AssembledContext = {
+      ...assembled,
+      estimatedCost: priced ? catalog!.estimateInput(priced.model, assembled.tokenCount, reusedPrefixTokens(assembled)) : null,
+    };
     const result: ServedContext =
       lo > 0
         ? {
             // Messages [upto, lo) were dropped for the budget (the pinned one is not among them).
-            ...withEarlier(assembled, lo, upto + (pinned && upto === 0 ? 1 : 0), transforms),
+            ...withEarlier(priceable, lo, upto + (pinned && upto === 0 ? 1 : 0), transforms),
             earlier: {
               lo,
               compaction: compaction ? { id: compaction.id, uptoIndex: upto } : null,
@@ -202,7 +224,7 @@ export class AssemblyService {
               hidden: transforms.hidden,
             },
           }
-        : { ...assembled, earlier: null };
+        : { ...priceable, earlier: null };
     if (request.turnId) {
       const { earlier: _, ...plain } = result;
       const decisions = await this.decisionsOf(result);
@@ -243,6 +265,12 @@ function withEarlier(windowed: AssembledContext, lo: number, upto: number, trans
   for (const h of transforms.hidden.values()) if (h.position >= upto && h.position < lo) hidden++;
   const dropped = lo - upto - hidden;
   return { ...windowed, droppedMessageCount: windowed.droppedMessageCount + dropped, truncated: windowed.truncated || dropped > 0 };
+}
+
+/** The tokens at the start of the payload that the previous assembly sent too (0 until assembly says). */
+function reusedPrefixTokens(context: AssembledContext): number {
+  const reused = (context as { reusedPrefixTokens?: unknown }).reusedPrefixTokens;
+  return typeof reused === 'number' ? reused : 0;
 }
 
 /** A stable hash of the session's settings: a change of model or connector changes it. */

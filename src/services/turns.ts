@@ -9,6 +9,7 @@ import {
   decideCompletion,
   errorText,
   optionalKey,
+  reportCost,
   requireActive,
   requireAgent,
   requiredKey,
@@ -19,6 +20,7 @@ import {
   type UsageReportInput,
 } from '../domain/turns.js';
 import { DomainError, notFound } from '../domain/errors.js';
+import { loadModelCatalog } from '../domain/model-catalog.js';
 import type { Logger } from '../logger.js';
 import type { EventBus, SessionEventMessage } from '../pubsub/bus.js';
 import { publishAll, writeThenPublish } from './event-log.js';
@@ -126,11 +128,14 @@ export class TurnService {
     const agentId = requiredKey(input.agentId, 'agentId');
     const callId = optionalKey(input.callId, 'callId');
     const model = optionalKey(input.model, 'model');
+    const sent = input.cost !== null && input.cost !== undefined;
+    const catalog = !sent && model !== null ? await loadModelCatalog() : null;
     // One statement and no transaction on the way that matters (see recordUsage): holding no lock
     // across round trips is what keeps a burst of reports from many processes fast. When it
     // records nothing, the turn is read to say why, with the same rules as everywhere else.
     for (let attempt = 1; ; attempt++) {
       const now = new Date();
+      const { cost, costSource } = reportCost(usage, sent, model, catalog, now);
       let recorded: Awaited<ReturnType<typeof recordUsage>>;
       try {
         recorded = await recordUsage(this.sql, {
@@ -141,7 +146,8 @@ export class TurnService {
           agentId,
           callId,
           model,
-          usage,
+          usage: { ...usage, cost },
+          costSource,
           maxTotal: MAX_TOTAL_TOKENS,
           now,
         });

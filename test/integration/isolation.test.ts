@@ -123,6 +123,8 @@ const probes: Record<string, Probe[]> = {
     { query: 'query { sessions(first: 50) { edges { node { id title } } } }', variables: () => ({}) },
     { query: 'query { sessions(first: 50, titleContains: "secret") { edges { node { id title } } } }', variables: () => ({}) },
   ],
+  // The model catalog is the same for every workspace: no ID to probe.
+  'Query.modelCatalog': [],
   'Query.searchMessages': [
     {
       query: 'query { searchMessages(query: "secret or question") { edges { node: session { id } highlight } } }',

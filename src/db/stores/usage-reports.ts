@@ -2,7 +2,7 @@
  * Recording a usage report: the report row, the agent's and the turn's sums and the
  * TURN_USAGE_UPDATED event (with its sub-session wrappers), in one statement.
  */
-import type { UsageCounts } from '../../domain/turns.js';
+import type { CostSource, UsageCounts } from '../../domain/turns.js';
 import type { SessionEvent, Turn, TurnUsageReport } from '../../generated/prisma/client.js';
 import type { SessionEventMessage } from '../session-events.js';
 import type { SqlClient } from '../sql.js';
@@ -23,14 +23,20 @@ export const USAGE_REPORT_INSERT: InsertShape<TurnUsageReport> = {
     cacheReadTokens: '$8',
     cacheWriteTokens: '$9',
     cost: '$10',
-    costSource: DEFAULT,
+    costSource: '$15::"CostSource"',
     createdAt: '$11::timestamp(3)',
   },
 };
 
-const usageObject = (alias: string) =>
+/**
+ * A usage object from the row aliased `alias`, with `costSource`: the weakest of this report's ($15)
+ * and those of the earlier reports matching `reports` (a condition on TurnUsageReport `x`; the
+ * report inserted by this statement is not visible to it).
+ */
+const usageObject = (alias: string, reports: string) =>
   `jsonb_build_object('inputTokens', ${alias}."inputTokens", 'outputTokens', ${alias}."outputTokens",
-     'cacheReadTokens', ${alias}."cacheReadTokens", 'cacheWriteTokens', ${alias}."cacheWriteTokens", 'cost', ${alias}.cost)`;
+     'cacheReadTokens', ${alias}."cacheReadTokens", 'cacheWriteTokens', ${alias}."cacheWriteTokens", 'cost', ${alias}.cost,
+     'costSource', greatest($15::"CostSource", (SELECT max(x."costSource") FROM "TurnUsageReport" x WHERE ${reports})))`;
 
 /** The TURN_USAGE_UPDATED event, from the session `s` (its next sequence), the turn `t` and the agent `a` after the report. */
 export const USAGE_EVENT_INSERT: InsertShape<SessionEvent> = {
@@ -44,8 +50,8 @@ export const USAGE_EVENT_INSERT: InsertShape<SessionEvent> = {
     messageId: DEFAULT,
     payload: `jsonb_build_object('agentId', $4::text, 'callId', $3::text, 'model', $5::text,
            'delta', jsonb_build_object('inputTokens', $6::bigint, 'outputTokens', $7::bigint, 'cacheReadTokens', $8::bigint,
-             'cacheWriteTokens', $9::bigint, 'cost', $10::float8),
-           'total', ${usageObject('t')}, 'agentTotal', ${usageObject('a')})`,
+             'cacheWriteTokens', $9::bigint, 'cost', $10::float8, 'costSource', $15::text),
+           'total', ${usageObject('t', 'x."turnId" = $2')}, 'agentTotal', ${usageObject('a', 'x."turnId" = $2 AND x."agentId" = $4')})`,
     createdAt: '$11::timestamp(3)',
     lastSequence: DEFAULT,
   },
@@ -119,6 +125,8 @@ export async function recordUsage(
     callId: string | null;
     model: string | null;
     usage: UsageCounts;
+    /** Where `usage.cost` comes from. */
+    costSource: CostSource;
     maxTotal: number;
     now: Date;
   },
@@ -145,6 +153,7 @@ export async function recordUsage(
     report.workspaceId,
     report.eventId,
     report.maxTotal,
+    report.costSource,
   ]);
   if (!row) return null;
   const { agentTotal, event, wrappers, ...turn } = row;

@@ -2,21 +2,32 @@
  * Usage read back from turns and their reports: per model, per session, per fork tree, and rolled
  * up over the sub-agent sessions nested in a turn. Plain sums at read time, nothing maintained.
  */
-import type { UsageCounts } from '../../domain/turns.js';
+import type { CostSource, UsageCounts } from '../../domain/turns.js';
 import type { SqlClient } from '../sql.js';
 import { MAX_SUB_SESSION_DEPTH } from './events.js';
 
-export interface ModelUsage extends UsageCounts {
+/** Sums of usage with the weakest source of their cost (null: no report). */
+export interface SummedUsage extends UsageCounts {
+  costSource: CostSource | null;
+}
+
+export interface ModelUsage extends SummedUsage {
   model: string | null;
 }
 
-/** The five usage sums over the rows aliased `alias` (zero when there are none). */
-const usageSums = (alias: string) =>
+/**
+ * The five usage sums over the rows aliased `alias` (zero when there are none), and `costSource`:
+ * the weakest source among the reports summed (`source`, an expression per row). CostSource is
+ * declared REPORTED, CATALOG, UNKNOWN, so the enum's max is the weakest.
+ */
+const usageSums = (alias: string, source: string) =>
   `coalesce(sum(${alias}."inputTokens"), 0)::bigint AS "inputTokens", coalesce(sum(${alias}."outputTokens"), 0)::bigint AS "outputTokens",
   coalesce(sum(${alias}."cacheReadTokens"), 0)::bigint AS "cacheReadTokens", coalesce(sum(${alias}."cacheWriteTokens"), 0)::bigint AS "cacheWriteTokens",
-  coalesce(sum(${alias}.cost), 0)::float8 AS cost`;
-const SUMS = usageSums('r');
-const TURN_SUMS = usageSums('t');
+  coalesce(sum(${alias}.cost), 0)::float8 AS cost, max(${source})::text AS "costSource"`;
+/** Over report rows `r`. */
+const SUMS = usageSums('r', 'r."costSource"');
+/** Over turn rows `t` (their counters), each turn's source read from its reports. */
+const TURN_SUMS = usageSums('t', `(SELECT max(x."costSource") FROM "TurnUsageReport" x WHERE x."turnId" = t.id)`);
 
 /** Usage per model for each of `turnIds`, models in name order (unnamed last). */
 export async function usageByModelForTurns(sql: SqlClient, turnIds: readonly string[]): Promise<(ModelUsage & { turnId: string })[]> {
@@ -40,14 +51,14 @@ export async function usageByModelForSessions(
 }
 
 /** Usage over each session's own turns. */
-export async function usageForSessions(sql: SqlClient, sessionIds: readonly string[]): Promise<(UsageCounts & { sessionId: string })[]> {
+export async function usageForSessions(sql: SqlClient, sessionIds: readonly string[]): Promise<(SummedUsage & { sessionId: string })[]> {
   return sql.query(`SELECT t."sessionId", ${TURN_SUMS} FROM "Turn" t WHERE t."sessionId" = ANY($1::text[]) GROUP BY t."sessionId"`, [
     sessionIds,
   ]);
 }
 
 /** Usage over every turn of each fork tree (by root id). */
-export async function usageForTrees(sql: SqlClient, rootIds: readonly string[]): Promise<(UsageCounts & { rootId: string })[]> {
+export async function usageForTrees(sql: SqlClient, rootIds: readonly string[]): Promise<(SummedUsage & { rootId: string })[]> {
   return sql.query(
     `SELECT s."rootId", ${TURN_SUMS} FROM "Turn" t JOIN "Session" s ON s.id = t."sessionId"
      WHERE s."rootId" = ANY($1::text[]) GROUP BY s."rootId"`,
@@ -73,14 +84,14 @@ const agentTree = (base: string) => `WITH RECURSIVE tree(top, sid, depth) AS (
  * Usage of each turn with everything its sub-agent sessions (and theirs, recursively) spent: the
  * turn's own counters plus every turn of every session nested in it.
  */
-export async function rolledUpUsageForTurns(sql: SqlClient, turnIds: readonly string[]): Promise<(UsageCounts & { turnId: string })[]> {
+export async function rolledUpUsageForTurns(sql: SqlClient, turnIds: readonly string[]): Promise<(SummedUsage & { turnId: string })[]> {
   return sql.query(
     `${agentTree(`SELECT s."parentTurnId", s.id, 1 FROM "Session" s WHERE s."parentTurnId" = ANY($1::text[])`)}
      SELECT t.top AS "turnId", ${TURN_SUMS} FROM (
-       SELECT own.id AS top, own."inputTokens", own."outputTokens", own."cacheReadTokens", own."cacheWriteTokens", own.cost
+       SELECT own.id AS top, own.id, own."inputTokens", own."outputTokens", own."cacheReadTokens", own."cacheWriteTokens", own.cost
        FROM "Turn" own WHERE own.id = ANY($1::text[])
        UNION ALL
-       SELECT tree.top, n."inputTokens", n."outputTokens", n."cacheReadTokens", n."cacheWriteTokens", n.cost
+       SELECT tree.top, n.id, n."inputTokens", n."outputTokens", n."cacheReadTokens", n."cacheWriteTokens", n.cost
        FROM tree JOIN "Turn" n ON n."sessionId" = tree.sid
      ) t GROUP BY t.top`,
     [turnIds],
@@ -93,7 +104,7 @@ function rolledUpOverTree<K extends string>(
   key: K,
   base: string,
   ids: readonly string[],
-): Promise<(UsageCounts & Record<K, string>)[]> {
+): Promise<(SummedUsage & Record<K, string>)[]> {
   return sql.query(
     `${agentTree(base)}
      SELECT tree.top AS "${key}", ${TURN_SUMS} FROM tree JOIN "Turn" t ON t."sessionId" = tree.sid GROUP BY tree.top`,
@@ -126,3 +137,18 @@ const INHERITED_BASE = `SELECT top.id, s.id, 1 FROM "Session" top
  */
 export const inheritedUsageForSessions = (sql: SqlClient, sessionIds: readonly string[]) =>
   rolledUpOverTree(sql, 'sessionId', INHERITED_BASE, sessionIds);
+
+/**
+ * The weakest cost source of the reports of each turn, per agent (null agentId rows never occur:
+ * every report names its agent). A turn or agent without reports has no row.
+ */
+export function costSourcesOfTurns(
+  sql: SqlClient,
+  turnIds: readonly string[],
+): Promise<{ turnId: string; agentId: string; costSource: CostSource }[]> {
+  return sql.query(
+    `SELECT r."turnId", r."agentId", max(r."costSource")::text AS "costSource" FROM "TurnUsageReport" r
+     WHERE r."turnId" = ANY($1::text[]) GROUP BY r."turnId", r."agentId"`,
+    [turnIds],
+  );
+}

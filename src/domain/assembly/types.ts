@@ -228,6 +228,18 @@ export interface AssembledContext {
   attachmentProblems: AttachmentProblem[];
   /** Call ids and tool names sent differently from how they are stored, each pair once (absent in contexts recorded before it existed). */
   toolMappings?: ToolMapping[];
+  /** What the payload's input costs with `model` (model-catalog.ts); null or absent without a model. */
+  estimatedCost?: EstimatedCost | null;
+}
+
+/** What the input of one call costs, from the model catalog: the reused prefix at the cache-read rate. */
+export interface EstimatedCost {
+  /** The catalog's provider and model priced (`anthropic/claude-sonnet-4-5`). */
+  model: string;
+  inputCost: number;
+  cachedInputCost: number;
+  total: number;
+  currency: string;
 }
 
 /** A message removed by a pipeline step, with the decision and reason recorded for it. */
