@@ -12,6 +12,8 @@ import {
   runAssembly,
   canonicalJson,
   DEFAULT_ATTACHMENT_MAX_CHARS,
+  DEFAULT_CACHE_SLACK,
+  DEFAULT_CACHE_STRATEGY,
   DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
   DEFAULT_KEEP_TOOL_CALL_ROUNDS,
   validateAssembleOptions,
@@ -19,6 +21,7 @@ import {
   type AssembleContextOptions,
   type AttachmentMode,
   type AssembledContext,
+  type CacheStrategy,
   type ContextDecision,
   type ContextFormat,
 } from '../domain/assembly/index.js';
@@ -52,6 +55,8 @@ export interface AssembleRequest {
   keepSystemMessage?: boolean | null;
   attachmentMode?: AttachmentMode | null;
   includeAttachmentTool?: boolean | null;
+  cacheStrategy?: CacheStrategy | null;
+  cacheSlack?: number | null;
   /** The id reference blocks (and problem messages) give an attachment: the client's opaque ID. */
   attachmentReferenceId?: (attachmentId: string) => string;
   /** Record the result as this turn's context (a turn of the session). */
@@ -108,6 +113,8 @@ export class AssemblyService {
       keepSystemMessage: request.keepSystemMessage ?? true,
       attachmentMode: request.attachmentMode ?? 'INLINE',
       includeAttachmentTool: request.includeAttachmentTool ?? false,
+      cacheStrategy: request.cacheStrategy ?? DEFAULT_CACHE_STRATEGY,
+      cacheSlack: request.cacheSlack ?? DEFAULT_CACHE_SLACK,
     });
 
     // A session assembled before is known here: its lineage never changes, so its compaction and

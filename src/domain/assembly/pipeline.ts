@@ -9,7 +9,8 @@
  *                               stubs; redacted messages were projected before step 1)
  *   3. elideOldToolResults     (results older than the last keepToolCallRounds rounds -> stubs)
  *   4. capMaxMessages          (newest; the newest user message always stays; rounds whole)
- *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole)
+ *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole;
+ *                               STABLE_PREFIX then starts where the history fixes, stable-prefix.ts)
  *   6. resolveAttachments      (sized during step 5 so the budget counts them; INLINE blocks or
  *                               REFERENCE blocks, attachmentMode; images and PDFs as media parts
  *                               where the format can send them, media-rules.ts)
@@ -36,13 +37,15 @@ import { capMaxMessages } from './max-messages.js';
 import { applyProviderRules, mapToolNames, sendsAnthropicContent, startsWithUserTurn } from './provider-rules.js';
 import { assertToolInvariants, repairToolPairs } from './tool-rounds.js';
 import { renderTurnContext } from './turn-context.js';
-import type {
-  AssembleContextInput,
-  AssembledContext,
-  AssembledMessage,
-  AssembledMessageKind,
-  ContextDecisionKind,
-  ContextFormat,
+import {
+  DEFAULT_CACHE_SLACK,
+  DEFAULT_CACHE_STRATEGY,
+  type AssembleContextInput,
+  type AssembledContext,
+  type AssembledMessage,
+  type AssembledMessageKind,
+  type ContextDecisionKind,
+  type ContextFormat,
 } from './types.js';
 import { validateAssembleOptions } from './validate.js';
 import { NO_TRANSFORMS, projectMessage } from '../transforms.js';
@@ -217,7 +220,16 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     fixedTokens += cost;
     fixedParts.push(`${cost} for the session's leading system message (keepSystemMessage)`);
   }
-  list = apply(fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost }), 'fitTokenBudget');
+  const cacheStrategy = options.cacheStrategy ?? DEFAULT_CACHE_STRATEGY;
+  const stable =
+    cacheStrategy === 'STABLE_PREFIX' && input.messages.length > 0
+      ? {
+          cacheSlack: options.cacheSlack ?? DEFAULT_CACHE_SLACK,
+          steadyFixedTokens: fixedTokens - (turnContextBlock?.tokenCount ?? 0),
+          historyEnd: input.messages[input.messages.length - 1].index + 1,
+        }
+      : undefined;
+  list = apply(fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost, stable }), 'fitTokenBudget');
   if (pinned) list = [pinned, ...list];
 
   // 6. attachments

@@ -22,6 +22,18 @@ export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'OPENAI_RESPONSES' | 'AN
 export type AttachmentMode = 'INLINE' | 'REFERENCE';
 export const ATTACHMENT_MODES: readonly AttachmentMode[] = ['INLINE', 'REFERENCE'];
 
+/**
+ * Where a context with a binding maxTokens starts (stable-prefix.ts): STABLE_PREFIX at a point the
+ * history fixes, kept until the budget binds again (the calls that follow send the same first
+ * messages, which a provider's prompt cache reads); NEWEST_FIRST at the oldest message that fits,
+ * which moves at every call once the budget binds.
+ */
+export type CacheStrategy = 'STABLE_PREFIX' | 'NEWEST_FIRST';
+export const CACHE_STRATEGIES: readonly CacheStrategy[] = ['STABLE_PREFIX', 'NEWEST_FIRST'];
+export const DEFAULT_CACHE_STRATEGY: CacheStrategy = 'STABLE_PREFIX';
+/** The share of maxTokens STABLE_PREFIX leaves free when it drops (the lower mark is maxTokens × (1 − cacheSlack)). */
+export const DEFAULT_CACHE_SLACK = 0.3;
+
 export const CONTEXT_FORMATS: readonly ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'OPENAI_RESPONSES', 'ANTHROPIC_MESSAGES', 'GEMINI'];
 export const TOKEN_ENCODINGS: readonly TokenEncoding[] = ['O200K_BASE', 'CL100K_BASE', 'CHARS_DIV_4'];
 
@@ -51,6 +63,10 @@ export interface AssembleContextOptions {
   attachmentMode?: AttachmentMode;
   /** Put the read_attachment tool's definition in the payload (attachment-tool.ts); default false. */
   includeAttachmentTool?: boolean;
+  /** Where a context with a binding maxTokens starts; default DEFAULT_CACHE_STRATEGY. */
+  cacheStrategy?: CacheStrategy;
+  /** STABLE_PREFIX: the share of maxTokens left free when the budget binds, 0 ≤ x < 1; default DEFAULT_CACHE_SLACK. */
+  cacheSlack?: number;
 }
 
 export const DEFAULT_ATTACHMENT_MAX_CHARS = 20_000;
