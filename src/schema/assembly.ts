@@ -214,6 +214,11 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
         "Tokens counted for the tool definitions in payload.tools (0 without): part of tokenCount and a fixed cost of the maxTokens budget. OPENAI_CHAT, OPENAI_RESPONSES and GENERIC: OpenAI's published approximation for function definitions; ANTHROPIC_MESSAGES: an estimate (Anthropic's tool-use system prompt plus the definitions' JSON); GEMINI: content only (the declarations' JSON), nothing being published of its framing.",
       resolve: (c) => c.toolTokenCount ?? 0,
     }),
+    reusedPrefixTokens: t.int({
+      description:
+        "Tokens at the start of this payload identical to the previous assembly of the same session in the same format (whatever its other options): the tool definitions, then the system blocks and messages in the order the provider reads them, each compared whole (cache_control marks aside), up to the first that differs; counted as tokenCount counts them. 0 for the first assembly in a format. What a provider's prompt cache can serve of this call if the previous one was sent within the cache's lifetime; with cacheStrategy STABLE_PREFIX it stays high between the drops.",
+      resolve: (c) => c.reusedPrefixTokens ?? 0,
+    }),
     maxTokens: t.exposeInt('maxTokens', { nullable: true, description: 'The budget asked for (null: none).' }),
     maxMessages: t.exposeInt('maxMessages', { nullable: true, description: 'The message cap asked for (null: none).' }),
     droppedMessageCount: t.exposeInt('droppedMessageCount', {
@@ -330,7 +335,7 @@ builder.mutationField('assembleContext', (t) =>
   t.field({
     type: AssembledContext,
     description:
-      'Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens (never separating a tool call from its result; cacheStrategy says where the context starts when it binds), resolve attachments (inlined or by reference, attachmentMode), put turnContext before the last user message. Never changes the session; with turnId, records the result on the turn.',
+      "Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens (never separating a tool call from its result; cacheStrategy says where the context starts when it binds), resolve attachments (inlined or by reference, attachmentMode), put turnContext before the last user message. Never changes the session's messages; keeps the payload's prefix for the next assembly in the same format to compare with (reusedPrefixTokens), and with turnId records the result on the turn.",
     args: { input: t.arg({ type: AssembleContextInput, required: true }) },
     resolve: (_, { input }, ctx) =>
       ctx.assembly.assemble(

@@ -8,9 +8,11 @@ import { latestCompaction } from '../db/stores/compactions.js';
 import { readIdsAndPositions } from '../db/stores/messages.js';
 import { readTransforms } from '../db/stores/transforms.js';
 import { recordContext } from '../db/stores/turns.js';
+import { writeAssemblyPrefix } from '../db/stores/assembly-prefixes.js';
 import {
   runAssembly,
   canonicalJson,
+  samePrefix,
   DEFAULT_ATTACHMENT_MAX_CHARS,
   DEFAULT_CACHE_SLACK,
   DEFAULT_CACHE_STRATEGY,
@@ -126,7 +128,7 @@ export class AssemblyService {
     const windowed = options.maxTokens !== null && countable !== null;
     const hint = this.caches.hints.get(request.sessionId);
     const known = hint ? { hint, newest: windowed ? firstPageSize(hint.costPerRow, options.maxTokens!, this.paging) : 0 } : null;
-    const session = await this.reads.readSession(workspaceId, request.sessionId, request.turnId ?? null, known);
+    const session = await this.reads.readSession(workspaceId, request.sessionId, request.turnId ?? null, known, options.format);
     if (!session) throw notFound('Session', clientId ?? request.sessionId);
     if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
 
@@ -187,6 +189,7 @@ export class AssemblyService {
       options,
       attachmentReferenceId: request.attachmentReferenceId,
       knownTokens: this.knownTokens,
+      previousPrefix: session.previousPrefix,
       flags: {
         isFork: session.parentId !== null,
         isFirstTurn: !session.hadTurn,
@@ -210,8 +213,13 @@ export class AssemblyService {
             },
           }
         : { ...assembled, earlier: null };
+    // What the next assembly in this format compares with: one statement, none when it is the same.
+    const writes: Promise<unknown>[] = [];
+    if (assembled.payloadPrefix && !samePrefix(assembled.payloadPrefix, session.previousPrefix)) {
+      writes.push(writeAssemblyPrefix(this.sql, session.id, options.format, assembled.payloadPrefix));
+    }
     if (request.turnId) {
-      const { earlier: _, ...plain } = result;
+      const { earlier: _, payloadPrefix: __, ...plain } = result;
       const decisions = await this.decisionsOf(result);
       const recorded: RecordedContext = {
         ...withMediaByReference(plain),
@@ -219,9 +227,13 @@ export class AssemblyService {
         settingsFingerprint: fingerprint,
         assembledAt: new Date().toISOString(),
       };
-      if (!(await recordContext(this.sql, request.turnId, recorded, fingerprint, mark)))
-        throw notFound('Turn of this session', request.turnId);
+      writes.push(
+        recordContext(this.sql, request.turnId, recorded, fingerprint, mark).then((found) => {
+          if (!found) throw notFound('Turn of this session', request.turnId!);
+        }),
+      );
     }
+    await Promise.all(writes);
     return result;
   }
 

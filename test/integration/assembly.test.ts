@@ -661,7 +661,8 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(queries.count).toBe(1);
     expect(again.contextHash).toBe(first.contextHash);
 
-    // Messages appended since: read with the session (their parts too), and assembled.
+    // Messages appended since: read with the session (their parts too), and assembled; the new
+    // payload's prefix is stored for the next assembly to compare with.
     await gqlOk(app, AppendMessages, {
       input: {
         sessionId: id,
@@ -673,7 +674,8 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     });
     queries.reset();
     const served = await service.assemble(session.workspaceId, request);
-    expect(queries.count).toBe(2);
+    expect(queries.count).toBe(3);
+    expect(queries.statements[2]).toMatch(/^INSERT INTO "AssemblyPrefix"/);
     expect(served.messages.at(-1)).toMatchObject({ sourceIndex: 41 });
     expect(served.contextHash).toBe((await fresh()).contextHash);
 

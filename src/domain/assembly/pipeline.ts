@@ -19,7 +19,8 @@
  *      (ANTHROPIC_MESSAGES and GEMINI: a placeholder user turn first when the conversation would
  *      start with an assistant turn; it is reserved in step 5 only when the kept messages need it)
  * then the provider rules (provider-rules.ts: tool names are mapped before step 5, so their cost
- * is the sent name's; call ids after step 7), the provider payload, the token total and the hash.
+ * is the sent name's; call ids after step 7), the provider payload, the token total and the hash,
+ * and the payload's prefix with what of it the previous assembly sent (payload-prefix.ts).
  */
 import { badInput } from '../errors.js';
 import { countTokens, type KnownTokenCounts } from '../tokens.js';
@@ -34,6 +35,7 @@ import { fitTokenBudget } from './fit-budget.js';
 import { buildPayload, framingTokens, framingTokensFor, LEADING_USER_TEXT, replyPrimingTokens } from './formats.js';
 import { contextHash } from './hash.js';
 import { capMaxMessages } from './max-messages.js';
+import { payloadPrefixOf, reusedPrefixTokens } from './payload-prefix.js';
 import { applyProviderRules, mapToolNames, sendsAnthropicContent, startsWithUserTurn } from './provider-rules.js';
 import { assertToolInvariants, repairToolPairs } from './tool-rounds.js';
 import { renderTurnContext } from './turn-context.js';
@@ -295,7 +297,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   const mapped = applyProviderRules(messages, format, names);
   messages = mapped.messages;
-  const payload = buildPayload(format, messages, options.includeAttachmentTool ? attachmentToolDefinitions(format) : undefined);
+  const toolDefinitions = options.includeAttachmentTool ? attachmentToolDefinitions(format) : undefined;
+  const payload = buildPayload(format, messages, toolDefinitions);
   let tokenCount = priming + toolTokenCount;
   let elidedToolResultCount = 0;
   for (const m of messages) {
@@ -307,6 +310,11 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     if (k) kept.set(id, { ...k, reason: `${k.reason} In the ${format} payload: ${notes.join('; ')}.` });
   }
   const decisions = log.finish(kept);
+  const payloadPrefix = payloadPrefixOf(
+    format,
+    messages,
+    toolDefinitions ? { definitions: toolDefinitions, tokens: toolTokenCount } : null,
+  );
   return {
     messages,
     payload,
@@ -330,6 +338,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     decisions,
     attachmentProblems: resolved.problems,
     toolMappings: mapped.mappings,
+    reusedPrefixTokens: reusedPrefixTokens(payloadPrefix, input.previousPrefix ?? null),
+    payloadPrefix,
   };
 }
 

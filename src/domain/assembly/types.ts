@@ -5,6 +5,7 @@
  */
 import type { KnownTokenCounts } from '../tokens.js';
 import type { HistoryTransforms } from '../transforms.js';
+import type { PayloadPrefix } from './payload-prefix.js';
 import type {
   DomainCompaction,
   DomainMessage,
@@ -100,6 +101,8 @@ export interface AssembleContextInput {
   flags: AssembleContextFlags;
   /** Counts of long texts made ahead (a long system prompt, counted off the request thread); none: every text is counted here. */
   knownTokens?: KnownTokenCounts;
+  /** The payload prefix of the previous assembly of this session in this format (payload-prefix.ts); none: this is the first. */
+  previousPrefix?: PayloadPrefix | null;
 }
 
 /** A part of an assembled message: stored parts with attachments resolved to text. */
@@ -244,6 +247,13 @@ export interface AssembledContext {
   attachmentProblems: AttachmentProblem[];
   /** Call ids and tool names sent differently from how they are stored, each pair once (absent in contexts recorded before it existed). */
   toolMappings?: ToolMapping[];
+  /**
+   * Tokens at the start of the payload identical to the previous assembly's in this format
+   * (`AssembleContextInput.previousPrefix`; 0 without one). Absent in contexts recorded before it existed.
+   */
+  reusedPrefixTokens?: number;
+  /** This payload's prefix, for the next assembly to compare with (payload-prefix.ts). Stored apart, never recorded with a turn. */
+  payloadPrefix?: PayloadPrefix;
 }
 
 /** A message removed by a pipeline step, with the decision and reason recorded for it. */
