@@ -17,7 +17,8 @@
  *   7. turn context block right before the last user message; system prompt and summary first
  *      (the session's leading system message between them when the compaction covers it)
  *      (ANTHROPIC_MESSAGES and GEMINI: a placeholder user turn first when the conversation would
- *      start with an assistant turn; it is reserved in step 5 only when the kept messages need it)
+ *      start with an assistant turn; it is reserved in step 5 only when the kept messages need it;
+ *      ANTHROPIC_MESSAGES: cache_control marks where a prompt cache pays, cache-breakpoints.ts)
  * then the provider rules (provider-rules.ts: tool names are mapped before step 5, so their cost
  * is the sent name's; call ids after step 7), the provider payload, the token total and the hash,
  * and the payload's prefix with what of it the previous assembly sent (payload-prefix.ts).
@@ -27,6 +28,7 @@ import { countTokens, type KnownTokenCounts } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { attachmentToolDefinitions, attachmentToolTokens } from './attachment-tool.js';
 import { createAttachmentResolver, resolveAttachments } from './attachments.js';
+import { cacheBreakpoints } from './cache-breakpoints.js';
 import { applyCompaction } from './compaction.js';
 import { createToolPairExplainer, DecisionLog } from './decisions.js';
 import { dropGenerating } from './drop-generating.js';
@@ -134,7 +136,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   list = apply({ list: elided.list, removed: [] }, 'elideOldToolResults');
 
   // 4. maxMessages
-  list = apply(capMaxMessages(list, options.maxMessages), 'capMaxMessages');
+  const capped = capMaxMessages(list, options.maxMessages);
+  list = apply(capped, 'capMaxMessages');
 
   // 5. maxTokens: fixed blocks first, then messages with their framing and attachments
   const systemBlock =
@@ -231,7 +234,10 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
           historyEnd: input.messages[input.messages.length - 1].index + 1,
         }
       : undefined;
-  list = apply(fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost, stable }), 'fitTokenBudget');
+  const fitted = fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost, stable });
+  list = apply(fitted, 'fitTokenBudget');
+  // Whether the first message moves at every call (a cache mark on a message would never be read).
+  const startMoves = capped.removed.length > 0 || (stable === undefined && fitted.removed.some((r) => CUT_DECISIONS.has(r.decision)));
   if (pinned) list = [pinned, ...list];
 
   // 6. attachments
@@ -298,7 +304,15 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   const mapped = applyProviderRules(messages, format, names);
   messages = mapped.messages;
   const toolDefinitions = options.includeAttachmentTool ? attachmentToolDefinitions(format) : undefined;
-  const payload = buildPayload(format, messages, toolDefinitions);
+  const breakpoints =
+    format === 'ANTHROPIC_MESSAGES' && input.messages.length > 0
+      ? cacheBreakpoints(messages, {
+          toolTokens: toolTokenCount,
+          historyEnd: input.messages[input.messages.length - 1].index + 1,
+          startMoves,
+        })
+      : undefined;
+  const payload = buildPayload(format, messages, toolDefinitions, breakpoints);
   let tokenCount = priming + toolTokenCount;
   let elidedToolResultCount = 0;
   for (const m of messages) {

@@ -54,7 +54,9 @@ describe('reusedPrefixTokens', () => {
     expect(r.reusedPrefixTokens).toBe(r.messages[0].tokenCount);
     const chat = assemble(history.slice(0, 3), { format: 'OPENAI_CHAT', system: 'A' });
     // OpenAI reads it where it stands: after the messages the previous call sent.
-    expect(assemble(withSystem, { format: 'OPENAI_CHAT', system: 'A' }, chat).reusedPrefixTokens).toBe(chat.tokenCount - REPLY_PRIMING_TOKENS);
+    expect(assemble(withSystem, { format: 'OPENAI_CHAT', system: 'A' }, chat).reusedPrefixTokens).toBe(
+      chat.tokenCount - REPLY_PRIMING_TOKENS,
+    );
   });
 
   it('counts the tool definitions first, and a result turned into a stub ends the reused prefix before its message', () => {
