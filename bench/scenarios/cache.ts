@@ -59,10 +59,10 @@ export default {
           await ctx.gql(APPEND, { input: { sessionId: session.id, messages: [assistantTurn(t - 1), userTurn(t)] } });
         }
         const { ms, result } = await ctx.time(() =>
-          ctx.gql<{ assembleContext: { tokenCount: number; reusedPrefixTokens: number; truncated: boolean; payload: unknown } }>(
-            ASSEMBLE,
-            { id: session.id, strategy: session.strategy },
-          ),
+          ctx.gql<{ assembleContext: { tokenCount: number; reusedPrefixTokens: number; truncated: boolean; payload: unknown } }>(ASSEMBLE, {
+            id: session.id,
+            strategy: session.strategy,
+          }),
         );
         const c = result.assembleContext;
         session.calls.push({

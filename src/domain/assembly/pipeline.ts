@@ -236,8 +236,10 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
       : undefined;
   const fitted = fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost, stable });
   list = apply(fitted, 'fitTokenBudget');
-  // Whether the first message moves at every call (a cache mark on a message would never be read).
-  const startMoves = capped.removed.length > 0 || (stable === undefined && fitted.removed.some((r) => CUT_DECISIONS.has(r.decision)));
+  // Whether the first message moves at every call (a cache mark on a message would never be read):
+  // it is NEWEST_FIRST's cut, or maxMessages' when the budget cut nothing more.
+  const budgetCut = fitted.removed.some((r) => CUT_DECISIONS.has(r.decision));
+  const startMoves = budgetCut ? stable === undefined : capped.removed.length > 0;
   if (pinned) list = [pinned, ...list];
 
   // 6. attachments

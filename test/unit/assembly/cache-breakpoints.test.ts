@@ -72,6 +72,8 @@ describe('ANTHROPIC_MESSAGES cache_control breakpoints', () => {
     expect(newest.truncated).toBe(true);
     expect(marks(newest)).toEqual(['system']);
     expect(marks(assemble(session, { system: longSystem, maxMessages: 20 }))).toEqual(['system']);
+    // A maxMessages the budget cuts below anyway does not move the start: STABLE_PREFIX's budget does.
+    expect(marks(assemble(session, { system: longSystem, maxMessages: 250, maxTokens: 8_000 }))).toHaveLength(3);
     // NEWEST_FIRST that keeps everything: the next call starts with the same messages.
     expect(marks(assemble(session.slice(0, 40), { system: longSystem, cacheStrategy: 'NEWEST_FIRST' }))).toHaveLength(3);
   });

@@ -87,15 +87,16 @@ describe('cacheStrategy STABLE_PREFIX', () => {
       for (const end of [300, 301, 333, 420, 599, 600]) {
         const messages = session.slice(0, end);
         if (messages[messages.length - 1].role !== 'USER') continue;
-        const full = assemble(messages, { maxTokens: budget });
-        const newest = assemble(messages, { maxTokens: budget, cacheStrategy: 'NEWEST_FIRST' });
+        const full = assemble(messages, { maxTokens: budget, format: 'ANTHROPIC_MESSAGES' });
+        const newest = assemble(messages, { maxTokens: budget, format: 'ANTHROPIC_MESSAGES', cacheStrategy: 'NEWEST_FIRST' });
         const from = firstKept(newest)!;
         // What a window read loads: the run NEWEST_FIRST keeps and a few messages before it, its edge on no tool result.
         let lo = Math.max(0, from - 3);
         while (lo > 0 && messages[lo].role === 'TOOL') lo--;
-        const windowed = assemble(messages.slice(lo), { maxTokens: budget });
+        const windowed = assemble(messages.slice(lo), { maxTokens: budget, format: 'ANTHROPIC_MESSAGES' });
         expect(keptIds(windowed), `budget ${budget}, ${end} messages`).toEqual(keptIds(full));
-        expect(windowed.tokenCount).toBe(full.tokenCount);
+        // The same payload, cache_control marks included.
+        expect(windowed.contextHash).toBe(full.contextHash);
         expectWellFormed(full, messages);
       }
     }
