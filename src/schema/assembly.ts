@@ -7,6 +7,8 @@ import type {
 } from '../domain/assembly/index.js';
 import {
   DEFAULT_ATTACHMENT_MAX_CHARS,
+  DEFAULT_CACHE_SLACK,
+  DEFAULT_CACHE_STRATEGY,
   DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
   DEFAULT_KEEP_TOOL_CALL_ROUNDS,
 } from '../domain/assembly/types.js';
@@ -60,6 +62,21 @@ const AttachmentModeEnum = builder.enumType('AttachmentMode', {
   } as const,
 });
 
+const CacheStrategyEnum = builder.enumType('CacheStrategy', {
+  description:
+    'Where a context starts once maxTokens binds (leaves out messages). Providers bill a prompt prefix they have seen before at a tenth of the input price or less (OpenAI caches automatically from 1,024 tokens, Anthropic at the cache_control marks ANTHROPIC_MESSAGES places, Gemini implicitly), but only when the request starts with the same messages.',
+  values: {
+    STABLE_PREFIX: {
+      description:
+        'When maxTokens binds, drop down to maxTokens × (1 − cacheSlack), at a point the history fixes (not the call), and keep that first message while the messages appended after it fit: the calls that follow send the same first messages, which the provider reads from its cache, until maxTokens binds again. Right after a drop up to cacheSlack of the budget is unused. Messages left out for it are DROPPED_BUDGET, their reason says so.',
+    },
+    NEWEST_FIRST: {
+      description:
+        'Keep the newest messages that fit maxTokens at every call: the most history, but once the budget binds the first message changes at (nearly) every call, so the provider never reads a cached prefix again.',
+    },
+  } as const,
+});
+
 const ContextMessageKindEnum = builder.enumType('ContextMessageKind', {
   description: 'Where an assembled message comes from.',
   values: {
@@ -82,7 +99,10 @@ const ContextDecisionKindEnum = builder.enumType('ContextDecisionKind', {
     HIDDEN: { description: 'Left out: hidden in this session by hideMessages (the reason says why).' },
     DROPPED_GENERATING: { description: 'Left out: still generating.' },
     DROPPED_MAX_MESSAGES: { description: 'Left out by maxMessages.' },
-    DROPPED_BUDGET: { description: 'Left out to fit maxTokens.' },
+    DROPPED_BUDGET: {
+      description:
+        'Left out to fit maxTokens (or, with cacheStrategy STABLE_PREFIX, to keep the first messages stable: the reason says which).',
+    },
     DROPPED_TOOL_PAIR: { description: 'Left out so that no tool call is separated from its result.' },
   } as const,
 });
@@ -194,6 +214,11 @@ export const AssembledContext = builder.objectRef<AssembledContextShape>('Assemb
         "Tokens counted for the tool definitions in payload.tools (0 without): part of tokenCount and a fixed cost of the maxTokens budget. OPENAI_CHAT, OPENAI_RESPONSES and GENERIC: OpenAI's published approximation for function definitions; ANTHROPIC_MESSAGES: an estimate (Anthropic's tool-use system prompt plus the definitions' JSON); GEMINI: content only (the declarations' JSON), nothing being published of its framing.",
       resolve: (c) => c.toolTokenCount ?? 0,
     }),
+    reusedPrefixTokens: t.int({
+      description:
+        "Tokens at the start of this payload identical to the previous assembly of the same session in the same format (whatever its other options): the tool definitions, then the system blocks and messages in the order the provider reads them, each compared whole (cache_control marks aside), up to the first that differs; counted as tokenCount counts them. 0 for the first assembly in a format. What a provider's prompt cache can serve of this call if the previous one was sent within the cache's lifetime; with cacheStrategy STABLE_PREFIX it stays high between the drops.",
+      resolve: (c) => c.reusedPrefixTokens ?? 0,
+    }),
     maxTokens: t.exposeInt('maxTokens', { nullable: true, description: 'The budget asked for (null: none).' }),
     maxMessages: t.exposeInt('maxMessages', { nullable: true, description: 'The message cap asked for (null: none).' }),
     droppedMessageCount: t.exposeInt('droppedMessageCount', {
@@ -304,6 +329,19 @@ const AssembleContextInput = builder.inputType('AssembleContextInput', {
       description:
         'Put the read_attachment tool definition in payload.tools (every format; see payload). Independent of attachmentMode and of whether any attachment is kept, so the tool list stays the same from call to call. Its tokens are counted (toolTokenCount).',
     }),
+    cacheStrategy: t.field({
+      type: CacheStrategyEnum,
+      required: false,
+      defaultValue: DEFAULT_CACHE_STRATEGY,
+      description:
+        'Where the context starts once maxTokens binds (see CacheStrategy). Default STABLE_PREFIX, because on a long conversation it is the cheap one: the calls that follow a drop send the same first messages, which every major provider bills at a tenth of the input price or less, where NEWEST_FIRST changes the first message at every call and pays the whole context each time (up to ten times as much). What it gives up is bounded: at most cacheSlack of the budget, of the oldest messages, and nothing while the budget does not bind. Without maxTokens the two are the same.',
+    }),
+    cacheSlack: t.float({
+      required: false,
+      defaultValue: DEFAULT_CACHE_SLACK,
+      description:
+        'STABLE_PREFIX: the share of maxTokens left free when the budget binds, 0 ≤ cacheSlack < 1. The context drops down to maxTokens × (1 − cacheSlack), the fixed blocks but the turn context included, and grows back with the messages appended until maxTokens binds again. Larger: fewer drops, so more calls read the cache, but less history right after each. 0 keeps as much as fits, as NEWEST_FIRST.',
+    }),
   }),
 });
 
@@ -311,7 +349,7 @@ builder.mutationField('assembleContext', (t) =>
   t.field({
     type: AssembledContext,
     description:
-      'Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens keeping the newest messages (never separating a tool call from its result), resolve attachments (inlined or by reference, attachmentMode), put turnContext before the last user message. Never changes the session; with turnId, records the result on the turn.',
+      "Assembles the context for the next model call. Pipeline: drop generating messages, apply the latest compaction, elide old tool results, maxMessages, fit maxTokens (never separating a tool call from its result; cacheStrategy says where the context starts when it binds), resolve attachments (inlined or by reference, attachmentMode), put turnContext before the last user message. Never changes the session's messages; keeps the payload's prefix for the next assembly in the same format to compare with (reusedPrefixTokens), and with turnId records the result on the turn.",
     args: { input: t.arg({ type: AssembleContextInput, required: true }) },
     resolve: (_, { input }, ctx) =>
       ctx.assembly.assemble(

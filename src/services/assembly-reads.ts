@@ -38,15 +38,26 @@ export class AssemblyReads {
     private readonly caches: AssemblyCaches,
   ) {}
 
-  /** The session and what its turns say; for a known session, also its compaction and what the rows cache lacks of its newest messages. */
+  /**
+   * The session and what its turns say, and the prefix of its last assembly in `format`; for a known
+   * session, also its compaction and what the rows cache lacks of its newest messages.
+   */
   readSession(
     workspaceId: string,
     sessionId: string,
     turnId: string | null,
     known: { hint: WindowHint; newest: number } | null,
+    format: ContextFormat | null = null,
   ): Promise<AssemblyState | null> {
     const from = known ? Math.max(known.hint.forkIndex ?? 0, this.caches.rows.range(sessionId)?.hi ?? 0) : 0;
-    return readAssemblyState(this.sql, workspaceId, sessionId, turnId, known ? { session: known.hint, from, newest: known.newest } : null);
+    return readAssemblyState(
+      this.sql,
+      workspaceId,
+      sessionId,
+      turnId,
+      known ? { session: known.hint, from, newest: known.newest } : null,
+      format,
+    );
   }
 
   /**

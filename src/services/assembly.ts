@@ -8,10 +8,14 @@ import { latestCompaction } from '../db/stores/compactions.js';
 import { readIdsAndPositions } from '../db/stores/messages.js';
 import { readTransforms } from '../db/stores/transforms.js';
 import { recordContext } from '../db/stores/turns.js';
+import { writeAssemblyPrefix } from '../db/stores/assembly-prefixes.js';
 import {
   runAssembly,
   canonicalJson,
+  samePrefix,
   DEFAULT_ATTACHMENT_MAX_CHARS,
+  DEFAULT_CACHE_SLACK,
+  DEFAULT_CACHE_STRATEGY,
   DEFAULT_CONTEXT_ATTACHMENT_MAX_CHARS,
   DEFAULT_KEEP_TOOL_CALL_ROUNDS,
   validateAssembleOptions,
@@ -19,6 +23,7 @@ import {
   type AssembleContextOptions,
   type AttachmentMode,
   type AssembledContext,
+  type CacheStrategy,
   type ContextDecision,
   type ContextFormat,
 } from '../domain/assembly/index.js';
@@ -54,6 +59,8 @@ export interface AssembleRequest {
   keepSystemMessage?: boolean | null;
   attachmentMode?: AttachmentMode | null;
   includeAttachmentTool?: boolean | null;
+  cacheStrategy?: CacheStrategy | null;
+  cacheSlack?: number | null;
   /** The id reference blocks (and problem messages) give an attachment: the client's opaque ID. */
   attachmentReferenceId?: (attachmentId: string) => string;
   /** Record the result as this turn's context (a turn of the session). */
@@ -126,6 +133,8 @@ export class AssemblyService {
       keepSystemMessage: request.keepSystemMessage ?? true,
       attachmentMode: request.attachmentMode ?? 'INLINE',
       includeAttachmentTool: request.includeAttachmentTool ?? false,
+      cacheStrategy: request.cacheStrategy ?? DEFAULT_CACHE_STRATEGY,
+      cacheSlack: request.cacheSlack ?? DEFAULT_CACHE_SLACK,
     });
 
     // A session assembled before is known here: its lineage never changes, so its compaction and
@@ -137,7 +146,7 @@ export class AssemblyService {
     const windowed = options.maxTokens !== null && countable !== null;
     const hint = this.caches.hints.get(request.sessionId);
     const known = hint ? { hint, newest: windowed ? firstPageSize(hint.costPerRow, options.maxTokens!, this.paging) : 0 } : null;
-    const session = await this.reads.readSession(workspaceId, request.sessionId, request.turnId ?? null, known);
+    const session = await this.reads.readSession(workspaceId, request.sessionId, request.turnId ?? null, known, options.format);
     if (!session) throw notFound('Session', clientId ?? request.sessionId);
     if (!session.turnFound) throw notFound('Turn of this session', request.turnId!);
 
@@ -198,6 +207,7 @@ export class AssemblyService {
       options,
       attachmentReferenceId: request.attachmentReferenceId,
       knownTokens: this.knownTokens,
+      previousPrefix: session.previousPrefix,
       flags: {
         isFork: session.parentId !== null,
         isFirstTurn: !session.hadTurn,
@@ -208,7 +218,7 @@ export class AssemblyService {
 
     const priceable: AssembledContext = {
       ...assembled,
-      estimatedCost: priced ? catalog!.estimateInput(priced.model, assembled.tokenCount, reusedPrefixTokens(assembled)) : null,
+      estimatedCost: priced ? catalog!.estimateInput(priced.model, assembled.tokenCount, assembled.reusedPrefixTokens ?? 0) : null,
     };
     const result: ServedContext =
       lo > 0
@@ -225,8 +235,13 @@ export class AssemblyService {
             },
           }
         : { ...priceable, earlier: null };
+    // What the next assembly in this format compares with: one statement, none when it is the same.
+    const writes: Promise<unknown>[] = [];
+    if (assembled.payloadPrefix && !samePrefix(assembled.payloadPrefix, session.previousPrefix)) {
+      writes.push(writeAssemblyPrefix(this.sql, session.id, options.format, assembled.payloadPrefix));
+    }
     if (request.turnId) {
-      const { earlier: _, ...plain } = result;
+      const { earlier: _, payloadPrefix: __, ...plain } = result;
       const decisions = await this.decisionsOf(result);
       const recorded: RecordedContext = {
         ...withMediaByReference(plain),
@@ -234,9 +249,13 @@ export class AssemblyService {
         settingsFingerprint: fingerprint,
         assembledAt: new Date().toISOString(),
       };
-      if (!(await recordContext(this.sql, request.turnId, recorded, fingerprint, mark)))
-        throw notFound('Turn of this session', request.turnId);
+      writes.push(
+        recordContext(this.sql, request.turnId, recorded, fingerprint, mark).then((found) => {
+          if (!found) throw notFound('Turn of this session', request.turnId!);
+        }),
+      );
     }
+    await Promise.all(writes);
     return result;
   }
 
@@ -265,12 +284,6 @@ function withEarlier(windowed: AssembledContext, lo: number, upto: number, trans
   for (const h of transforms.hidden.values()) if (h.position >= upto && h.position < lo) hidden++;
   const dropped = lo - upto - hidden;
   return { ...windowed, droppedMessageCount: windowed.droppedMessageCount + dropped, truncated: windowed.truncated || dropped > 0 };
-}
-
-/** The tokens at the start of the payload that the previous assembly sent too (0 until assembly says). */
-function reusedPrefixTokens(context: AssembledContext): number {
-  const reused = (context as { reusedPrefixTokens?: unknown }).reusedPrefixTokens;
-  return typeof reused === 'number' ? reused : 0;
 }
 
 /** A stable hash of the session's settings: a change of model or connector changes it. */

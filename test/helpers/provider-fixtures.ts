@@ -131,6 +131,13 @@ const stripKey = (value: unknown, key: string): unknown => {
   return Object.fromEntries(Object.entries(value as Json).flatMap(([k, v]) => (k === key ? [] : [[k, stripKey(v, key)]])));
 };
 
+/** An Anthropic message without the cache_control marks assembly places (docs/provider-replay.md). */
+function unmarked(message: Json): Json {
+  const content = message.content;
+  if (!Array.isArray(content) || !content.some((b) => (b as Json).cache_control !== undefined)) return message;
+  return { ...message, content: stripKey(content, 'cache_control') };
+}
+
 /** What a response is as request items of its own format. */
 function responseItems(fixture: ProviderFixture): unknown[] {
   const body = fixture.body;
@@ -250,6 +257,7 @@ function mergeTurns(turns: Json[], key: 'content' | 'parts'): Json[] {
 export function payloadItems(format: ProviderFormat, payload: Json): unknown[] {
   switch (format) {
     case 'ANTHROPIC_MESSAGES':
+      return (payload.messages as Json[]).map(unmarked);
     case 'OPENAI_CHAT':
       return payload.messages as unknown[];
     case 'OPENAI_RESPONSES':

@@ -493,6 +493,7 @@ const stats = {
   assemblies: 0,
   budgeted: 0,
   packed: 0,
+  stable: 0,
   tooSmall: 0,
   refusedNoUser: 0,
   openAiCounted: 0,
@@ -534,7 +535,9 @@ async function checkSession(session: ModelSession, ask: Plan['ask'], builder: Gr
   checkContext(u, session, byId, ask, compaction, pinnedModel);
 
   // Rule 3: at every budget, the kept set is what a greedy newest-first packer keeps of the
-  // eligible list (the messages kept without a budget), in the formats without a lead placeholder.
+  // eligible list (the messages kept without a budget), in the formats without a lead placeholder
+  // (cacheStrategy NEWEST_FIRST); STABLE_PREFIX keeps the newest user message and a newest run of
+  // that set, within the budget too.
   const pinned = pinnedModel ? u.messages.find((m) => m.sourceMessageId === pinnedModel.id) : undefined;
   const eligible = u.messages.filter((m) => m.kind === 'MESSAGE' && m !== pinned);
   const fixed =
@@ -551,7 +554,9 @@ async function checkSession(session: ModelSession, ask: Plan['ask'], builder: Gr
   const smallest = fixed + forcedCost;
   for (const fraction of ask.budgets) {
     const maxTokens = Math.max(1, fraction < 0.1 ? smallest - 1 : smallest + Math.floor((u.tokenCount - smallest) * fraction));
-    const r = await gql<{ assembleContext: Assembled }, unknown>(app, ASSEMBLE, { input: { ...base, maxTokens } });
+    const r = await gql<{ assembleContext: Assembled }, unknown>(app, ASSEMBLE, {
+      input: { ...base, maxTokens, cacheStrategy: 'NEWEST_FIRST' },
+    });
     stats.assemblies++;
     stats.budgeted++;
     // ANTHROPIC_MESSAGES and GEMINI may put a placeholder user turn first: not a plain packing.
@@ -584,6 +589,22 @@ async function checkSession(session: ModelSession, ask: Plan['ask'], builder: Gr
     expect(got, `maxTokens ${maxTokens}`).toEqual(expected);
     expect(b.tokenCount).toBe(used);
     stats.packed++;
+
+    const stable = (
+      await gqlOk<{ assembleContext: Assembled }, unknown>(app, ASSEMBLE, { input: { ...base, maxTokens, cacheStrategy: 'STABLE_PREFIX' } })
+    ).assembleContext;
+    stats.assemblies++;
+    expect(stable.tokenCount).toBeLessThanOrEqual(maxTokens);
+    checkContext(stable, session, byId, ask, compaction, pinnedModel);
+    const stableIds = stable.messages
+      .filter((m) => m.kind === 'MESSAGE' && m.sourceMessageId !== pinned?.sourceMessageId)
+      .map((m) => m.sourceMessageId);
+    const forcedId = forcedAt >= 0 ? eligible[forcedAt].sourceMessageId : null;
+    const run = stableIds.filter((id) => id !== forcedId);
+    const newestRun = expected.filter((id) => id !== forcedId);
+    expect(run, `STABLE_PREFIX at maxTokens ${maxTokens}`).toEqual(newestRun.slice(newestRun.length - run.length));
+    if (forcedId) expect(stableIds).toContain(forcedId);
+    stats.stable++;
   }
   void builder;
 }
@@ -793,5 +814,6 @@ describe('assembleContext over random session graphs (property, issue 12)', () =
     expect(stats.namesMapped).toBeGreaterThan(0);
     expect(stats.idsMapped).toBeGreaterThan(0);
     expect(stats.packed).toBeGreaterThan(0);
+    expect(stats.stable).toBeGreaterThan(0);
   });
 });

@@ -462,9 +462,13 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
 
       const session = await prisma.session.findUniqueOrThrow({ where: { id: rawId(sessionId) } });
       const rows = await prisma.message.findMany({ where: { sessionId: session.id }, orderBy: { position: 'asc' } });
-      for (const maxTokens of [30, 60, 100, 140, 500]) {
+      for (const [maxTokens, cacheStrategy] of [30, 60, 100, 140, 500].flatMap((m) => [
+        [m, 'NEWEST_FIRST'] as const,
+        [m, 'STABLE_PREFIX'] as const,
+      ])) {
         const options = {
           maxTokens,
+          cacheStrategy,
           maxMessages: null,
           keepToolCallRounds: 2,
           encoding: 'O200K_BASE' as const,
@@ -478,6 +482,7 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
         const served = await small.assemble(session.workspaceId, { sessionId: session.id, ...options });
         expect(served.contextHash, `${maxTokens}`).toBe(full.contextHash);
         expect((await small.decisionsOf(served)).map((d) => d.decision)).toEqual(full.decisions.map((d) => d.decision));
+        if (cacheStrategy === 'STABLE_PREFIX') continue;
         // An independent greedy packer over the eligible messages (the short ones and the last user message), newest first.
         const eligible = full.messages.length;
         let budget = maxTokens - 3;
@@ -656,7 +661,8 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     expect(queries.count).toBe(1);
     expect(again.contextHash).toBe(first.contextHash);
 
-    // Messages appended since: read with the session (their parts too), and assembled.
+    // Messages appended since: read with the session (their parts too), and assembled; the new
+    // payload's prefix is stored for the next assembly to compare with.
     await gqlOk(app, AppendMessages, {
       input: {
         sessionId: id,
@@ -668,7 +674,8 @@ describe(`assembleContext and compactSession (${backend.label})`, () => {
     });
     queries.reset();
     const served = await service.assemble(session.workspaceId, request);
-    expect(queries.count).toBe(2);
+    expect(queries.count).toBe(3);
+    expect(queries.statements[2]).toMatch(/^INSERT INTO "AssemblyPrefix"/);
     expect(served.messages.at(-1)).toMatchObject({ sourceIndex: 41 });
     expect(served.contextHash).toBe((await fresh()).contextHash);
 

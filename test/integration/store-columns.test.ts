@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SqlParams, type SqlClient } from '../../src/db/sql.js';
 import { API_KEY_COLUMNS, WORKSPACE_COLUMNS } from '../../src/db/stores/api-keys.js';
 import { APPEND_INSERT_COLUMNS, STREAM_EVENT_INSERT_COLUMNS } from '../../src/db/stores/append.js';
+import { ASSEMBLY_PREFIX_INSERT } from '../../src/db/stores/assembly-prefixes.js';
 import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS, WRAPPER_INSERT_COLUMNS } from '../../src/db/stores/events.js';
 import { MESSAGE_COLUMNS } from '../../src/db/stores/messages.js';
 import { forkInsert, type NewFork } from '../../src/db/stores/sessions.js';
@@ -56,6 +57,7 @@ const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'reportUsage event INSERT', table: USAGE_EVENT_INSERT.table, columns: Object.keys(USAGE_EVENT_INSERT.values) },
   { name: 'transform INSERT', table: 'MessageTransform', columns: TRANSFORM_INSERT_COLUMNS },
   { name: 'transform reads', table: 'MessageTransform', columns: Object.keys(TRANSFORM_COLUMNS) },
+  { name: 'assembly prefix upsert', table: ASSEMBLY_PREFIX_INSERT.table, columns: Object.keys(ASSEMBLY_PREFIX_INSERT.values) },
 ];
 
 /**
@@ -101,6 +103,7 @@ describe(`store column lists match the migrated tables (${backend.label})`, () =
       MessageTransform: 'note',
       Workspace: 'plan',
       ApiKey: 'label',
+      AssemblyPrefix: 'model',
     };
     await expect(
       app.runtime.db.sql.transaction(async (sql) => {

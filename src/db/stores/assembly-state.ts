@@ -4,7 +4,9 @@
  */
 import type { LineageSession } from '../../domain/lineage.js';
 import type { Session } from '../../generated/prisma/client.js';
+import type { PayloadPrefix } from '../../domain/assembly/payload-prefix.js';
 import { SqlParams, type SqlClient } from '../sql.js';
+import { previousPrefixOf, previousPrefixSql, type PreviousPrefixColumns } from './assembly-prefixes.js';
 import { columnList } from './columns.js';
 import { COMPACTION_ROW_COLUMNS, latestCompactionSql, type CompactionRow } from './compactions.js';
 import { LIGHT_SQL, type LightRow } from './messages.js';
@@ -35,6 +37,8 @@ export type AssemblyState = Session & {
   previousHistoryMark: number | null;
   /** For a known session, what was read with it. */
   known: { compaction: CompactionRow | null; newest: { from: number; rows: LightRow[] } } | null;
+  /** The payload prefix of the session's last assembly in the format asked for (null: none, or no format asked). */
+  previousPrefix: PayloadPrefix | null;
 };
 
 /**
@@ -42,7 +46,8 @@ export type AssemblyState = Session & {
  * the latest earlier context (a fork with no context of its own compares with its parent's latest),
  * in one statement. For a known session (`known`: its lineage, frozen when it was made) the same
  * statement reads its compaction and its newest messages from `known.from` on, at most
- * `known.newest` of them (none: not read).
+ * `known.newest` of them (none: not read); with a `format`, the payload prefix of its last
+ * assembly in that format (stores/assembly-prefixes.ts).
  */
 export async function readAssemblyState(
   sql: SqlClient,
@@ -50,6 +55,7 @@ export async function readAssemblyState(
   sessionId: string,
   turnId: string | null,
   known: { session: Pick<LineageSession, 'id' | 'lineage'>; from: number; newest: number } | null,
+  format: string | null = null,
 ): Promise<AssemblyState | null> {
   const p = new SqlParams();
   const id = p.add(sessionId);
@@ -67,20 +73,31 @@ export async function readAssemblyState(
             WHERE "sessionId" = s.id AND position >= greatest(${p.add(known.from)}::int, s."messageCount" - ${p.add(known.newest)}::int)
           ) m) AS newest`
       : '';
-  const [row] = await sql.query<Session & Omit<AssemblyState, 'known'> & { compaction?: CompactionRow | null; newest?: LightRow[] }>(
+  const prefix =
+    format === null
+      ? ''
+      : `,
+       ${previousPrefixSql(p, 's', format)}`;
+  const [row] = await sql.query<
+    Session &
+      Omit<AssemblyState, 'known' | 'previousPrefix'> &
+      Partial<PreviousPrefixColumns> & { compaction?: CompactionRow | null; newest?: LightRow[] }
+  >(
     `SELECT ${columnList(SESSION_COLUMNS, 's')},
        EXISTS (SELECT 1 FROM "Turn" t WHERE t."sessionId" = s.id AND t.id IS DISTINCT FROM ${turn}) AS "hadTurn",
        (${turn}::text IS NULL OR EXISTS (SELECT 1 FROM "Turn" t WHERE t.id = ${turn} AND t."sessionId" = s.id)) AS "turnFound",
        ${previousTurnValue('contextSettingsFingerprint', turn)} AS "previousFingerprint",
-       ${previousTurnValue('contextHistoryMark', turn)} AS "previousHistoryMark"${compaction}${newest}
+       ${previousTurnValue('contextHistoryMark', turn)} AS "previousHistoryMark"${compaction}${newest}${prefix}
      FROM "Session" s WHERE s.id = ${id} AND s."workspaceId" = ${workspace}`,
     p.values,
   );
   if (!row) return null;
-  const { compaction: readCompaction, newest: readNewest, ...session } = row;
-  if (!known) return { ...session, known: null };
+  const { compaction: readCompaction, newest: readNewest, prefixHashes, prefixTokens, ...session } = row;
+  const previousPrefix = previousPrefixOf({ prefixHashes: prefixHashes ?? null, prefixTokens: prefixTokens ?? null });
+  if (!known) return { ...session, known: null, previousPrefix };
   return {
     ...session,
+    previousPrefix,
     known: {
       compaction: readCompaction ?? null,
       newest: { from: Math.max(known.from, session.messageCount - known.newest), rows: readNewest ?? [] },

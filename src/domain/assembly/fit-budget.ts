@@ -4,10 +4,12 @@
  * kept: if it cannot fit, CONTEXT_BUDGET_TOO_SMALL says how many tokens are needed), then units
  * newest first until one does not fit. A tool round is one unit, so a call is never separated from
  * its results (parallel calls included) and the list never starts on an orphan result. The cost of
- * a message includes its framing and its resolved attachments.
+ * a message includes its framing and its resolved attachments. With cacheStrategy STABLE_PREFIX,
+ * the cut then moves to where the history fixes it (stable-prefix.ts).
  */
 import { DomainError } from '../errors.js';
 import { keepNewestUnits, removalFor } from './max-messages.js';
+import { stablePrefixCut, stablePrefixReason } from './stable-prefix.js';
 import { label, type StepResult, type WorkMessage } from './work.js';
 
 export interface FitBudgetOptions {
@@ -20,6 +22,17 @@ export interface FitBudgetOptions {
   costOf: (w: WorkMessage) => number;
   /** Tokens that depend on the first non-SYSTEM message kept (see `KeepNewestOptions.leadCost`). */
   leadCost?: (first: WorkMessage | null) => number;
+  /**
+   * STABLE_PREFIX (stable-prefix.ts): once the budget binds, start where the history fixes, down to
+   * maxTokens × (1 − cacheSlack). Absent: NEWEST_FIRST.
+   */
+  stable?: {
+    cacheSlack: number;
+    /** Fixed tokens that stay the same from call to call (all but the turn-context block): the lower mark is counted without the others. */
+    steadyFixedTokens: number;
+    /** The position after the session's newest message. */
+    historyEnd: number;
+  };
 }
 
 export interface FitBudgetResult extends StepResult {
@@ -54,5 +67,16 @@ export function fitTokenBudget(list: readonly WorkMessage[], options: FitBudgetO
       { maxTokens, requiredTokens: needed },
     );
   }
+  const stable = options.stable
+    ? stablePrefixCut(list, cut, {
+        capacity,
+        lowerMark: Math.floor(maxTokens * (1 - options.stable.cacheSlack)) - options.stable.steadyFixedTokens,
+        historyEnd: options.stable.historyEnd,
+        costOf: options.costOf,
+        leadCost: options.leadCost,
+        reason: stablePrefixReason(maxTokens, options.stable.cacheSlack),
+      })
+    : null;
+  if (stable) return { list: stable.list, removed: stable.removed, usedTokens: options.fixedTokens + stable.used };
   return { ...cut.result, usedTokens: options.fixedTokens + cut.used };
 }

@@ -80,7 +80,9 @@
  *   text blocks are left out (the API rejects them); consecutive same-role messages are merged, so
  *   roles alternate and tool_result blocks sit first in the user message right after the tool_use.
  *   The first message is always a user turn: when the kept conversation would start with an
- *   assistant turn, a short placeholder user turn (`LEADING_USER_TEXT`) goes first.
+ *   assistant turn, a short placeholder user turn (`LEADING_USER_TEXT`) goes first. Cache
+ *   breakpoints (`cache_control: { type: "ephemeral" }`, cache-breakpoints.ts) go on the last block
+ *   of the messages where a prompt cache pays, and on `system`, then sent as one text block.
  * GEMINI: `{ systemInstruction?, contents }` (generateContent): `systemInstruction` is
  *   `{ parts: [{ text }] }`, one part per system prompt, summary and SYSTEM message text;
  *   `contents` are `{ role: 'user'|'model', parts }` with parts `{ text }`, `{ functionCall: { name,
@@ -149,6 +151,7 @@
  * changed: merging Anthropic and Gemini turns copies.
  */
 import type { MessageRole } from '../types.js';
+import type { CacheBreakpoints } from './cache-breakpoints.js';
 import { toAnthropicMessages } from './payload-anthropic.js';
 import { toGemini } from './payload-gemini.js';
 import { toGeneric } from './payload-generic.js';
@@ -199,15 +202,21 @@ export function framingTokensFor(format: ContextFormat, role: MessageRole, calls
 /**
  * The payload of `messages` in `format`; with `tools` (a list already in the format's wire shape,
  * see attachment-tool.ts) the payload also has a `tools` key, its other keys unchanged.
+ * `breakpoints`: ANTHROPIC_MESSAGES's cache_control marks (cache-breakpoints.ts).
  */
-export function buildPayload(format: ContextFormat, messages: readonly AssembledMessage[], tools?: readonly object[]): unknown {
+export function buildPayload(
+  format: ContextFormat,
+  messages: readonly AssembledMessage[],
+  tools?: readonly object[],
+  breakpoints?: CacheBreakpoints,
+): unknown {
   let payload: object;
   switch (format) {
     case 'OPENAI_CHAT':
       payload = toOpenAiChat(messages);
       break;
     case 'ANTHROPIC_MESSAGES':
-      payload = toAnthropicMessages(messages);
+      payload = toAnthropicMessages(messages, breakpoints);
       break;
     case 'GENERIC':
       payload = toGeneric(messages);

@@ -8,6 +8,8 @@ export { elideOldToolResults, type ElideStepResult } from './elide.js';
 export { hideMessages, stripToolOutputs } from './history-transforms.js';
 export { capMaxMessages, keepNewestUnits, type KeepNewestOptions, type KeepNewestResult } from './max-messages.js';
 export { fitTokenBudget, type FitBudgetOptions, type FitBudgetResult } from './fit-budget.js';
+export { payloadPrefixOf, PREFIX_HASH_BYTES, reusedPrefixTokens, samePrefix, type PayloadPrefix } from './payload-prefix.js';
+export { stablePrefixCut, stablePrefixReason, type StablePrefixOptions } from './stable-prefix.js';
 export * from './attachment-tool.js';
 export {
   ATTACHMENT_READ_DEFAULT_CHARS,

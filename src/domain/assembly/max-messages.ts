@@ -64,6 +64,11 @@ export interface KeepNewestResult {
   /** Lead cost of the smallest possible result (the forced message alone, or nothing). */
   minimalLeadCost: number;
   forcedIndex: number;
+  /**
+   * Where the kept run starts: every message from it on is kept (0 when nothing was cut). The
+   * forced message may be older than it, and is kept apart.
+   */
+  runStart: number;
 }
 
 /**
@@ -143,7 +148,7 @@ export function keepNewestUnits(list: readonly WorkMessage[], options: KeepNewes
   const kept: WorkMessage[] = [];
   for (let i = 0; i < list.length; i++) if (keep[i]) kept.push(list[i]);
   removed.reverse();
-  return { result: { list: kept, removed }, used: used + lead, forcedCost, minimalLeadCost, forcedIndex };
+  return { result: { list: kept, removed }, used: used + lead, forcedCost, minimalLeadCost, forcedIndex, runStart: end };
 }
 
 /** Units a look-ahead for an opening user turn may take (each is one message or one tool round). */

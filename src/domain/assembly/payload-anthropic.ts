@@ -12,6 +12,7 @@ import {
   withMediaAt,
 } from './payload-pieces.js';
 import { extraOf, metaOf, metaString, sends } from './provider-data.js';
+import { type CacheBreakpoints, NO_BREAKPOINTS } from './cache-breakpoints.js';
 import type { AssembledMessage, MediaPart } from './types.js';
 
 export type AnthropicBlock =
@@ -30,7 +31,8 @@ export interface AnthropicMessage {
 const blocksOf = (content: AnthropicMessage['content']): AnthropicBlock[] =>
   typeof content === 'string' ? [{ text: content, type: 'text' }] : content;
 export interface AnthropicMessagesPayload {
-  system?: string;
+  /** A string; one text block when it carries a cache breakpoint. */
+  system?: string | [{ cache_control: { type: 'ephemeral' }; text: string; type: 'text' }];
   messages: AnthropicMessage[];
 }
 
@@ -120,19 +122,46 @@ function anthropicMessageOf(m: AssembledMessage): AnthropicMessage {
   return { content: blocks, role };
 }
 
-export function toAnthropicMessages(messages: readonly AssembledMessage[]): AnthropicMessagesPayload {
+/** The mark of a cache breakpoint (cache-breakpoints.ts). */
+const EPHEMERAL = Object.freeze({ type: 'ephemeral' as const });
+
+/** Blocks a cache_control mark may go on (Anthropic: not on thinking blocks; unknown provider blocks are left alone). */
+const MARKABLE = new Set(['text', 'tool_use', 'tool_result', 'image', 'document']);
+
+/** `message` (a sealed piece: copied) with its last markable block marked; as it is when it has none. */
+function withCacheMark(message: AnthropicMessage): AnthropicMessage {
+  const blocks = blocksOf(message.content);
+  for (let k = blocks.length - 1; k >= 0; k--) {
+    if (!MARKABLE.has(blocks[k].type as string)) continue;
+    const content = [...blocks];
+    content[k] = { cache_control: EPHEMERAL, ...blocks[k] };
+    return { content, role: message.role };
+  }
+  return message;
+}
+
+/**
+ * The Anthropic payload of `messages`; `breakpoints` says where cache_control marks go: at the end
+ * of the system block (then sent as one text block), and on the last block of the marked messages.
+ */
+export function toAnthropicMessages(
+  messages: readonly AssembledMessage[],
+  breakpoints: CacheBreakpoints = NO_BREAKPOINTS,
+): AnthropicMessagesPayload {
   const system: string[] = [];
   const out: AnthropicMessage[] = [];
   // Whether out's last message was made here by merging (so it may be extended in place).
   let lastMerged = false;
-  for (const m of messages) {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
     if (m.role === 'SYSTEM') {
       const text = textsOf(m.parts).join('\n\n');
       if (hasVisibleText(text)) system.push(text);
       continue;
     }
-    const message = pieceOf('ANTHROPIC_MESSAGES', m, anthropicMessageOf);
-    if (message.content.length === 0) continue;
+    const piece = pieceOf('ANTHROPIC_MESSAGES', m, anthropicMessageOf);
+    if (piece.content.length === 0) continue;
+    const message = breakpoints.messages.has(i) ? withCacheMark(piece) : piece;
     const last = out[out.length - 1];
     if (last && last.role === message.role) {
       const merged = lastMerged ? (last.content as AnthropicBlock[]) : [...blocksOf(last.content)];
@@ -145,7 +174,9 @@ export function toAnthropicMessages(messages: readonly AssembledMessage[]): Anth
     }
   }
   trimFinalAssistant(out);
-  return system.length > 0 ? { messages: out, system: system.join('\n\n') } : { messages: out };
+  if (system.length === 0) return { messages: out };
+  const joined = system.join('\n\n');
+  return { messages: out, system: breakpoints.system ? [{ cache_control: EPHEMERAL, text: joined, type: 'text' }] : joined };
 }
 
 /** Anthropic refuses final assistant content ending in whitespace: the last text block is trimmed (a copy: pieces are sealed). */

@@ -9,22 +9,26 @@
  *                               stubs; redacted messages were projected before step 1)
  *   3. elideOldToolResults     (results older than the last keepToolCallRounds rounds -> stubs)
  *   4. capMaxMessages          (newest; the newest user message always stays; rounds whole)
- *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole)
+ *   5. fitTokenBudget          (newest; fixed blocks + newest user message first; rounds whole;
+ *                               STABLE_PREFIX then starts where the history fixes, stable-prefix.ts)
  *   6. resolveAttachments      (sized during step 5 so the budget counts them; INLINE blocks or
  *                               REFERENCE blocks, attachmentMode; images and PDFs as media parts
  *                               where the format can send them, media-rules.ts)
  *   7. turn context block right before the last user message; system prompt and summary first
  *      (the session's leading system message between them when the compaction covers it)
  *      (ANTHROPIC_MESSAGES and GEMINI: a placeholder user turn first when the conversation would
- *      start with an assistant turn; it is reserved in step 5 only when the kept messages need it)
+ *      start with an assistant turn; it is reserved in step 5 only when the kept messages need it;
+ *      ANTHROPIC_MESSAGES: cache_control marks where a prompt cache pays, cache-breakpoints.ts)
  * then the provider rules (provider-rules.ts: tool names are mapped before step 5, so their cost
- * is the sent name's; call ids after step 7), the provider payload, the token total and the hash.
+ * is the sent name's; call ids after step 7), the provider payload, the token total and the hash,
+ * and the payload's prefix with what of it the previous assembly sent (payload-prefix.ts).
  */
 import { badInput } from '../errors.js';
 import { countTokens, type KnownTokenCounts } from '../tokens.js';
 import type { MessageRole } from '../types.js';
 import { attachmentToolDefinitions, attachmentToolTokens } from './attachment-tool.js';
 import { createAttachmentResolver, resolveAttachments } from './attachments.js';
+import { cacheBreakpoints } from './cache-breakpoints.js';
 import { applyCompaction } from './compaction.js';
 import { createToolPairExplainer, DecisionLog } from './decisions.js';
 import { dropGenerating } from './drop-generating.js';
@@ -33,16 +37,19 @@ import { fitTokenBudget } from './fit-budget.js';
 import { buildPayload, framingTokens, framingTokensFor, LEADING_USER_TEXT, replyPrimingTokens } from './formats.js';
 import { contextHash } from './hash.js';
 import { capMaxMessages } from './max-messages.js';
+import { payloadPrefixOf, reusedPrefixTokens } from './payload-prefix.js';
 import { applyProviderRules, mapToolNames, sendsAnthropicContent, startsWithUserTurn } from './provider-rules.js';
 import { assertToolInvariants, repairToolPairs } from './tool-rounds.js';
 import { renderTurnContext } from './turn-context.js';
-import type {
-  AssembleContextInput,
-  AssembledContext,
-  AssembledMessage,
-  AssembledMessageKind,
-  ContextDecisionKind,
-  ContextFormat,
+import {
+  DEFAULT_CACHE_SLACK,
+  DEFAULT_CACHE_STRATEGY,
+  type AssembleContextInput,
+  type AssembledContext,
+  type AssembledMessage,
+  type AssembledMessageKind,
+  type ContextDecisionKind,
+  type ContextFormat,
 } from './types.js';
 import { validateAssembleOptions } from './validate.js';
 import { NO_TRANSFORMS, projectMessage } from '../transforms.js';
@@ -129,7 +136,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
   list = apply({ list: elided.list, removed: [] }, 'elideOldToolResults');
 
   // 4. maxMessages
-  list = apply(capMaxMessages(list, options.maxMessages), 'capMaxMessages');
+  const capped = capMaxMessages(list, options.maxMessages);
+  list = apply(capped, 'capMaxMessages');
 
   // 5. maxTokens: fixed blocks first, then messages with their framing and attachments
   const systemBlock =
@@ -217,7 +225,21 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     fixedTokens += cost;
     fixedParts.push(`${cost} for the session's leading system message (keepSystemMessage)`);
   }
-  list = apply(fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost }), 'fitTokenBudget');
+  const cacheStrategy = options.cacheStrategy ?? DEFAULT_CACHE_STRATEGY;
+  const stable =
+    cacheStrategy === 'STABLE_PREFIX' && input.messages.length > 0
+      ? {
+          cacheSlack: options.cacheSlack ?? DEFAULT_CACHE_SLACK,
+          steadyFixedTokens: fixedTokens - (turnContextBlock?.tokenCount ?? 0),
+          historyEnd: input.messages[input.messages.length - 1].index + 1,
+        }
+      : undefined;
+  const fitted = fitTokenBudget(list, { maxTokens: options.maxTokens, fixedTokens, fixedParts, costOf, leadCost, stable });
+  list = apply(fitted, 'fitTokenBudget');
+  // Whether the first message moves at every call (a cache mark on a message would never be read):
+  // it is NEWEST_FIRST's cut, or maxMessages' when the budget cut nothing more.
+  const budgetCut = fitted.removed.some((r) => CUT_DECISIONS.has(r.decision));
+  const startMoves = budgetCut ? stable === undefined : capped.removed.length > 0;
   if (pinned) list = [pinned, ...list];
 
   // 6. attachments
@@ -283,7 +305,16 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
 
   const mapped = applyProviderRules(messages, format, names);
   messages = mapped.messages;
-  const payload = buildPayload(format, messages, options.includeAttachmentTool ? attachmentToolDefinitions(format) : undefined);
+  const toolDefinitions = options.includeAttachmentTool ? attachmentToolDefinitions(format) : undefined;
+  const breakpoints =
+    format === 'ANTHROPIC_MESSAGES' && input.messages.length > 0
+      ? cacheBreakpoints(messages, {
+          toolTokens: toolTokenCount,
+          historyEnd: input.messages[input.messages.length - 1].index + 1,
+          startMoves,
+        })
+      : undefined;
+  const payload = buildPayload(format, messages, toolDefinitions, breakpoints);
   let tokenCount = priming + toolTokenCount;
   let elidedToolResultCount = 0;
   for (const m of messages) {
@@ -295,6 +326,11 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     if (k) kept.set(id, { ...k, reason: `${k.reason} In the ${format} payload: ${notes.join('; ')}.` });
   }
   const decisions = log.finish(kept);
+  const payloadPrefix = payloadPrefixOf(
+    format,
+    messages,
+    toolDefinitions ? { definitions: toolDefinitions, tokens: toolTokenCount } : null,
+  );
   return {
     messages,
     payload,
@@ -318,6 +354,8 @@ export function runAssembly(input: AssembleContextInput): AssembledContext {
     decisions,
     attachmentProblems: resolved.problems,
     toolMappings: mapped.mappings,
+    reusedPrefixTokens: reusedPrefixTokens(payloadPrefix, input.previousPrefix ?? null),
+    payloadPrefix,
   };
 }
 

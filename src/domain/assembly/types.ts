@@ -5,6 +5,7 @@
  */
 import type { KnownTokenCounts } from '../tokens.js';
 import type { HistoryTransforms } from '../transforms.js';
+import type { PayloadPrefix } from './payload-prefix.js';
 import type {
   DomainCompaction,
   DomainMessage,
@@ -21,6 +22,18 @@ export type ContextFormat = 'GENERIC' | 'OPENAI_CHAT' | 'OPENAI_RESPONSES' | 'AN
 /** How attachments reach the model: their text inlined, or a short reference block read with the read_attachment tool. */
 export type AttachmentMode = 'INLINE' | 'REFERENCE';
 export const ATTACHMENT_MODES: readonly AttachmentMode[] = ['INLINE', 'REFERENCE'];
+
+/**
+ * Where a context with a binding maxTokens starts (stable-prefix.ts): STABLE_PREFIX at a point the
+ * history fixes, kept until the budget binds again (the calls that follow send the same first
+ * messages, which a provider's prompt cache reads); NEWEST_FIRST at the oldest message that fits,
+ * which moves at every call once the budget binds.
+ */
+export type CacheStrategy = 'STABLE_PREFIX' | 'NEWEST_FIRST';
+export const CACHE_STRATEGIES: readonly CacheStrategy[] = ['STABLE_PREFIX', 'NEWEST_FIRST'];
+export const DEFAULT_CACHE_STRATEGY: CacheStrategy = 'STABLE_PREFIX';
+/** The share of maxTokens STABLE_PREFIX leaves free when it drops (the lower mark is maxTokens × (1 − cacheSlack)). */
+export const DEFAULT_CACHE_SLACK = 0.3;
 
 export const CONTEXT_FORMATS: readonly ContextFormat[] = ['GENERIC', 'OPENAI_CHAT', 'OPENAI_RESPONSES', 'ANTHROPIC_MESSAGES', 'GEMINI'];
 export const TOKEN_ENCODINGS: readonly TokenEncoding[] = ['O200K_BASE', 'CL100K_BASE', 'CHARS_DIV_4'];
@@ -51,6 +64,10 @@ export interface AssembleContextOptions {
   attachmentMode?: AttachmentMode;
   /** Put the read_attachment tool's definition in the payload (attachment-tool.ts); default false. */
   includeAttachmentTool?: boolean;
+  /** Where a context with a binding maxTokens starts; default DEFAULT_CACHE_STRATEGY. */
+  cacheStrategy?: CacheStrategy;
+  /** STABLE_PREFIX: the share of maxTokens left free when the budget binds, 0 ≤ x < 1; default DEFAULT_CACHE_SLACK. */
+  cacheSlack?: number;
 }
 
 export const DEFAULT_ATTACHMENT_MAX_CHARS = 20_000;
@@ -84,6 +101,8 @@ export interface AssembleContextInput {
   flags: AssembleContextFlags;
   /** Counts of long texts made ahead (a long system prompt, counted off the request thread); none: every text is counted here. */
   knownTokens?: KnownTokenCounts;
+  /** The payload prefix of the previous assembly of this session in this format (payload-prefix.ts); none: this is the first. */
+  previousPrefix?: PayloadPrefix | null;
 }
 
 /** A part of an assembled message: stored parts with attachments resolved to text. */
@@ -228,6 +247,13 @@ export interface AssembledContext {
   attachmentProblems: AttachmentProblem[];
   /** Call ids and tool names sent differently from how they are stored, each pair once (absent in contexts recorded before it existed). */
   toolMappings?: ToolMapping[];
+  /**
+   * Tokens at the start of the payload identical to the previous assembly's in this format
+   * (`AssembleContextInput.previousPrefix`; 0 without one). Absent in contexts recorded before it existed.
+   */
+  reusedPrefixTokens?: number;
+  /** This payload's prefix, for the next assembly to compare with (payload-prefix.ts). Stored apart, never recorded with a turn. */
+  payloadPrefix?: PayloadPrefix;
   /** What the payload's input costs with `model` (model-catalog.ts); null or absent without a model. */
   estimatedCost?: EstimatedCost | null;
 }

@@ -4,7 +4,14 @@
  */
 import { badInput } from '../errors.js';
 import type { TokenEncoding } from '../types.js';
-import { ATTACHMENT_MODES, CONTEXT_FORMATS, TOKEN_ENCODINGS, type AssembleContextOptions, type ContextFormat } from './types.js';
+import {
+  ATTACHMENT_MODES,
+  CACHE_STRATEGIES,
+  CONTEXT_FORMATS,
+  TOKEN_ENCODINGS,
+  type AssembleContextOptions,
+  type ContextFormat,
+} from './types.js';
 import { isPlainObject } from './turn-context.js';
 
 const bad = (field: string, message: string) => badInput(message, { field });
@@ -42,6 +49,21 @@ export function validateAssembleOptions(options: AssembleContextOptions): Assemb
   }
   if (options.includeAttachmentTool !== undefined && typeof options.includeAttachmentTool !== 'boolean') {
     throw bad('includeAttachmentTool', 'includeAttachmentTool must be true or false.');
+  }
+  if (options.cacheStrategy !== undefined && !CACHE_STRATEGIES.includes(options.cacheStrategy)) {
+    throw bad(
+      'cacheStrategy',
+      `cacheStrategy must be one of ${CACHE_STRATEGIES.join(', ')}, got ${JSON.stringify(options.cacheStrategy)}.`,
+    );
+  }
+  if (options.cacheSlack !== undefined) {
+    const slack = options.cacheSlack;
+    if (typeof slack !== 'number' || !Number.isFinite(slack) || slack < 0 || slack >= 1) {
+      throw bad(
+        'cacheSlack',
+        `cacheSlack must be a number from 0 up to (not including) 1, the share of maxTokens left free when the budget binds (0.3 drops down to 70% of maxTokens), got ${JSON.stringify(slack) ?? String(slack)}.`,
+      );
+    }
   }
   if (options.system !== null && typeof options.system !== 'string') {
     throw bad('system', 'system must be a string or null.');

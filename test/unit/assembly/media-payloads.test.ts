@@ -69,7 +69,13 @@ describe('an image and a PDF in a user message, as bytes', () => {
       content: [
         { type: 'text', text: 'Look.' },
         { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG64 } },
-        { type: 'document', title: 'doc.pdf', source: { type: 'base64', media_type: 'application/pdf', data: PDF64 } },
+        // The newest message, past 1,024 tokens: its last block is the cache breakpoint (cache-breakpoints.ts).
+        {
+          type: 'document',
+          title: 'doc.pdf',
+          source: { type: 'base64', media_type: 'application/pdf', data: PDF64 },
+          cache_control: { type: 'ephemeral' },
+        },
       ],
     });
   });
@@ -131,17 +137,25 @@ describe('by URL and by provider file, in a user message', () => {
   it('ANTHROPIC_MESSAGES: url and file sources; a file source says the request needs the Files API beta header', () => {
     const block = (media: 'image' | 'document', holding: Holding) =>
       ((held('ANTHROPIC_MESSAGES', media, holding).r.payload as AnthropicMessagesPayload).messages[0].content as unknown[])[1];
-    expect(block('image', 'URL')).toEqual({ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } });
-    expect(block('image', 'PROVIDER_FILE')).toEqual({ type: 'image', source: { type: 'file', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' } });
+    // The newest message, past 1,024 tokens: its last block is the cache breakpoint (cache-breakpoints.ts).
+    const cache_control = { type: 'ephemeral' };
+    expect(block('image', 'URL')).toEqual({ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' }, cache_control });
+    expect(block('image', 'PROVIDER_FILE')).toEqual({
+      type: 'image',
+      source: { type: 'file', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' },
+      cache_control,
+    });
     expect(block('document', 'URL')).toEqual({
       type: 'document',
       title: 'a.pdf',
       source: { type: 'url', url: 'https://example.com/a.pdf' },
+      cache_control,
     });
     expect(block('document', 'PROVIDER_FILE')).toEqual({
       type: 'document',
       title: 'a.pdf',
       source: { type: 'file', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' },
+      cache_control,
     });
     expect(held('ANTHROPIC_MESSAGES', 'image', 'PROVIDER_FILE').r.decisions[0].reason).toContain(
       'anthropic-beta header files-api-2025-04-14',

@@ -431,7 +431,7 @@ describe('assembleContext: the pipeline steps together', () => {
     expectWellFormed(r, messages);
   });
 
-  it('counts attachments and the turn context in the budget', () => {
+  it('counts attachments and the turn context in the budget (NEWEST_FIRST: as much as fits)', () => {
     const big = 'lorem ipsum dolor sit amet '.repeat(200);
     const messages = [user(0, 'first question'), assistant(1, 'first answer'), msg(2, 'USER', [text('see file'), attachmentPart('f')])];
     const extra = { attachments: [textAttachment('f', big)] };
@@ -439,13 +439,13 @@ describe('assembleContext: the pipeline steps together', () => {
     const blockTokens = countTokens(`<attachment name="f.txt" mime="text/plain">\n${big}\n</attachment>`, 'O200K_BASE');
     expect(all.messages[2].tokenCount).toBe(messages[2].tokens!.O200K_BASE + blockTokens + 4);
     // a budget that would fit everything without the attachment drops older messages with it
-    const r = assemble(messages, { maxTokens: all.tokenCount - 1 }, extra);
+    const r = assemble(messages, { maxTokens: all.tokenCount - 1, cacheStrategy: 'NEWEST_FIRST' }, extra);
     expect(keptIds(r)).toEqual(['m1', 'm2']);
     // the turn context block (with its framing) is reserved before any older message
     const turnContext = { note: 'x' };
     const tcTokens = countTokens('<turn_context>{"note":"x"}</turn_context>', 'O200K_BASE') + 4;
     const m0Tokens = all.messages[0].tokenCount;
-    const withContext = assemble(messages, { maxTokens: all.tokenCount + tcTokens - 1, turnContext }, extra);
+    const withContext = assemble(messages, { maxTokens: all.tokenCount + tcTokens - 1, turnContext, cacheStrategy: 'NEWEST_FIRST' }, extra);
     expect(keptIds(withContext)).toEqual(['m1', 'm2']);
     expect(withContext.tokenCount).toBe(all.tokenCount + tcTokens - m0Tokens);
     expect(keptIds(assemble(messages, { maxTokens: all.tokenCount + tcTokens, turnContext }, extra))).toEqual(['m0', 'm1', 'm2']);
@@ -700,7 +700,8 @@ describe('assembleContext: long sessions', () => {
       ...m,
       tokens: { O200K_BASE: m.tokens!.O200K_BASE * 2, CL100K_BASE: m.tokens!.CL100K_BASE * 2 },
     }));
-    const r = runAssembly(makeInput(messages, { maxTokens: 128_000, format: 'OPENAI_CHAT' }));
+    // NEWEST_FIRST fills the budget (STABLE_PREFIX may stop down to its lower mark).
+    const r = runAssembly(makeInput(messages, { maxTokens: 128_000, format: 'OPENAI_CHAT', cacheStrategy: 'NEWEST_FIRST' }));
     expect(r.tokenCount).toBeLessThanOrEqual(128_000);
     expect(r.tokenCount).toBeGreaterThan(120_000);
     const byId = new Map(messages.map((m) => [m.id, m]));

@@ -3,7 +3,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { runAssembly } from '../../../src/domain/assembly/index.js';
 import { type ProviderFormat, providerFixtures, storedMessages } from '../../helpers/provider-fixtures.js';
-import { makeInput } from './helpers.js';
+import { generateSession, makeInput } from './helpers.js';
 import { mediaSession } from './media-fixture.js';
 
 /** The official SDK type each format's payload must be (object literals: no unknown key, no missing one). */
@@ -11,7 +11,8 @@ const TYPES: Record<ProviderFormat, string> = {
   OPENAI_CHAT: '{ messages: ChatCompletionMessageParam[] }',
   OPENAI_RESPONSES: '{ input: ResponseInputItem[] }',
   // The beta type: the superset that beta blocks (the MCP connector's mcp_tool_use) need.
-  ANTHROPIC_MESSAGES: '{ system?: string; messages: BetaMessageParam[] }',
+  // `system` is one text block when it carries a cache breakpoint.
+  ANTHROPIC_MESSAGES: '{ system?: string | BetaTextBlockParam[]; messages: BetaMessageParam[] }',
   // Gemini's enums are TypeScript enums, which a JSON string never is: their values, as strings.
   GEMINI: '{ systemInstruction?: Wire<Content>; contents: Wire<Content>[] }',
 };
@@ -23,7 +24,7 @@ describe("every recorded payload, assembled in every format, and every image and
     const lines = [
       "import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';",
       "import type { ResponseInputItem } from 'openai/resources/responses/responses';",
-      "import type { BetaMessageParam } from '@anthropic-ai/sdk/resources/beta/messages';",
+      "import type { BetaMessageParam, BetaTextBlockParam } from '@anthropic-ai/sdk/resources/beta/messages';",
       "import type { Content } from '@google/genai';",
       // An enum's values as string literals: `${T}` of a string enum is the union of its values.
       `type Wire<T> = T extends string ? \`\${T}\` : T extends (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;`,
@@ -41,6 +42,18 @@ describe("every recorded payload, assembled in every format, and every image and
       const { messages, attachments } = mediaSession(format);
       const { payload } = runAssembly(makeInput(messages, { format }, { attachments }));
       lines.push(`// images and PDFs as ${format}`, `export const p${n++}: ${TYPES[format]} = ${JSON.stringify(payload)};`);
+    }
+    // cache_control breakpoints: the system block, the stable prefix and the newest message, on text, tool_use and tool_result blocks.
+    for (const maxTokens of [null, 8_000]) {
+      const { payload } = runAssembly(
+        makeInput(generateSession(300, 3), { format: 'ANTHROPIC_MESSAGES', system: 'Answer precisely. '.repeat(400), maxTokens }),
+      );
+      const marks = JSON.stringify(payload).match(/"cache_control"/g)?.length ?? 0;
+      expect(marks).toBe(3);
+      lines.push(
+        `// cache breakpoints (maxTokens ${maxTokens})`,
+        `export const p${n++}: ${TYPES.ANTHROPIC_MESSAGES} = ${JSON.stringify(payload)};`,
+      );
     }
     mkdirSync(OUT, { recursive: true });
     const file = `${OUT}payloads.ts`;
