@@ -9,6 +9,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // One migrated PGlite database for the run, that every test app's database starts as a copy of.
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // PGlite is one in-process connection per app; files run in parallel workers, tests in a file in order.
