@@ -4,7 +4,7 @@ import { trimPgliteParsers } from '../../src/db/database.js';
 import { createPgliteSql, isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
 import { isOutage } from '../../src/db/faults.js';
 import { appendEvents } from '../../src/db/stores/events.js';
-import { backend, gqlOk, rawIdOf, type TestApp, testDeviations, useTestApp } from '../helpers/app.js';
+import { backend, gqlOk, migratedPglite, rawIdOf, type TestApp, testDeviations, useTestApp } from '../helpers/app.js';
 import { CreateSession, ForkSession } from '../helpers/documents.js';
 
 // The plain-SQL path beside Prisma (db/sql.ts), on the test backend: rows read as Prisma reads them
@@ -169,7 +169,7 @@ describe(`plain SQL (${backend.label})`, () => {
   });
 
   it('refuses a prepared statement on a closed PGlite as an outage, not a crash', async () => {
-    const pglite = new PGlite('memory://');
+    const pglite = new PGlite('memory://', { loadDataDir: migratedPglite() });
     const sql = createPgliteSql(pglite, { record: () => undefined });
     const text = 'SELECT $1::int + 1 AS n';
     expect(await sql.query(text, [1], { name: 'sg_test_closed' })).toEqual([{ n: 2 }]);
