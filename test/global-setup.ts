@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
 import type { TestProject } from 'vitest/node';
 import { pgliteConnection } from '../src/db/database.js';
 import { applyMigrations, MIGRATIONS_DIR } from '../src/db/migrate.js';
@@ -13,6 +14,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** The tarball of a migrated PGlite data folder (test/helpers/app.ts `testPglite` starts every database from it). */
     migratedPglite: string;
+    /** The same folder before the migrations: as initdb left it (for the tests of what happens on an empty database). */
+    initializedPglite: string;
   }
 }
 
@@ -43,30 +46,33 @@ function dumpKey(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-async function makeDump(path: string) {
-  const { pglite } = await openPglite('memory://');
-  try {
-    await applyMigrations(pgliteConnection(pglite));
-    // Flushed to the data files: no copy replays the WAL at its start.
-    await pglite.exec('CHECKPOINT');
-    const dump = await pglite.dumpDataDir('none');
-    // Written aside and renamed: a run interrupted mid-write never leaves a partial dump under the key.
-    const partial = `${path}.${process.pid}.partial`;
-    writeFileSync(partial, new Uint8Array(await dump.arrayBuffer()));
-    renameSync(partial, path);
-  } finally {
-    await pglite.close();
-  }
+async function dump(pglite: PGlite, path: string) {
+  // Flushed to the data files: no copy replays the WAL at its start.
+  await pglite.exec('CHECKPOINT');
+  const tarball = await pglite.dumpDataDir('none');
+  // Written aside and renamed: a run interrupted mid-write never leaves a partial dump under the key.
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, new Uint8Array(await tarball.arrayBuffer()));
+  renameSync(partial, path);
 }
 
 export default async function setup(project: TestProject) {
-  const name = `migrated-${dumpKey()}.tar`;
-  const path = join(CACHE, name);
-  if (!existsSync(path)) {
+  const key = dumpKey();
+  const initialized = join(CACHE, `initialized-${key}.tar`);
+  const migrated = join(CACHE, `migrated-${key}.tar`);
+  if (!existsSync(initialized) || !existsSync(migrated)) {
     mkdirSync(CACHE, { recursive: true });
     // Dumps of other migration sets (or PGlite versions) are never used again.
-    for (const old of readdirSync(CACHE)) if (old !== name) rmSync(join(CACHE, old), { force: true });
-    await makeDump(path);
+    for (const old of readdirSync(CACHE)) rmSync(join(CACHE, old), { force: true });
+    const { pglite } = await openPglite('memory://');
+    try {
+      await dump(pglite, initialized);
+      await applyMigrations(pgliteConnection(pglite));
+      await dump(pglite, migrated);
+    } finally {
+      await pglite.close();
+    }
   }
-  project.provide('migratedPglite', path);
+  project.provide('initializedPglite', initialized);
+  project.provide('migratedPglite', migrated);
 }

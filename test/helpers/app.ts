@@ -65,15 +65,21 @@ export const deviationsOff = deviationsSetting === 'off';
 /** The `deviations` every test app gets (`BuildAppOptions.deviations`), before a test's own. */
 export const testDeviations: Deviations = deviationsOff ? NO_DEVIATIONS : ALL_DEVIATIONS;
 
-let migrated: Blob | undefined;
+const dumps: { migrated?: Blob; initialized?: Blob } = {};
 
 /**
  * The migrated database test/global-setup.ts dumped (a `PgliteDump`, `createDatabase`'s `from`),
  * read once per test process.
  */
 export function migratedPglite(): Blob {
-  migrated ??= new Blob([readFileSync(inject('migratedPglite'))]);
-  return migrated;
+  dumps.migrated ??= new Blob([readFileSync(inject('migratedPglite'))]);
+  return dumps.migrated;
+}
+
+/** The same database before the migrations, as initdb left it (a test of what an empty database does). */
+export function initializedPglite(): Blob {
+  dumps.initialized ??= new Blob([readFileSync(inject('initializedPglite'))]);
+  return dumps.initialized;
 }
 
 /**

@@ -1,22 +1,23 @@
 import { cpSync, mkdtempSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pgliteConnection } from '../../src/db/database.js';
 import { applyMigrations, MIGRATIONS_DIR, readMigrations } from '../../src/db/migrate.js';
 import { openPglite } from '../../src/db/pglite-open.js';
-import { migratedPglite } from '../helpers/app.js';
+import { initializedPglite, migratedPglite } from '../helpers/app.js';
 
 const open: PGlite[] = [];
 afterEach(async () => {
   for (const db of open.splice(0)) await db.close();
 });
 
+/** An empty database, as initdb leaves it (a copy of the run's: initdb once per run). */
 async function freshDb() {
-  const db = new PGlite('memory://');
-  open.push(db);
-  return db;
+  const { pglite } = await openPglite('memory://', undefined, initializedPglite());
+  open.push(pglite);
+  return pglite;
 }
 
 /** A database the shipped migrations were applied to (a copy of the run's migrated one: no initdb). */
@@ -32,7 +33,7 @@ function copyOfMigrations() {
   return dir;
 }
 
-// The first test builds a whole database from the migrations in a new PGlite: seconds, more on a
+// The first test builds a whole database from the migrations on an empty one: seconds, more on a
 // loaded machine. The others start from a copy of the migrated one and apply the same migrations
 // again from a copy of the folder (found applied: same names, same checksums) before changing it.
 describe('migrations applied by the server', { timeout: 120_000 }, () => {
