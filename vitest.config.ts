@@ -16,5 +16,10 @@ export default defineConfig({
     // PGlite is one in-process connection per app; files run in parallel workers, tests in a file in order.
     pool: 'forks',
     maxWorkers: 2,
+    // A worker runs file after file in one process, importing src, Yoga, Prisma and PGlite's compiled
+    // Postgres once. Safe because src keeps no state between apps (its module-level maps are memos),
+    // a closed app lets go of its database, and a test that changes a process global (TZ, a spy on
+    // stdout) restores it.
+    isolate: false,
   },
 });
