@@ -65,6 +65,25 @@ export const deviationsOff = deviationsSetting === 'off';
 /** The `deviations` every test app gets (`BuildAppOptions.deviations`), before a test's own. */
 export const testDeviations: Deviations = deviationsOff ? NO_DEVIATIONS : ALL_DEVIATIONS;
 
+/**
+ * A dump read from its file once per test process, and handed to every database as the same
+ * bytes. PGlite (the pinned 0.4.6) reads a dump with `arrayBuffer()` and copies each file it
+ * untars out of it, writing nothing back, so one buffer serves every copy; a plain Blob's
+ * `arrayBuffer()` reads the whole dump into a new buffer for each app.
+ */
+class ReadOnce extends Blob {
+  readonly #bytes: ArrayBuffer;
+  constructor(path: string) {
+    const file = readFileSync(path);
+    const bytes = file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength) as ArrayBuffer;
+    super([bytes]);
+    this.#bytes = bytes;
+  }
+  override arrayBuffer(): Promise<ArrayBuffer> {
+    return Promise.resolve(this.#bytes);
+  }
+}
+
 const dumps: { migrated?: Blob; initialized?: Blob } = {};
 
 /**
@@ -72,13 +91,13 @@ const dumps: { migrated?: Blob; initialized?: Blob } = {};
  * read once per test process.
  */
 export function migratedPglite(): Blob {
-  dumps.migrated ??= new Blob([readFileSync(inject('migratedPglite'))]);
+  dumps.migrated ??= new ReadOnce(inject('migratedPglite'));
   return dumps.migrated;
 }
 
 /** The same database before the migrations, as initdb left it (a test of what an empty database does). */
 export function initializedPglite(): Blob {
-  dumps.initialized ??= new Blob([readFileSync(inject('initializedPglite'))]);
+  dumps.initialized ??= new ReadOnce(inject('initializedPglite'));
   return dumps.initialized;
 }
 
