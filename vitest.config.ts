@@ -1,6 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Everything, the tests tagged `program` included: on CI (CI=true, what .ci/run sets) and with
+ * TEST_ALL=1 (`npm run test:all`). A newcomer's `npm test` skips those (see the tag below).
+ */
+const runAll = [process.env.CI, process.env.TEST_ALL].some((value) => !!value && value !== '0' && value !== 'false');
+
 export default defineConfig({
   resolve: {
     // graphql 16 ships CJS ("main") and ESM ("module"); Node loads the CJS one for the externalized
@@ -9,6 +15,14 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    tags: [
+      {
+        name: 'program',
+        description:
+          'Starts a whole program: the server or a CLI as a process of its own (dist/ compiled first, as `npm start` does), or Chromium. Run on CI and by `npm run test:all` (TEST_ALL=1); skipped by a plain `npm test`.',
+        skip: !runAll,
+      },
+    ],
     // One migrated PGlite database for the run, that every test app's database starts as a copy of.
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,

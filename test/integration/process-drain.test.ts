@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { type Answer, expectAllAnswered, post, send, start, stop } from '../helpers/server-process.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 
-// The server process stopped (SIGTERM) while busy: every request answered, none reset.
+// The server process stopped (SIGTERM) while busy: every request answered, none reset. Tagged
+// `program`: run on CI and by `npm run test:all`, not by a plain `npm test`.
 
-describe('the server process (npm start) stopped while busy', () => {
+describe('the server process (npm start) stopped while busy', { tags: ['program'] }, () => {
   it('on SIGTERM 20 ms after 30 requests sent to a busy server, answers every one (none reset), completes subscriptions and exits 0', async () => {
     const key = 'deploy-key-0123456789abcdef';
     const running = await start({ DATA_DIR: 'memory://', NODE_ENV: 'production', API_KEYS: `deploy:${key}`, SHUTDOWN_GRACE_MS: '10000' });

@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { post, root, start, stop } from '../helpers/server-process.js';
 
 // The server process: start-up, data kept across restarts, SIGTERM with a subscription open, a bad
-// setting. Stopping under load is process-drain.test.ts.
+// setting. Stopping under load is process-drain.test.ts. Tagged `program`: run on CI and by
+// `npm run test:all`, not by a plain `npm test`.
 
 const dataDir = mkdtempSync(join(tmpdir(), 'sg-process-'));
 
@@ -14,7 +15,7 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('the server process (npm start)', () => {
+describe('the server process (npm start)', { tags: ['program'] }, () => {
   it('says where it listens and what it uses, keeps data across restarts, and exits cleanly on SIGTERM', async () => {
     const first = await start({ DATA_DIR: dataDir });
     expect(first.output()).toContain(`storage: PGlite in ${dataDir}`);
