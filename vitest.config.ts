@@ -1,11 +1,28 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Everything, the tests tagged `program` included: on CI (CI=true, what .ci/run sets) and with
  * TEST_ALL=1 (`npm run test:all`). A newcomer's `npm test` skips those (see the tag below).
  */
 const runAll = [process.env.CI, process.env.TEST_ALL].some((value) => !!value && value !== '0' && value !== 'false');
+
+/**
+ * Short files that run long (the process ones where they run: CI, test:all). Vitest starts the
+ * files whose durations it has cached longest first, and the others (all of them, on a fresh
+ * clone) largest first, which left these to the end: one worker ran them while the other was
+ * done. They start first.
+ */
+const SHORT_BUT_SLOW = /\/(pglite-vacuum-parts|pglite-vacuum|tokens|provider-sdk-types|process|process-drain)\.test\.ts$/;
+
+class ShortButSlowFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const first = (file: TestSpecification) => SHORT_BUT_SLOW.test(file.moduleId);
+    return [...sorted.filter(first), ...sorted.filter((file) => !first(file))];
+  }
+}
 
 export default defineConfig({
   resolve: {
@@ -15,6 +32,7 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    sequence: { sequencer: ShortButSlowFirst },
     tags: [
       {
         name: 'program',
