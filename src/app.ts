@@ -407,6 +407,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
         await limiter.close();
         await bus.close();
         await db.close();
+        metrics.detach();
       })();
       return closing;
     },

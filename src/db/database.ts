@@ -2,7 +2,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import type { SqlDriverAdapter, SqlDriverAdapterFactory, Transaction } from '@prisma/driver-adapter-utils';
 import { type AppConfig, redact } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { openPglite } from './pglite-open.js';
+import { openPglite, type PgliteDump } from './pglite-open.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
 import { createPgliteSql, createPgSql, type Sql } from './sql.js';
 
@@ -46,6 +46,11 @@ export type DatabaseOptions =
       sharedBuffersMb?: number;
       /** Named statements prepared on PGlite's connection (`PgliteStatements`, the default); false: PGlite's `query` for every statement. */
       pgliteStatements?: boolean;
+      /**
+       * A dump the new database starts as a copy of, instead of initdb (pglite-open.ts `PgliteDump`
+       * states the contract): only for a database that does not exist yet, by the same PGlite.
+       */
+      from?: PgliteDump;
     };
 
 /**
@@ -110,7 +115,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
 
   const [{ PrismaPGlite }, { pglite, description }] = await Promise.all([
     import('pglite-prisma-adapter'),
-    openPglite(options.dataDir, options.sharedBuffersMb),
+    openPglite(options.dataDir, options.sharedBuffersMb, options.from),
   ]);
   const prisma = new PrismaClient({
     adapter: countingAdapter(new PrismaPGlite(pglite), queries),

@@ -7,6 +7,21 @@ import { Worker } from 'node:worker_threads';
 import type { PGlite } from '@electric-sql/pglite';
 import { DEFAULT_PGLITE_SHARED_BUFFERS_MB } from '../config.js';
 
+/**
+ * A PGlite data folder as one tarball, as PGlite's `dumpDataDir()` makes it (compressed or not),
+ * that `openPglite` / `createDatabase` (`from`) start a new database from. The contract:
+ * - only a database that does not exist yet starts from a dump: `memory://…`, or a folder without
+ *   a database in it (a folder that holds one is refused, its data is never replaced);
+ * - the dump is made by the same PGlite version (the same Postgres and catalog); a CHECKPOINT
+ *   before dumping spares each copy replaying the WAL at its start;
+ * - the new database is a copy: what the dumped instance had committed, its migrations included
+ *   (`migrate()` then finds them applied, one read), and nothing written to it reaches the dump;
+ * - the Blob is only read, so one dump serves any number of databases, at once or in turn.
+ * The tests start every app's database from one migrated dump made per migration set (no initdb
+ * and no migrations per app: test/global-setup.ts).
+ */
+export type PgliteDump = Blob;
+
 export interface OpenedPglite {
   pglite: PGlite;
   /** One line for the start-up log: where the data lives. */
@@ -18,18 +33,31 @@ export interface OpenedPglite {
  * ready. A folder PGlite has not initialized yet is initialized first in a worker thread (see
  * `initializeFolder`). `sharedBuffersMb` is its Postgres's page cache (`shared_buffers`), set at
  * every start whatever the folder's postgresql.conf says (config.ts DEFAULT_PGLITE_SHARED_BUFFERS_MB).
+ *
+ * `from` (see `PgliteDump`): the new database starts as a copy of that dump instead of being
+ * initialized (no initdb).
  */
-export async function openPglite(dataDir: string, sharedBuffersMb = DEFAULT_PGLITE_SHARED_BUFFERS_MB): Promise<OpenedPglite> {
+export async function openPglite(
+  dataDir: string,
+  sharedBuffersMb = DEFAULT_PGLITE_SHARED_BUFFERS_MB,
+  from?: PgliteDump,
+): Promise<OpenedPglite> {
   if (!Number.isInteger(sharedBuffersMb) || sharedBuffersMb < 4) throw new RangeError(`shared_buffers of ${sharedBuffersMb} MB`);
   const inMemory = dataDir.startsWith('memory://');
   // PGlite's modules load on this thread while its Postgres compiles on V8's background threads.
   const [pgliteWasmModule, { PGlite }] = await Promise.all([compilePostgres(), import('@electric-sql/pglite')]);
   if (!inMemory) {
     mkdirSync(dataDir, { recursive: true });
-    if (!existsSync(join(dataDir, 'PG_VERSION'))) await initializeFolder(dataDir, pgliteWasmModule);
+    const initialized = existsSync(join(dataDir, 'PG_VERSION'));
+    if (initialized && from) throw new Error(`PGlite cannot start ${dataDir} from a dump: it already holds a database`);
+    if (!initialized && !from) await initializeFolder(dataDir, pgliteWasmModule);
   }
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`];
-  const pglite = new PGlite(dataDir, pgliteWasmModule ? { pgliteWasmModule, startParams } : { startParams });
+  const pglite = new PGlite(dataDir, {
+    startParams,
+    ...(pgliteWasmModule ? { pgliteWasmModule } : {}),
+    ...(from ? { loadDataDir: from } : {}),
+  });
   await pglite.waitReady;
   return { pglite, description: inMemory ? 'PGlite (in memory)' : `PGlite in ${dataDir}` };
 }

@@ -168,6 +168,17 @@ export class ServerMetrics {
     this.sources = sources;
   }
 
+  /**
+   * Lets go of the closed server: prom-client's default metrics (`collectDefaultMetrics`) keep
+   * their collectors for the process's life (a GC observer, an event-loop delay monitor), and
+   * through them this registry; emptied and detached, the registry no longer holds the gauges'
+   * sources (the database, the pub/sub). A process that builds many apps (the tests) keeps none.
+   */
+  detach() {
+    this.sources = null;
+    this.registry.clear();
+  }
+
   /** Counts the errors of a result sent to a client. */
   countResult(result: ExecutionResult) {
     if (result.errors?.length) this.countErrors(result.errors);

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type ExecutionResult } from 'graphql';
 import pg from 'pg';
@@ -63,9 +65,50 @@ export const deviationsOff = deviationsSetting === 'off';
 /** The `deviations` every test app gets (`BuildAppOptions.deviations`), before a test's own. */
 export const testDeviations: Deviations = deviationsOff ? NO_DEVIATIONS : ALL_DEVIATIONS;
 
-/** An in-memory PGlite database for a test app, opened with the test run's `pgliteStatements`. */
+/**
+ * A dump read from its file once per test process, and handed to every database as the same
+ * bytes. PGlite (the pinned 0.4.6) reads a dump with `arrayBuffer()` and copies each file it
+ * untars out of it, writing nothing back, so one buffer serves every copy; a plain Blob's
+ * `arrayBuffer()` reads the whole dump into a new buffer for each app.
+ */
+class ReadOnce extends Blob {
+  readonly #bytes: ArrayBuffer;
+  constructor(path: string) {
+    const file = readFileSync(path);
+    const bytes = file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength) as ArrayBuffer;
+    super([bytes]);
+    this.#bytes = bytes;
+  }
+  override arrayBuffer(): Promise<ArrayBuffer> {
+    return Promise.resolve(this.#bytes);
+  }
+}
+
+const dumps: { migrated?: Blob; initialized?: Blob } = {};
+
+/**
+ * The migrated database test/global-setup.ts dumped (a `PgliteDump`, `createDatabase`'s `from`),
+ * read once per test process.
+ */
+export function migratedPglite(): Blob {
+  dumps.migrated ??= new ReadOnce(inject('migratedPglite'));
+  return dumps.migrated;
+}
+
+/** The same database before the migrations, as initdb left it (a test of what an empty database does). */
+export function initializedPglite(): Blob {
+  dumps.initialized ??= new ReadOnce(inject('initializedPglite'));
+  return dumps.initialized;
+}
+
+/**
+ * A PGlite database for a test app (in memory unless `dataDir` names a folder), opened with the
+ * test run's `pgliteStatements`. A new one starts as a copy of the run's migrated database (no
+ * initdb, no migration to apply); a folder that already holds a database opens as it is.
+ */
 export function testPglite(dataDir = 'memory://', pgliteStatements = testDeviations.pgliteStatements) {
-  return createDatabase({ kind: 'pglite', dataDir, pgliteStatements });
+  const exists = !dataDir.startsWith('memory://') && existsSync(join(dataDir, 'PG_VERSION'));
+  return createDatabase({ kind: 'pglite', dataDir, pgliteStatements, from: exists ? undefined : migratedPglite() });
 }
 
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {

@@ -3,8 +3,10 @@
 // turn; then another client reports usage and completes the agents, and the page shows it live.
 // Screenshots of each state go to test/output/explorer/ (ignored by git) for review.
 //
-// Chromium is required: `.ci/run` installs it (apt-get install chromium). Without it this test
-// fails, unless EXPLORER_BROWSER=skip is set (for a machine that cannot have it; never in CI).
+// Tagged `program` (it drives a whole browser): it runs on CI and in `npm run test:all`, not in a
+// plain `npm test`. Chromium is required then: `.ci/run` installs it (apt-get install chromium).
+// Without it this test fails, unless EXPLORER_BROWSER=skip is set (for a machine that cannot have
+// it; never in CI).
 import { existsSync, mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePng } from '../helpers/images.js';
@@ -59,7 +61,7 @@ const LIVE_MS = 2_000;
 describe.skipIf(skip).each([
   { keys: false, label: 'keys-off' },
   { keys: true, label: 'keys-on' },
-])('the explorer ($label)', ({ keys, label }) => {
+])('the explorer ($label)', { tags: ['program'] }, ({ keys, label }) => {
   let app: TestApp;
   let browser: Browser;
   let page: Page;

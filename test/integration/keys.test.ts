@@ -79,7 +79,9 @@ async function closeApp(app: App) {
   await app.close();
 }
 
-describe(`npm run keys (${backend.label})`, () => {
+// The CLI as a process of its own (through tsx, and as `npm run keys` runs it: dist/ compiled
+// first). Tagged `program`: run on CI and by `npm run test:all`, not by a plain `npm test`.
+describe(`npm run keys (${backend.label})`, { tags: ['program'] }, () => {
   it('creates a key shown once, lists keys without secrets, and revokes: the revoked key is refused, even if API_KEYS still holds it', async () => {
     const databaseUrl = backend.postgresUrl ? await freshPostgresDatabase() : null;
     const target: Record<string, string> = databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir };

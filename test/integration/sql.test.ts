@@ -1,10 +1,10 @@
-import { PGlite } from '@electric-sql/pglite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { trimPgliteParsers } from '../../src/db/database.js';
+import { openPglite } from '../../src/db/pglite-open.js';
 import { createPgliteSql, isRetryableSqlError, parseUtcTimestamp } from '../../src/db/sql.js';
 import { isOutage } from '../../src/db/faults.js';
 import { appendEvents } from '../../src/db/stores/events.js';
-import { backend, gqlOk, rawIdOf, type TestApp, testDeviations, useTestApp } from '../helpers/app.js';
+import { backend, gqlOk, initializedPglite, migratedPglite, rawIdOf, type TestApp, testDeviations, useTestApp } from '../helpers/app.js';
 import { CreateSession, ForkSession } from '../helpers/documents.js';
 
 // The plain-SQL path beside Prisma (db/sql.ts), on the test backend: rows read as Prisma reads them
@@ -151,7 +151,7 @@ describe(`plain SQL (${backend.label})`, () => {
   });
 
   it('keeps PGlite parsers for what the schema can return, arrays of enums made later included', async () => {
-    const pglite = new PGlite('memory://');
+    const { pglite } = await openPglite('memory://', undefined, initializedPglite());
     try {
       await pglite.exec(`CREATE TYPE "Mood" AS ENUM ('calm', 'busy')`);
       const before = Object.keys(pglite.parsers).length;
@@ -169,7 +169,7 @@ describe(`plain SQL (${backend.label})`, () => {
   });
 
   it('refuses a prepared statement on a closed PGlite as an outage, not a crash', async () => {
-    const pglite = new PGlite('memory://');
+    const { pglite } = await openPglite('memory://', undefined, migratedPglite());
     const sql = createPgliteSql(pglite, { record: () => undefined });
     const text = 'SELECT $1::int + 1 AS n';
     expect(await sql.query(text, [1], { name: 'sg_test_closed' })).toEqual([{ n: 2 }]);

@@ -82,3 +82,23 @@ describe('operation metrics (ServerMetrics)', () => {
     });
   });
 });
+
+describe('a closed server (ServerMetrics.detach)', () => {
+  it("leaves nothing the process's default collectors reach: the registry is empty, its gauges read no server", async () => {
+    const metrics = new ServerMetrics(null);
+    let pinged = 0;
+    metrics.attach({
+      liveSubscriptions: () => 0,
+      webSocketConnections: () => 0,
+      pingDatabase: async () => void pinged++,
+      pingPubSub: async () => undefined,
+      timeoutMs: 1000,
+    });
+    expect(await metrics.registry.metrics()).toContain('nodejs_gc_duration_seconds');
+    expect(pinged).toBe(1);
+    metrics.detach();
+    expect(metrics.registry.getMetricsAsArray()).toEqual([]);
+    expect((await metrics.registry.metrics()).trim()).toBe('');
+    expect(pinged).toBe(1);
+  });
+});

@@ -1,20 +1,30 @@
 import { cpSync, mkdtempSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pgliteConnection } from '../../src/db/database.js';
 import { applyMigrations, MIGRATIONS_DIR, readMigrations } from '../../src/db/migrate.js';
+import { openPglite } from '../../src/db/pglite-open.js';
+import { initializedPglite, migratedPglite } from '../helpers/app.js';
 
 const open: PGlite[] = [];
 afterEach(async () => {
   for (const db of open.splice(0)) await db.close();
 });
 
+/** An empty database, as initdb leaves it (a copy of the run's: initdb once per run). */
 async function freshDb() {
-  const db = new PGlite('memory://');
-  open.push(db);
-  return db;
+  const { pglite } = await openPglite('memory://', undefined, initializedPglite());
+  open.push(pglite);
+  return pglite;
+}
+
+/** A database the shipped migrations were applied to (a copy of the run's migrated one: no initdb). */
+async function migratedDb() {
+  const { pglite } = await openPglite('memory://', undefined, migratedPglite());
+  open.push(pglite);
+  return pglite;
 }
 
 function copyOfMigrations() {
@@ -23,7 +33,9 @@ function copyOfMigrations() {
   return dir;
 }
 
-// Each test builds a whole database from the migrations in a new PGlite: seconds, more on a loaded machine.
+// The first test builds a whole database from the migrations on an empty one: seconds, more on a
+// loaded machine. The others start from a copy of the migrated one and apply the same migrations
+// again from a copy of the folder (found applied: same names, same checksums) before changing it.
 describe('migrations applied by the server', { timeout: 120_000 }, () => {
   it("applies every folder once and records it in Prisma's _prisma_migrations table", async () => {
     const db = await freshDb();
@@ -55,7 +67,7 @@ describe('migrations applied by the server', { timeout: 120_000 }, () => {
   });
 
   it('applies a new folder added later, and only that one', async () => {
-    const db = await freshDb();
+    const db = await migratedDb();
     const dir = copyOfMigrations();
     await applyMigrations(pgliteConnection(db), dir);
     const name = '29990101000000_later';
@@ -66,7 +78,7 @@ describe('migrations applied by the server', { timeout: 120_000 }, () => {
   });
 
   it('refuses to start when an applied migration was edited', async () => {
-    const db = await freshDb();
+    const db = await migratedDb();
     const dir = copyOfMigrations();
     await applyMigrations(pgliteConnection(db), dir);
     const [first] = readMigrations(dir);
@@ -75,7 +87,7 @@ describe('migrations applied by the server', { timeout: 120_000 }, () => {
   });
 
   it('rolls back a failing migration completely and reports it', async () => {
-    const db = await freshDb();
+    const db = await migratedDb();
     const dir = copyOfMigrations();
     await applyMigrations(pgliteConnection(db), dir);
     const name = '29990101000000_broken';
@@ -89,7 +101,7 @@ describe('migrations applied by the server', { timeout: 120_000 }, () => {
   });
 
   it('refuses to start when a recorded migration never finished, or is unknown', async () => {
-    const db = await freshDb();
+    const db = await migratedDb();
     const dir = copyOfMigrations();
     await applyMigrations(pgliteConnection(db), dir);
     const [first] = readMigrations(dir);
