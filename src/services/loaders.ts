@@ -1,9 +1,14 @@
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
-import type { AttachmentKind, ProviderFileRef } from '../domain/types.js';
 import type { Message, PrismaClient, Session } from '../generated/prisma/client.js';
 import { createMessageRangeLoader } from '../caches/message-ranges.js';
-import { findAttachmentSummaries, readAttachmentPages, type AttachmentPageRead, type AttachmentPageRow } from '../db/stores/attachments.js';
+import {
+  type AttachmentPageRead,
+  type AttachmentPageRow,
+  type AttachmentSummary,
+  findAttachmentSummaries,
+  readAttachmentPages,
+} from '../db/stores/attachments.js';
 import { findForksAt, findSessions } from '../db/stores/sessions.js';
 import { readTransforms } from '../db/stores/transforms.js';
 import type { FinishedRowsCache, SessionRowsCache } from '../caches/index.js';
@@ -11,20 +16,8 @@ import { ResponseBudget } from '../domain/content-budget.js';
 import { foldTransforms, type HistoryTransforms } from '../domain/transforms.js';
 import { createUsageLoaders, type UsageLoaders } from './usage-loaders.js';
 
-/** What the Attachment type needs of an attachment: a message's attachment part, or a loaded row. */
-export interface AttachmentShape {
-  attachmentId: string;
-  name: string;
-  mimeType: string;
-  size: number;
-  sha256: string;
-  kind: AttachmentKind;
-  width: number | null;
-  height: number | null;
-  pages: number | null;
-  url: string | null;
-  providerFile: ProviderFileRef | null;
-}
+/** What the Attachment type needs of an attachment: a loaded row, without its session and text length. */
+export type AttachmentShape = Omit<AttachmentSummary, 'id' | 'sessionId' | 'chars'> & { attachmentId: string };
 
 /** What the loaders read from: one object for the app's life, shared by every request's loaders. */
 export interface LoaderSources {
