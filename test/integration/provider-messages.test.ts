@@ -171,7 +171,12 @@ describe(`appendProviderMessages, tried as a client would (${backend.label})`, (
       'AttachmentPart',
     ]);
     const anthropic = await assemble(sessionId, 'ANTHROPIC_MESSAGES');
-    expect(canonical(anthropic.payload.messages)).toEqual(canonical(body.messages));
+    // The same blocks, and the prompt-cache breakpoint assembly adds on the newest message's last block.
+    const sent = canonical(anthropic.payload.messages) as { content: Record<string, unknown>[] }[];
+    const last = sent.at(-1)!.content.at(-1)!;
+    expect(last.cache_control).toEqual({ type: 'ephemeral' });
+    delete last.cache_control;
+    expect(sent).toEqual(canonical(body.messages));
     const responses = await assemble(sessionId, 'OPENAI_RESPONSES');
     expect(canonical(responses.payload.input)).toEqual(
       canonical([
