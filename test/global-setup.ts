@@ -65,8 +65,9 @@ export default async function setup(project: TestProject) {
   const migrated = join(CACHE, `migrated-${key}.tar`);
   if (!existsSync(initialized) || !existsSync(migrated)) {
     mkdirSync(CACHE, { recursive: true });
-    // Dumps of other migration sets (or PGlite versions) are never used again.
-    for (const old of readdirSync(CACHE)) rmSync(join(CACHE, old), { force: true });
+    // Dumps of other migration sets (or PGlite versions) are never used again; a run making this
+    // key's at the same time keeps its own.
+    for (const old of readdirSync(CACHE)) if (!old.includes(key)) rmSync(join(CACHE, old), { force: true });
     const { pglite } = await openPglite('memory://');
     try {
       // The copies hold the one database the app uses: template0 and template1 are 600 of the
