@@ -1,5 +1,6 @@
 // Once per `vitest run`, before any test file: the migrated PGlite database every test app starts
-// from (`createDatabase`'s `from`), instead of each app running initdb and the migrations.
+// from (`createDatabase`'s `from`), instead of each app running initdb and the migrations, and the
+// same database before its migrations for the tests of an empty one. Made once per key (below).
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -31,16 +32,15 @@ function filesUnder(dir: string, base = dir): string[] {
 }
 
 /**
- * What the dump depends on: the migrations (every file, name and content), the code applying them,
- * this file, and PGlite's version (its Postgres and catalog). A change to any of them makes another key, so a
- * stale dump is never used.
+ * What the dumps depend on: the migrations (every file, name and content), the code applying them,
+ * this file, and PGlite's version (its Postgres and catalog). A change to any of them makes another
+ * key, so a stale dump is never used.
  */
 function dumpKey(): string {
   const hash = createHash('sha256');
   const pgliteDir = dirname(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')));
   hash.update(`pglite ${JSON.parse(readFileSync(join(pgliteDir, 'package.json'), 'utf8')).version}\0`);
   hash.update(readFileSync(join(root, 'src/db/migrate.ts')));
-  // And how this file makes the dumps.
   hash.update(readFileSync(fileURLToPath(import.meta.url)));
   for (const file of filesUnder(MIGRATIONS_DIR)) {
     hash.update(`\0${file}\0`);
@@ -65,8 +65,9 @@ export default async function setup(project: TestProject) {
   const migrated = join(CACHE, `migrated-${key}.tar`);
   if (!existsSync(initialized) || !existsSync(migrated)) {
     mkdirSync(CACHE, { recursive: true });
-    // Dumps of other migration sets (or PGlite versions) are never used again.
-    for (const old of readdirSync(CACHE)) rmSync(join(CACHE, old), { force: true });
+    // Dumps of other migration sets (or PGlite versions) are never used again; a run making this
+    // key's at the same time keeps its own.
+    for (const old of readdirSync(CACHE)) if (!old.includes(key)) rmSync(join(CACHE, old), { force: true });
     const { pglite } = await openPglite('memory://');
     try {
       // The copies hold the one database the app uses: template0 and template1 are 600 of the
