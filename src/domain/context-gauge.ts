@@ -24,18 +24,11 @@ import { framingTokensFor, MESSAGE_FRAMING_TOKENS, replyPrimingTokens } from './
 import { isTextMimeType } from './assembly/attachments.js';
 import { mediaKindOf } from './assembly/media-rules.js';
 import { documentTokens, imageTokens } from './assembly/media-tokens.js';
+import type { WindowRow } from './assembly/window.js';
 import type { MessageRole, TokenEncoding } from './types.js';
 
-/** What the gauge reads of a message: its light row (db/stores/messages.ts, LightRow). */
-export interface GaugeRow {
-  position: number;
-  role: MessageRole;
-  generating: boolean;
-  toolCallIds?: readonly string[];
-  toolResultIds: readonly string[];
-  tokensO200k: number | null;
-  tokensCl100k: number | null;
-}
+/** What the gauge reads of a message: what the window rule reads (its light row). */
+export type GaugeRow = WindowRow;
 
 /** What the gauge needs of a stored attachment part. */
 export interface GaugeAttachmentPart {

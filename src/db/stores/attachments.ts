@@ -23,9 +23,9 @@ export async function keepBlob(sql: SqlClient, workspaceId: string, sha256: stri
 /*
  * Bytes cross the driver as base64 text, in both directions: a text parameter and a text column
  * are copied whole by every driver, where a bytea value is encoded or parsed byte by byte in
- * JavaScript by some (PGlite's, Prisma's parameter path): 1.6 to 4 s of the request thread for
- * 4 MiB on PGlite. PostgreSQL's `encode(…, 'base64')` breaks lines every 76 characters; the line
- * breaks are taken out in the statement, so the text is the payload's base64 as is.
+ * JavaScript by some (PGlite's, Prisma's parameter path), on the request thread (figures in
+ * docs/performance.md, "Files"). PostgreSQL's `encode(…, 'base64')` breaks lines every 76
+ * characters; the statement takes them out, so the text is the payload's base64 as is.
  */
 const base64Of = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64');
 const BASE64_OF = (expression: string) => `translate(encode(${expression}, 'base64'), E'\\n', '')`;
