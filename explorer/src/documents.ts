@@ -91,6 +91,7 @@ export const UsageFields = graphql(`
     cacheWriteTokens
     totalTokens
     cost
+    costSource
   }
 `);
 
@@ -176,6 +177,7 @@ export const SessionView = graphql(`
       root {
         id
       }
+      ...ExplorerCosts
       messages(first: 200, after: $after) {
         pageInfo {
           hasNextPage
@@ -202,6 +204,52 @@ export const SessionView = graphql(`
   }
 `);
 
+export const CostFields = graphql(`
+  fragment ExplorerCosts on Session {
+    usage {
+      cost
+      costSource
+    }
+    treeUsage {
+      cost
+      costSource
+    }
+  }
+`);
+
+/** The header's costs again, after a turn event. */
+export const SessionCosts = graphql(`
+  query ExplorerSessionCosts($id: ID!) {
+    session(id: $id) {
+      id
+      ...ExplorerCosts
+    }
+  }
+`);
+
+/** How full the next context is, from stored counts (no payload built): what the gauge draws. */
+export const ContextGauge = graphql(`
+  query ExplorerGauge($id: ID!, $model: String, $maxTokens: Int, $format: ContextFormat) {
+    session(id: $id) {
+      id
+      contextGauge(model: $model, maxTokens: $maxTokens, format: $format) {
+        usedTokens
+        maxTokens
+        messageCount
+        messagesUntilDrop
+        byRole {
+          system
+          summary
+          user
+          assistant
+          tool
+          attachments
+        }
+      }
+    }
+  }
+`);
+
 export const SessionForks = graphql(`
   query ExplorerForks($id: ID!) {
     session(id: $id) {
@@ -209,6 +257,10 @@ export const SessionForks = graphql(`
       title
       messageCount
       forkIndex
+      usage {
+        cost
+        costSource
+      }
       forks(first: 50) {
         edges {
           node {
@@ -216,6 +268,10 @@ export const SessionForks = graphql(`
             title
             messageCount
             forkIndex
+            usage {
+              cost
+              costSource
+            }
           }
         }
       }
@@ -260,6 +316,13 @@ export const AssembleContext = graphql(`
       summaryIncluded
       elidedToolResultCount
       contextHash
+      reusedPrefixTokens
+      estimatedCost {
+        inputCost
+        cachedInputCost
+        total
+        currency
+      }
       messages {
         kind
         role

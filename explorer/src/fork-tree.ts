@@ -2,7 +2,7 @@
 // column starts at its fork point, joined to its parent's column there. Click a column to open it.
 import { request } from './api.js';
 import { SessionForks } from './documents.js';
-import { h } from './format.js';
+import { cost, h } from './format.js';
 import { sessionHref } from './sessions.js';
 
 interface TreeNode {
@@ -10,6 +10,8 @@ interface TreeNode {
   title: string;
   messageCount: number;
   forkIndex?: number | null;
+  /** The session's own turns' usage (a fork's cost without its parent's). */
+  usage: { cost: number; costSource: 'CATALOG' | 'REPORTED' | 'UNKNOWN' };
   children: TreeNode[];
 }
 
@@ -80,7 +82,8 @@ export function forkTree(rootId: string, currentId: string): HTMLElement {
         const start = node.forkIndex ?? 0;
         const end = Math.max(start, node.messageCount - 1);
         const group = svg('a', { href: sessionHref(node.id), class: node.id === currentId ? 'current' : '' });
-        group.append(svg('title', {}, `${node.title} · ${node.messageCount} messages`));
+        const spent = `${cost(node.usage.cost)}${node.usage.costSource === 'UNKNOWN' ? ' + ?' : ''}`;
+        group.append(svg('title', {}, `${node.title} · ${node.messageCount} messages · ${spent} in its own turns`));
         if (parent !== null) {
           // From the parent's last message before the cut; a cut inside what the parent itself
           // inherited starts at the parent's head.
@@ -95,6 +98,7 @@ export function forkTree(rootId: string, currentId: string): HTMLElement {
         group.append(svg('circle', { cx: x(column), cy: y(start), r: 5, class: 'head' }));
         for (let i = start; i < node.messageCount && i - start < 60; i++) group.append(svg('circle', { cx: x(column), cy: y(i), r: 3 }));
         group.append(svg('text', { x: x(column) - 6, y: y(start) - 8 }, shortTitle(node.title || '(untitled)')));
+        group.append(svg('text', { x: x(column) + 10, y: y(start) + 4, class: 'cost', 'data-session': node.id }, spent));
         drawing.append(group);
       });
       box.replaceChildren(drawing, cut ? h('p', { class: 'muted' }, `Only the first ${MAX_SESSIONS} sessions are drawn.`) : '');

@@ -6,8 +6,28 @@ const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
 
 /** 1234567 → "1,234,567". */
 export const count = (n: number) => integer.format(n);
-/** A cost in dollars, up to 4 decimals. */
-export const cost = (n: number) => money.format(n);
+const small = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumSignificantDigits: 2 });
+/** A cost in dollars, up to 4 decimals; under a cent, 2 significant digits ("$0.000036"), so a cheap call is not "$0.00". */
+export const cost = (n: number) => (n > 0 && n < 0.01 ? small.format(n) : money.format(n));
+
+type CostSource = 'CATALOG' | 'REPORTED' | 'UNKNOWN';
+const COST_SOURCES: Record<CostSource, string> = {
+  REPORTED: 'as reported with the usage',
+  CATALOG: 'priced from the model catalog (USD), or reported and priced',
+  UNKNOWN: 'partly unknown: some calls came with no cost and no model the catalog knows (counted as 0)',
+};
+
+/**
+ * A usage's cost as an element saying where it comes from (its tooltip, and `data-source`): a sum
+ * with a call of unknown cost reads "$0.0123 + ?".
+ */
+export const costOf = (usage: { cost: number; costSource: CostSource }) =>
+  h(
+    'span',
+    { class: `cost source-${usage.costSource.toLowerCase()}`, title: COST_SOURCES[usage.costSource], 'data-source': usage.costSource },
+    cost(usage.cost),
+    usage.costSource === 'UNKNOWN' ? ' + ?' : '',
+  );
 
 const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
   ['year', 365 * 86_400],

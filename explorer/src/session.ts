@@ -1,8 +1,8 @@
 // One session: its header, fork tree, live turns, messages (with "fork here") and the next context.
 import { follow, objectUrl, request } from './api.js';
-import { AppendMessage, SessionEvents, SessionView } from './documents.js';
-import { count, h, time } from './format.js';
-import type { ExplorerMessageFragment, ExplorerSessionQuery } from '../generated/graphql.js';
+import { AppendMessage, SessionCosts, SessionEvents, SessionView } from './documents.js';
+import { costOf, count, h, time } from './format.js';
+import type { ExplorerCostsFragment, ExplorerMessageFragment, ExplorerSessionQuery } from '../generated/graphql.js';
 import { forkTree } from './fork-tree.js';
 import { contextPanel } from './context.js';
 import { renderTurn } from './turn.js';
@@ -16,6 +16,8 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
   const messages = h('ol', { class: 'messages' });
   const turns = h('div', { class: 'turns' });
   const live = h('span', { class: 'badge', id: 'live' }, 'connecting…');
+  const costs = h('p', { class: 'costs' });
+  let nextContext: ReturnType<typeof contextPanel> | undefined;
   let stopped = false;
   let stop = () => {};
 
@@ -36,8 +38,10 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
       live.textContent = 'live';
       if ((event.__typename === 'MessageAdded' || event.__typename === 'MessageUpdated') && event.message) {
         upsert(messages, event.message.id, renderMessage(event.message, id));
+        nextContext?.messagesChanged();
       } else if ('turn' in event && event.turn) {
         upsert(turns, event.turn.id, renderTurn(event.turn), true);
+        refreshCosts();
       }
     },
     (error) => {
@@ -47,6 +51,16 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
     () => (live.textContent = 'live'),
   );
 
+  // The header's costs follow usage reports: read again at most once a second, after the last event.
+  let costTimer: ReturnType<typeof setTimeout> | undefined;
+  const refreshCosts = () => {
+    clearTimeout(costTimer);
+    costTimer = setTimeout(async () => {
+      const answer = await request(SessionCosts, { id }).catch(() => null);
+      if (answer?.session && !stopped) showCosts(costs, answer.session);
+    }, 1_000);
+  };
+
   void (async () => {
     try {
       const { session } = await request(SessionView, { id });
@@ -55,13 +69,15 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
         main.replaceChildren(h('p', { class: 'error' }, 'No such session in this workspace.'), h('a', { href: '#/' }, 'All sessions'));
         return;
       }
+      showCosts(costs, session);
+      nextContext = contextPanel(session.id);
       main.replaceChildren(
-        header(session, live),
+        header(session, live, costs),
         h('section', { class: 'panel' }, h('h2', {}, 'Fork tree'), forkTree(session.root.id, session.id)),
         h('section', { class: 'panel' }, h('h2', {}, 'Turns'), turns),
         takeDraft(session.id, (text) => sendDraft(session.id, text)) ?? '',
         h('section', { class: 'panel' }, h('h2', {}, `Messages (${count(session.messageCount)})`), messages),
-        contextPanel(session.id),
+        nextContext.element,
       );
       const shown = [...session.turns.edges.map((e) => e.node)].reverse();
       if (session.activeTurn && !shown.some((t) => t.id === session.activeTurn!.id)) shown.unshift(session.activeTurn);
@@ -80,6 +96,8 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
   main.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
   return () => {
     stopped = true;
+    clearTimeout(costTimer);
+    nextContext?.stop();
     stop();
   };
 }
@@ -103,7 +121,18 @@ async function sendDraft(sessionId: string, text: string) {
   await request(AppendMessage, { input: { sessionId, messages: [{ role: 'USER', text }] } });
 }
 
-function header(session: SessionData, live: HTMLElement): HTMLElement {
+/** What this session's own turns cost (sub-agents included), and its whole fork tree. */
+function showCosts(element: HTMLElement, session: ExplorerCostsFragment) {
+  element.replaceChildren(
+    'cost: ',
+    h('span', { 'data-field': 'session-cost' }, costOf(session.usage)),
+    ' this session · ',
+    h('span', { 'data-field': 'tree-cost' }, costOf(session.treeUsage)),
+    ' its fork tree',
+  );
+}
+
+function header(session: SessionData, live: HTMLElement, costs: HTMLElement): HTMLElement {
   const origin = session.parent
     ? h(
         'span',
@@ -132,6 +161,7 @@ function header(session: SessionData, live: HTMLElement): HTMLElement {
       h('span', { class: `badge kind-${session.kind.toLowerCase()}` }, session.kind.toLowerCase()),
     ),
     h('p', { class: 'muted' }, 'created ', time(session.createdAt), origin ? ' · ' : '', origin, ' · ', live),
+    costs,
   );
 }
 

@@ -1,6 +1,6 @@
 // A turn: status, each agent's status and usage, and its sub-agent sessions.
 import type { ExplorerTurnFragment, ExplorerUsageFragment } from '../generated/graphql.js';
-import { cost, count, h, time } from './format.js';
+import { costOf, count, h, time } from './format.js';
 import { sessionHref } from './sessions.js';
 
 const usageCells = (u: ExplorerUsageFragment) => [
@@ -8,7 +8,7 @@ const usageCells = (u: ExplorerUsageFragment) => [
   h('td', { class: 'num', 'data-field': 'output' }, count(u.outputTokens)),
   h('td', { class: 'num', 'data-field': 'cache-read' }, count(u.cacheReadTokens)),
   h('td', { class: 'num', 'data-field': 'cache-write' }, count(u.cacheWriteTokens)),
-  h('td', { class: 'num', 'data-field': 'cost' }, cost(u.cost)),
+  h('td', { class: 'num', 'data-field': 'cost' }, costOf(u)),
 ];
 
 export function renderTurn(turn: ExplorerTurnFragment): HTMLElement {

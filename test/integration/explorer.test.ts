@@ -239,6 +239,13 @@ describe.skipIf(skip).each([
     await screenshot('usage');
     await gqlOk(app, CompleteAgent, { input: { turnId, agentId: 'planner', success: true } }, { apiKey });
     await gqlOk(app, CompleteAgent, { input: { turnId, agentId: 'critic', success: true } }, { apiKey });
+    // The turn's cost says where it comes from: one call reported its cost, one had neither a cost
+    // nor a model (unknown); the header's session and tree costs follow without a reload.
+    const turnCost = page.locator(`article.turn[data-id="${turnId}"] tfoot [data-field="cost"] .cost`);
+    expect(await turnCost.getAttribute('data-source')).toBe('UNKNOWN');
+    expect(await turnCost.textContent()).toBe('$0.0123 + ?');
+    await page.locator('[data-field="session-cost"]', { hasText: '$0.0123 + ?' }).waitFor({ timeout: LIVE_MS + 1_000 });
+    expect(await page.locator('[data-field="tree-cost"]').textContent()).toBe('$0.0123 + ?');
     await page.locator(`article.turn[data-id="${turnId}"][data-status="COMPLETED"]`).waitFor({ timeout: LIVE_MS });
     expect(await planner.locator('[data-field="status"]').textContent()).toBe('completed');
     expect(await page.locator(`article.turn[data-id="${turnId}"] tfoot [data-field="output"]`).textContent()).toBe('758');
@@ -262,6 +269,37 @@ describe.skipIf(skip).each([
     await page.getByRole('button', { name: 'Assemble' }).click();
     await page.locator('table.decisions tbody tr').nth(4).waitFor();
     expect(await page.locator('table.decisions tbody tr').nth(4).textContent()).toContain('HIDDEN');
+
+    // The gauge: how full the next context is from stored counts, against a budget as it is typed;
+    // then an assembly with a model says what the provider's cache reuses of it and what it costs.
+    const gauge = page.locator('.gauge');
+    expect(Number(await gauge.getAttribute('data-used'))).toBeGreaterThan(0);
+    expect(await page.locator('.gauge-figures').textContent()).toContain('no budget');
+    await page.getByLabel('Token budget').fill('20');
+    await page.getByLabel('Token budget').dispatchEvent('change');
+    await page.locator('.gauge-figures', { hasText: 'of 20' }).waitFor();
+    expect(await page.locator('.gauge-figures').textContent()).toContain('the oldest messages are dropped now');
+    expect(await page.locator('.gauge-bar .segment').count()).toBeGreaterThan(1);
+    await page.getByLabel('Token budget').fill('');
+    await page.getByLabel('Format').selectOption('ANTHROPIC_MESSAGES');
+    await page.getByLabel('Model').fill('claude-sonnet-4-5');
+    await page.getByLabel('Model').dispatchEvent('change');
+    await page.locator('.gauge-figures', { hasText: /of [\d,]+ \(\d+%\)/ }).waitFor();
+    for (const round of [1, 2]) {
+      await page.getByRole('button', { name: 'Assemble' }).click();
+      const reused = page.locator('[data-field="reused"]');
+      if (round === 1) {
+        await page.locator('p.reuse', { hasText: '(0%) reused' }).waitFor();
+      } else {
+        // Nothing changed since: all of the payload but the reply's priming is the prefix the
+        // provider cached a moment ago.
+        await expect.poll(async () => Number((await reused.textContent())?.replace(/\D/g, ''))).toBeGreaterThan(0);
+        const share = Number((await page.locator('p.reuse').textContent())?.match(/\((\d+)%\)/)?.[1]);
+        expect(share).toBeGreaterThanOrEqual(90);
+      }
+    }
+    expect(await page.locator('[data-field="estimated-cost"]').textContent()).toMatch(/estimated input cost \$0\.\d+ USD/);
+    await screenshot('gauge-and-reuse');
 
     // The fork tree navigates; a message search opens the session at the hit.
     await page.locator('.fork-tree text', { hasText: '(fork 1)' }).click();
