@@ -12,6 +12,9 @@ const GAUGE = `query ($id: ID!) {
   node(id: $id) { ... on Session { contextGauge(model: "claude-sonnet-4-5", format: ANTHROPIC_MESSAGES) { usedTokens maxTokens messagesUntilDrop byRole { user assistant } } } }
 }`;
 
+/** The same read without the gauge: what the node and GraphQL cost alone, at the same moment. */
+const NODE = `query ($id: ID!) { node(id: $id) { ... on Session { messageCount } } }`;
+
 const ASSEMBLE = `mutation ($id: ID!) { assembleContext(input: { sessionId: $id, format: ANTHROPIC_MESSAGES }) { tokenCount } }`;
 
 interface GaugeResult {
@@ -38,14 +41,16 @@ const gauge: Scenario = {
     }
     const { count } = await ctx.countQueries(() => ctx.gql(GAUGE, { id: session.id }));
 
-    const samples = { gauge: [] as number[], assemble: [] as number[] };
+    const samples = { gauge: [] as number[], node: [] as number[], assemble: [] as number[] };
     ctx.collectGarbage();
     for (let i = 0; i < WARMUP + ITERATIONS; i++) {
       const g = await ctx.time(() => ctx.gql(GAUGE, { id: session.id }));
+      const n = await ctx.time(() => ctx.gql(NODE, { id: session.id }));
       // Fewer assemblies: each builds the whole payload.
       const a = i % 5 === 0 ? await ctx.time(() => ctx.gql(ASSEMBLE, { id: session.id })) : null;
       if (i >= WARMUP) {
         samples.gauge.push(g.ms);
+        samples.node.push(n.ms);
         if (a) samples.assemble.push(a.ms);
       }
     }
@@ -60,6 +65,12 @@ const gauge: Scenario = {
       },
       { metric: `gauge.${label}.p95`, value: round(p95(samples.gauge)), unit: 'ms', note: 'the same calls' },
       {
+        metric: `gauge.${label}.node_median`,
+        value: round(median(samples.node)),
+        unit: 'ms',
+        note: 'the same node read without contextGauge, each right after a gauge call (the floor under it)',
+      },
+      {
         metric: `gauge.${label}.cold`,
         value: round(cold.ms),
         unit: 'ms',
@@ -69,7 +80,7 @@ const gauge: Scenario = {
         metric: 'gauge.statements',
         value: count,
         unit: 'statements',
-        note: 'a polled session with nothing new: its node and the compaction (no transforms, no attachments)',
+        note: 'a polled session with nothing new: its node only (the settled gauge is kept until a message, transform or compaction)',
       },
       {
         metric: `gauge.${label}.assemble_median`,

@@ -64,6 +64,11 @@ export interface ContextGauge {
   /** Messages counted (the summary not among them). */
   messageCount: number;
   messagesUntilDrop: number | null;
+  /**
+   * No counted row is generating or lacks its count: the same rows give the same sums until the
+   * session gains a message, a transform or a compaction (finished messages never change).
+   */
+  settled: boolean;
 }
 
 /** Estimated tokens of one attachment part in `format` (see the module's comment). */
@@ -84,15 +89,18 @@ export function attachmentTokens(part: GaugeAttachmentPart, format: ContextForma
 export function gaugeContext(input: ContextGaugeInput): ContextGauge {
   const byRole = { system: 0, summary: 0, user: 0, assistant: 0, tool: 0, attachments: 0 };
   let messageCount = 0;
+  let settled = true;
   const withAttachments = new Set<number>();
   for (const a of input.attachments) {
     if (!input.hidden.has(a.position) && !input.redacted.has(a.position)) withAttachments.add(a.position);
   }
   const column = input.encoding === 'O200K_BASE' ? 'tokensO200k' : 'tokensCl100k';
   for (const row of input.rows) {
+    if (row.generating) settled = false;
     if (row.generating || input.hidden.has(row.position)) continue;
     // Assembly keeps the leading system message ahead of a summary that covers it (keepSystemMessage).
     if (row.position < input.uptoIndex && !(row.position === 0 && row.role === 'SYSTEM')) continue;
+    if (row[column] === null) settled = false;
     const tokens = input.redacted.get(row.position) ?? row[column] ?? 0;
     const calls = row.toolCallIds?.length ?? 0;
     const others = withAttachments.has(row.position) ? 1 : 0;
@@ -103,14 +111,20 @@ export function gaugeContext(input: ContextGaugeInput): ContextGauge {
   if (input.summaryTokens !== null) {
     byRole.summary = input.summaryTokens + (input.format === 'GEMINI' ? 0 : MESSAGE_FRAMING_TOKENS);
   }
+  const usedTokens = byRole.system + byRole.user + byRole.assistant + byRole.tool + byRole.attachments + byRole.summary;
+  return withBudget({ usedTokens: usedTokens + replyPrimingTokens(input.format), byRole, messageCount, settled }, input.maxTokens);
+}
+
+/** `gauge` measured against `maxTokens` (its other figures do not depend on the budget). */
+export function withBudget(gauge: Omit<ContextGauge, 'maxTokens' | 'messagesUntilDrop'>, maxTokens: number | null): ContextGauge {
+  const { byRole, messageCount, usedTokens } = gauge;
   const conversation = byRole.system + byRole.user + byRole.assistant + byRole.tool + byRole.attachments;
-  const usedTokens = conversation + byRole.summary + replyPrimingTokens(input.format);
   let messagesUntilDrop: number | null = null;
-  if (input.maxTokens !== null && messageCount > 0) {
-    const room = input.maxTokens - usedTokens;
+  if (maxTokens !== null && messageCount > 0) {
+    const room = maxTokens - usedTokens;
     messagesUntilDrop = room <= 0 ? 0 : Math.floor(room / Math.max(1, conversation / messageCount));
   }
-  return { usedTokens, maxTokens: input.maxTokens, byRole, messageCount, messagesUntilDrop };
+  return { ...gauge, maxTokens, messagesUntilDrop };
 }
 
 function roleKey(role: MessageRole): 'system' | 'user' | 'assistant' | 'tool' {

@@ -44,7 +44,7 @@ builder.prismaObjectFields('Session', (t) => ({
   contextGauge: t.field({
     type: ContextGauge,
     description:
-      'How full the context assembled from this session would be, from stored counts and without building a payload: cheap enough to poll (a polled session reads only its compaction and its new messages). CHARS_DIV_4 is refused (no counts are stored for it).',
+      'How full the context assembled from this session would be, from stored counts and without building a payload: cheap enough to poll (a polled session that gained nothing reads nothing more than itself; one that did, its compaction and its new messages). CHARS_DIV_4 is refused (no counts are stored for it).',
     args: {
       model: t.arg.string({
         required: false,

@@ -5,7 +5,7 @@ import { readAttachmentParts, readGaugeBasics, type GaugeBasics } from '../db/st
 import { readLightPage, type LightRow } from '../db/stores/messages.js';
 import { readTransforms } from '../db/stores/transforms.js';
 import { renderSummary, type ContextFormat } from '../domain/assembly/index.js';
-import { gaugeContext, type ContextGauge } from '../domain/context-gauge.js';
+import { gaugeContext, withBudget, type ContextGauge } from '../domain/context-gauge.js';
 import { badInput } from '../domain/errors.js';
 import { clipSegments, visibleSegments, type LineageSession, type Segment } from '../domain/lineage.js';
 import { loadModelCatalog } from '../domain/model-catalog.js';
@@ -26,7 +26,9 @@ export interface GaugeRequest {
  * attachments), the light rows after it (from the rows cache, the rest read), the attachment parts
  * when there are attachments, the history transforms when there are any; then sums them
  * (domain/context-gauge.ts). No payload is built and no message content is read but attachment
- * parts. Polled, a session costs one statement (two with new messages).
+ * parts. Polled, a session that gained nothing costs no statement beyond its own node and no loop
+ * over its rows (the settled gauges below); one with new messages, the compaction statement, the
+ * read of what is new and the sum.
  */
 export class ContextGaugeService {
   /**
@@ -34,6 +36,15 @@ export class ContextGaugeService {
    * compaction never changes. Bounded, oldest forgotten first.
    */
   private readonly summaries = new LRUCache<string, number>({ max: 1_000 });
+  /**
+   * Settled gauges (ContextGauge.settled) by everything that can change their rows: the session, its
+   * message, transform and compaction counts (a fork's view of its ancestors' messages, transforms
+   * and compactions is frozen in its lineage; an attachment comes with its message), the encoding
+   * and the format. A polled session that gained nothing then costs no statement of its own and no
+   * loop over its rows. Never stale: a new message, transform or compaction is a new key. Bounded,
+   * oldest forgotten first.
+   */
+  private readonly settled = new LRUCache<string, ContextGauge>({ max: 1_000 });
 
   constructor(
     private readonly sql: SqlClient,
@@ -42,7 +53,7 @@ export class ContextGaugeService {
     private readonly knownTokens?: KnownTokenCounts,
   ) {}
 
-  async gauge(session: LineageSession & { transformCount: number }, request: GaugeRequest): Promise<ContextGauge> {
+  async gauge(session: LineageSession & { transformCount: number; compactionCount: number }, request: GaugeRequest): Promise<ContextGauge> {
     const encoding = request.encoding ?? 'O200K_BASE';
     if (encoding === 'CHARS_DIV_4') {
       throw badInput('contextGauge reads the counts stored with each message, kept for O200K_BASE and CL100K_BASE only.', {
@@ -58,13 +69,16 @@ export class ContextGaugeService {
       const catalog = await loadModelCatalog();
       maxTokens = catalog.budget({ model: request.model, maxTokens, outputReserve: request.outputReserve ?? null, format }).maxTokens;
     }
-    const transforms = foldTransforms(await readTransforms(this.sql, session));
+    const key = `${session.id}:${session.messageCount}:${session.transformCount}:${session.compactionCount}:${encoding}:${format}`;
+    const known = this.settled.get(key);
+    if (known) return withBudget(known, maxTokens);
     const segments = visibleSegments(session);
     const basics = await readGaugeBasics(
       this.sql,
       session,
       segments.map((s) => s.sessionId),
     );
+    const transforms = foldTransforms(await readTransforms(this.sql, session));
     const upto = basics.compaction?.uptoIndex ?? 0;
     // The rows after the compaction, and the first one (a leading system message is kept ahead of the summary).
     const scope = upto > 0 ? [...clipSegments(segments, 0, 1), ...clipSegments(segments, upto, session.messageCount)] : segments;
@@ -72,7 +86,7 @@ export class ContextGaugeService {
       this.lightRows(scope),
       basics.hasAttachments ? readAttachmentParts(this.sql, scope) : Promise.resolve([]),
     ]);
-    return gaugeContext({
+    const gauge = gaugeContext({
       rows,
       uptoIndex: upto,
       hidden: new Set([...transforms.hidden.values()].map((h) => h.position)),
@@ -83,6 +97,8 @@ export class ContextGaugeService {
       format,
       maxTokens,
     });
+    if (gauge.settled) this.settled.set(key, gauge);
+    return gauge;
   }
 
   /**

@@ -64,6 +64,14 @@ const Gauge = graphql(`
   }
 `);
 
+const Finish = graphql(`
+  mutation CatalogFinish($input: UpdateMessageInput!) {
+    updateMessage(input: $input) {
+      id
+    }
+  }
+`);
+
 const Compact = graphql(`
   mutation CatalogCompact($input: CompactSessionInput!) {
     compactSession(input: $input) {
@@ -379,6 +387,34 @@ describe('the context gauge', () => {
       expect(gauge.byRole.attachments).toBeGreaterThan(0);
       expect({ format, used: gauge.usedTokens }).toEqual({ format, used: assembleContext.tokenCount });
     }
+  });
+
+  it('follows a polled session: a new message, a finished one, a hidden one and a compaction each move it, as assembly does', async () => {
+    const { id, messageIds } = await conversation(3);
+    const used = async () => {
+      const [{ node }, { assembleContext }] = await Promise.all([
+        gqlOk(app, Gauge, { id, format: 'ANTHROPIC_MESSAGES' }),
+        gqlOk(app, Assemble, { input: { sessionId: id, format: 'ANTHROPIC_MESSAGES' } }),
+      ]);
+      const gauge = (node as { contextGauge: { usedTokens: number } }).contextGauge.usedTokens;
+      expect(gauge).toBe(assembleContext.tokenCount);
+      return gauge;
+    };
+    const first = await used();
+    expect(await used()).toBe(first);
+    // A generating message is not counted; finishing it (the same message count) is.
+    const { appendMessages } = await gqlOk(app, Append, {
+      input: { sessionId: id, messages: [{ role: 'ASSISTANT', text: 'Thinking…', generating: true }] },
+    });
+    expect(await used()).toBe(first);
+    await gqlOk(app, Finish, { input: { messageId: appendMessages.messages[0].id, appendText: ' done, here it is.', generating: false } });
+    const finished = await used();
+    expect(finished).toBeGreaterThan(first);
+    await gqlOk(app, Hide, { input: { sessionId: id, messageIds: [messageIds[2]], reason: 'off topic' } });
+    const hidden = await used();
+    expect(hidden).toBeLessThan(finished);
+    await gqlOk(app, Compact, { input: { sessionId: id, uptoIndex: 4, summary: 'Two questions, answered.' } });
+    expect(await used()).not.toBe(hidden);
   });
 
   it('counts down the messages until the budget drops one, and takes the budget from a model', async () => {
