@@ -21,7 +21,7 @@
 import { DEFAULT_ATTACHMENT_MAX_CHARS } from './assembly/types.js';
 import type { ContextFormat } from './assembly/types.js';
 import { framingTokensFor, MESSAGE_FRAMING_TOKENS, replyPrimingTokens } from './assembly/formats.js';
-import { isTextMimeType } from './assembly/attachments.js';
+import { isTextMimeType } from './assembly/attachment-text.js';
 import { mediaKindOf } from './assembly/media-rules.js';
 import { documentTokens, imageTokens } from './assembly/media-tokens.js';
 import type { WindowRow } from './assembly/window.js';

@@ -1,4 +1,4 @@
-import { isTextMimeType } from './assembly/attachments.js';
+import { isTextMimeType } from './assembly/attachment-text.js';
 import { baseType, type CheckedBytes, checkBytes, decodeBase64, textOfBytes } from './attachment-bytes.js';
 import { badInput } from './errors.js';
 import { checkJson } from './input.js';

@@ -5,7 +5,7 @@ import {
   attachmentPage,
   validateAttachmentRead,
   type AttachmentPage,
-} from '../domain/assembly/attachments.js';
+} from '../domain/assembly/attachment-tool.js';
 import { badInput, notFound } from '../graphql/errors.js';
 import { builder } from './builder.js';
 import { parseGlobalId, toGlobalId } from './ids.js';

@@ -13,7 +13,9 @@
  *                      (the schema without `additionalProperties`, which Gemini's schema subset lacks)
  *   GENERIC            `tools: [{ name, description, parameters }]` (the neutral shape most SDKs
  *                      take; the JSON Schema is the same in all of them)
- * The agent runs the tool by querying `attachment(id) { content(offset, length) { … } }`.
+ * The agent runs the tool by querying `attachment(id) { content(offset, length) { … } }`; this
+ * module also holds that read's contract (its bounds, `validateAttachmentRead`, `attachmentPage`)
+ * and the reference block REFERENCE mode sends in place of the content.
  *
  * TOKENS (the definitions are sent, so they are counted: in `toolTokenCount`, in `tokenCount`, and
  * as a fixed block in the maxTokens budget, like the system prompt):
@@ -30,9 +32,19 @@
  */
 import { countTokens } from '../tokens.js';
 import type { TokenEncoding } from '../types.js';
-import { ATTACHMENT_READ_DEFAULT_CHARS, ATTACHMENT_READ_MAX_CHARS } from './attachments.js';
+import { badInput } from '../errors.js';
+import { countCodePoints } from '../tokens.js';
+import { escapeXmlAttribute } from './attachment-text.js';
 import { canonicalJson, seal } from './hash.js';
 import type { ContextFormat } from './types.js';
+
+/** Characters read_attachment returns when no length is given. */
+export const ATTACHMENT_READ_DEFAULT_CHARS = 16_384;
+/** Characters read_attachment returns at most per call (a larger length is refused). */
+export const ATTACHMENT_READ_MAX_CHARS = 65_536;
+
+/** Characters of attachment content one request may ask for in all (the sum of its reads' lengths). */
+export const ATTACHMENT_READ_REQUEST_CHARS = 1_048_576;
 
 export const READ_ATTACHMENT_TOOL_NAME = 'read_attachment';
 
@@ -168,4 +180,78 @@ export function attachmentToolTokens(format: ContextFormat, encoding: TokenEncod
     memo.set(key, tokens);
   }
   return tokens;
+}
+
+/** What a reference block says of an attachment. */
+export interface AttachmentReference {
+  /** The client's opaque ID (what read_attachment takes). */
+  id: string;
+  name: string;
+  mimeType: string;
+  /** Stored size in bytes (UTF-8). */
+  size: number;
+  /** Length in Unicode code points (the unit of read_attachment's offset and length). */
+  chars: number;
+}
+
+export function renderAttachmentReference(ref: AttachmentReference): string {
+  const attrs =
+    `id="${escapeXmlAttribute(ref.id)}" name="${escapeXmlAttribute(ref.name)}" mime="${escapeXmlAttribute(ref.mimeType)}"` +
+    ` bytes="${ref.size}" chars="${ref.chars}"`;
+  return (
+    `<attachment_ref ${attrs}>\n` +
+    `Not inlined. To read it, call read_attachment with this id, an offset and a length (in characters, at most ${ATTACHMENT_READ_MAX_CHARS} per call).\n` +
+    `</attachment_ref>`
+  );
+}
+
+/** A read of an attachment's text: where it starts and how many characters (code points) at most. */
+export interface AttachmentRead {
+  offset: number;
+  length: number;
+}
+
+/**
+ * Checks read_attachment's (and `Attachment.content`'s) arguments: offset >= 0 (default 0), length
+ * 1..ATTACHMENT_READ_MAX_CHARS (default ATTACHMENT_READ_DEFAULT_CHARS). BAD_USER_INPUT otherwise.
+ */
+export function validateAttachmentRead(offset: number | null | undefined, length: number | null | undefined): AttachmentRead {
+  const at = offset ?? 0;
+  const size = length ?? ATTACHMENT_READ_DEFAULT_CHARS;
+  if (!Number.isInteger(at) || at < 0) throw badInput(`offset must be an integer of at least 0 (characters from the start), got ${at}.`);
+  if (!Number.isInteger(size) || size < 1 || size > ATTACHMENT_READ_MAX_CHARS) {
+    throw badInput(
+      `length must be an integer from 1 to ${ATTACHMENT_READ_MAX_CHARS} (characters), got ${size}; read longer text in several pages.`,
+    );
+  }
+  return { offset: at, length: size };
+}
+
+/** One slice of an attachment's text (what one read_attachment call returns). */
+export interface AttachmentPage {
+  offset: number;
+  /** Characters (code points) in `text`. */
+  length: number;
+  text: string;
+  /** Characters (code points) of the whole text. */
+  totalLength: number;
+  hasMore: boolean;
+  /** Where the next page starts; null at the end. */
+  nextOffset: number | null;
+}
+
+/**
+ * The page a read returned (`text`: the code points [offset, offset + length) of a text of
+ * `totalLength`). An offset past the end is refused (BAD_USER_INPUT naming `attachmentLabel`);
+ * an offset at the end gives an empty last page.
+ */
+export function attachmentPage(read: AttachmentRead, text: string, totalLength: number, attachmentLabel: string): AttachmentPage {
+  if (read.offset > totalLength) {
+    throw badInput(
+      `offset ${read.offset} is past the end of attachment ${attachmentLabel}, which has ${totalLength} characters: use an offset from 0 to ${totalLength}.`,
+    );
+  }
+  const length = countCodePoints(text);
+  const end = read.offset + length;
+  return { offset: read.offset, length, text, totalLength, hasMore: end < totalLength, nextOffset: end < totalLength ? end : null };
 }

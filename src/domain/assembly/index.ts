@@ -12,23 +12,17 @@ export { payloadPrefixOf, PREFIX_HASH_BYTES, reusedPrefixTokens, samePrefix, typ
 export { stablePrefixCut, stablePrefixReason, type StablePrefixOptions } from './stable-prefix.js';
 export * from './attachment-tool.js';
 export {
-  ATTACHMENT_READ_DEFAULT_CHARS,
-  ATTACHMENT_READ_MAX_CHARS,
-  attachmentPage,
-  createAttachmentResolver,
-  renderAttachmentReference,
-  validateAttachmentRead,
-  type AttachmentPage,
-  type AttachmentRead,
-  type AttachmentReference,
   escapeXmlAttribute,
   escapeXmlText,
   isTextMimeType,
   renderAttachmentBlock,
   renderAttachmentPlaceholder,
+  truncateAtBoundary,
+} from './attachment-text.js';
+export {
+  createAttachmentResolver,
   resolveAttachments,
   sendsMediaInResults,
-  truncateAtBoundary,
   type AttachmentCaps,
   type AttachmentResolver,
   type MessageAttachments,
