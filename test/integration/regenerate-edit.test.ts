@@ -369,6 +369,74 @@ describe(`regenerateMessage and editMessage (${backend.label})`, () => {
   });
 });
 
+describe(`alternatives of a page of messages (${backend.label})`, () => {
+  const PageAlternatives = graphql(`
+    query PageAlternatives($id: ID!, $first: Int!) {
+      session(id: $id) {
+        messages(first: $first) {
+          edges {
+            node {
+              index
+              alternatives(first: 10) {
+                totalCount
+                edges {
+                  node {
+                    text
+                    session {
+                      title
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  `);
+
+  async function measure<T>(run: () => Promise<T>) {
+    const counter = app.runtime.db.queries;
+    counter.reset();
+    const result = await run();
+    return { result, count: counter.count, statements: [...counter.statements] };
+  }
+
+  /** A session of `length` messages with `branches` edits of each question and regenerations of each answer (each answered). */
+  async function branched(title: string, length: number, branches: number) {
+    const messages: MessageInput[] = Array.from({ length }, (_, i) => ({ role: i % 2 ? 'ASSISTANT' : 'USER', text: `${title} ${i}` }));
+    const root = await createRoot(title, messages);
+    const rows = await messagesOf(root.id);
+    for (const row of rows) {
+      for (let b = 0; b < branches; b++) {
+        if (row.role === 'USER') await edit({ messageId: row.id, text: `${row.text} e${b}` });
+        else await append((await regenerate({ messageId: row.id })).session.id, [{ role: 'ASSISTANT', text: `${row.text} r${b}` }]);
+      }
+    }
+    return root;
+  }
+
+  it('reads in a fixed number of statements, whatever the page size and the number of alternatives', async () => {
+    const small = await branched('Few', 4, 1);
+    const large = await branched('Many', 8, 3);
+    const read = (id: string, first: number) => gqlOk(app, PageAlternatives, { id, first }, alpha);
+    await read(small.id, 4);
+    await read(large.id, 8);
+    const a = await measure(() => read(small.id, 4));
+    const b = await measure(() => read(large.id, 8));
+    const edges = b.result.session!.messages.edges;
+    expect(edges.map((e) => e.node.alternatives.totalCount)).toEqual(Array(8).fill(4));
+    expect(edges[1].node.alternatives.edges.map((e) => [e.node.text, e.node.session.title])).toEqual([
+      ['Many 1', 'Many'],
+      ['Many 1 r0', expect.stringMatching(/^Many \(fork \d+\)$/)],
+      ['Many 1 r1', expect.stringMatching(/^Many \(fork \d+\)$/)],
+      ['Many 1 r2', expect.stringMatching(/^Many \(fork \d+\)$/)],
+    ]);
+    expect(b.count, b.statements.map((s) => s.slice(0, 160)).join('\n')).toBe(a.count);
+    expect(b.count).toBeLessThanOrEqual(6);
+  });
+});
+
 describe(`the branch_anchors migration (${backend.label})`, () => {
   it("backfills every fork's anchor as the fork INSERT sets it", async () => {
     const root = await createRoot('Backfill', chat('B'));
