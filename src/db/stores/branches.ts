@@ -27,17 +27,22 @@ export async function readAlternatives(
   messageIds: readonly string[],
 ): Promise<Map<string, AlternativeMember[]>> {
   const rows = await sql.query<AlternativeMember & { forId: string }>(
-    `WITH t AS (
-       SELECT m.id AS "forId", m.position,
-              CASE WHEN o."forkIndex" = m.position AND o."branchAnchorId" IS NOT NULL THEN o."branchAnchorId" ELSE m.id END AS anchor
-       FROM "Message" m JOIN "Session" o ON o.id = m."sessionId"
-       WHERE m.id = ANY($1::text[]) AND o."workspaceId" = $2
-     )
-     SELECT t."forId", a.id, a."sessionId", a."contentBytes" FROM t JOIN "Message" a ON a.id = t.anchor
-     UNION ALL
-     SELECT t."forId", a.id, a."sessionId", a."contentBytes" FROM t
-       JOIN "Session" s ON s."branchAnchorId" = t.anchor AND s."workspaceId" = $2
-       JOIN "Message" a ON a."sessionId" = s.id AND a.position = t.position
+    // One lateral per message, so each probe is parameterized by that message's anchor and position
+    // (a CTE joined twice let the planner drop the position from the (sessionId, position) probe).
+    `SELECT m.id AS "forId", a.id, a."sessionId", a."contentBytes"
+     FROM "Message" m
+     JOIN "Session" o ON o.id = m."sessionId" AND o."workspaceId" = $2
+     CROSS JOIN LATERAL (
+       SELECT CASE WHEN o."forkIndex" = m.position AND o."branchAnchorId" IS NOT NULL THEN o."branchAnchorId" ELSE m.id END AS anchor
+     ) k
+     JOIN LATERAL (
+       SELECT an.id, an."sessionId", an."contentBytes" FROM "Message" an WHERE an.id = k.anchor
+       UNION ALL
+       SELECT x.id, x."sessionId", x."contentBytes"
+       FROM "Session" s JOIN "Message" x ON x."sessionId" = s.id AND x.position = m.position
+       WHERE s."branchAnchorId" = k.anchor
+     ) a ON true
+     WHERE m.id = ANY($1::text[])
      ORDER BY 1, 2`,
     [[...messageIds], workspaceId],
   );
