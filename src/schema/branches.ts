@@ -24,6 +24,7 @@ builder.prismaObjectField(Message, 'alternatives', (t) =>
             ...pageCursors(cursors[0], cursors[cursors.length - 1], args),
           },
           totalCount: page.totalCount,
+          currentIndex: page.currentIndex,
         };
       },
     },
@@ -34,6 +35,10 @@ builder.prismaObjectField(Message, 'alternatives', (t) =>
         totalCount: c.int({
           description: 'Number of alternatives, this message included (the "3" of "2 / 3").',
           resolve: (connection) => (connection as unknown as { totalCount: number }).totalCount,
+        }),
+        currentIndex: c.int({
+          description: 'Where this message stands among them, 0-based, whatever the page (the "2" of "2 / 3" is currentIndex + 1).',
+          resolve: (connection) => (connection as unknown as { currentIndex: number }).currentIndex,
         }),
       }),
     },

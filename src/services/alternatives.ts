@@ -10,6 +10,8 @@ export interface AlternativesPage {
   rows: Message[];
   start: number;
   totalCount: number;
+  /** Where the message itself stands in the whole list (0-based). */
+  currentIndex: number;
   hasPreviousPage: boolean;
   hasNextPage: boolean;
 }
@@ -48,6 +50,10 @@ export async function alternativesPage(loaders: RequestLoaders, messageId: strin
     rows,
     start: fromEnd ? page.hi - kept : page.lo,
     totalCount: members.length,
+    currentIndex: Math.max(
+      0,
+      members.findIndex((m) => m.id === messageId),
+    ),
     hasPreviousPage: page.hasPreviousPage || (fromEnd && cut),
     hasNextPage: page.hasNextPage || (!fromEnd && cut),
   };

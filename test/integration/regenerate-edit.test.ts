@@ -85,6 +85,7 @@ const Alternatives = graphql(`
       ... on Message {
         alternatives(first: $first, after: $after, last: $last, before: $before) {
           totalCount
+          currentIndex
           pageInfo {
             hasNextPage
             hasPreviousPage
@@ -300,9 +301,10 @@ describe(`regenerateMessage and editMessage (${backend.label})`, () => {
 
     const titles = new Set([r1, r2, r3].map((r) => r.session.title));
     expect(titles.size).toBe(3);
-    for (const id of [a3.id, b1.id, b2.id, b3.id]) {
+    for (const [i, id] of [a3.id, b1.id, b2.id, b3.id].entries()) {
       const alts = await alternatives(id);
       expect(alts.edges.map((e) => e.node.text)).toEqual(['T a3', 'T b1', 'T b2', 'T b3']);
+      expect(alts.currentIndex).toBe(i);
     }
     // A later message of a branch has its own group: different prefix.
     const next = (await append(r1.session.id, [{ role: 'USER', text: 'T q4 in r1' }])).messages[0];
@@ -314,7 +316,8 @@ describe(`regenerateMessage and editMessage (${backend.label})`, () => {
     const first = await alternatives(a3.id, { first: 2 });
     expect(first.edges.map((e) => e.node.text)).toEqual(['T a3', 'T b1']);
     expect(first.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
-    const rest = await alternatives(a3.id, { first: 2, after: first.pageInfo.endCursor! });
+    const rest = await alternatives(b3.id, { first: 2, after: first.pageInfo.endCursor! });
+    expect(rest.currentIndex).toBe(3);
     expect(rest.edges.map((e) => e.node.text)).toEqual(['T b2', 'T b3']);
     expect(rest.pageInfo.hasNextPage).toBe(false);
     const last = await alternatives(a3.id, { last: 1, before: rest.pageInfo.endCursor! });
