@@ -10,6 +10,9 @@ export const SESSION_ID = 'U2Vzc2lvbjowMTk2ZjVjMi03YTEwLTdjM2UtOWIxYS0yZjZkMWU0Y
 /** An ASSISTANT message still being generated (in a session of its own). */
 export const GENERATING_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTI=';
 
+/** The ASSISTANT message at index 3 of the seeded conversation (the regenerateMessage example answers it again). */
+export const ANSWER_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS05M2ExYjdlMGY0MTQ=';
+
 /** An attachment (in a session of its own) that the attachment example reads. */
 export const ATTACHMENT_ID = 'QXR0YWNobWVudDowMTk2ZjVjMi03YjEwLTdjM2UtOWIxYS0yZjZkMWU0YzhhMDI=';
 /** What the test seeds as that attachment. */
@@ -294,6 +297,90 @@ export const EXAMPLES: ApiExample[] = [
           id: FORK_POINT_MESSAGE_ID,
           index: 2,
           text: 'Add a day trip to Sintra.',
+        },
+      },
+    },
+  },
+  {
+    field: 'regenerateMessage',
+    kind: 'mutation',
+    summary:
+      '"Try another answer": forks before the ASSISTANT message at index 3, so the branch ends on the question it answered; append the new answer there and it becomes one of `alternatives` of the old one. Titles and cost as forkSession; another role is refused (`REGENERATE_NOT_ASSISTANT_MESSAGE`).',
+    document: `mutation RegenerateMessage($input: RegenerateMessageInput!) {
+  regenerateMessage(input: $input) {
+    session {
+      title
+      forkIndex
+      messageCount
+      messages(last: 1) {
+        edges {
+          node {
+            text
+          }
+        }
+      }
+    }
+    excludedMessage {
+      index
+      role
+    }
+  }
+}`,
+    variables: { input: { messageId: ANSWER_MESSAGE_ID } },
+    response: {
+      regenerateMessage: {
+        session: {
+          title: 'Lisbon, three days (fork 2)',
+          forkIndex: 3,
+          messageCount: 3,
+          messages: { edges: [{ node: { text: 'Add a day trip to Sintra.' } }] },
+        },
+        excludedMessage: { index: 3, role: 'ASSISTANT' },
+      },
+    },
+  },
+  {
+    field: 'editMessage',
+    kind: 'mutation',
+    summary:
+      '"Change my question": forks before the USER message at index 2 and appends its new version, in one call. The new version and the original are `alternatives` of each other (the forkSession example\'s branch has no message at index 2, so it adds none): what a "‹ 1 / 2 ›" switcher draws.',
+    document: `mutation EditMessage($input: EditMessageInput!) {
+  editMessage(input: $input) {
+    session {
+      title
+      messageCount
+    }
+    message {
+      index
+      text
+      alternatives(first: 10) {
+        totalCount
+        edges {
+          node {
+            text
+            session {
+              title
+            }
+          }
+        }
+      }
+    }
+  }
+}`,
+    variables: { input: { messageId: FORK_POINT_MESSAGE_ID, text: 'Add a day trip to Cascais instead.' } },
+    response: {
+      editMessage: {
+        session: { title: 'Lisbon, three days (fork 3)', messageCount: 3 },
+        message: {
+          index: 2,
+          text: 'Add a day trip to Cascais instead.',
+          alternatives: {
+            totalCount: 2,
+            edges: [
+              { node: { text: 'Add a day trip to Sintra.', session: { title: 'Lisbon, three days' } } },
+              { node: { text: 'Add a day trip to Cascais instead.', session: { title: 'Lisbon, three days (fork 3)' } } },
+            ],
+          },
         },
       },
     },
@@ -588,6 +675,8 @@ export const EXAMPLES: ApiExample[] = [
         deletedSessionIds: [
           'U2Vzc2lvbjowMTk2ZjVjMi04YzAwLTdhYWEtOGJiYi0xYzJkM2U0ZjVhNmM=',
           'U2Vzc2lvbjowMTk2ZjVjMi04YjMxLTdlMDItYTRjNy01ZDllM2YxYjZjMjA=',
+          'U2Vzc2lvbjowMTk2ZjVjMi04YjMyLTdlMDItYTRjNy01ZDllM2YxYjZjMjE=',
+          'U2Vzc2lvbjowMTk2ZjVjMi04YjMzLTdlMDItYTRjNy01ZDllM2YxYjZjMjI=',
           SESSION_ID,
         ],
       },

@@ -10,6 +10,7 @@ import './session.js';
 import './session-mutations.js';
 import './compaction.js';
 import './fork.js';
+import './branches.js';
 import './assembly.js';
 import './model-catalog.js';
 import './context-gauge.js';

@@ -2,7 +2,7 @@ import { parseGlobalId, toGlobalId } from './ids.js';
 import { notFound } from '../graphql/errors.js';
 import { builder } from './builder.js';
 import { Attachment } from './attachment.js';
-import { Message } from './refs.js';
+import { Message, Session } from './refs.js';
 import { DEFAULT_STRING_CHARS, LIMITS, textCaps } from '../domain/limits.js';
 import { countStoredTokens, toolArgumentsText } from '../domain/tokens.js';
 import { PROVIDERS, type StoredPart } from '../domain/types.js';
@@ -183,8 +183,17 @@ builder.prismaNode('Message', {
     }),
     agentId: t.exposeString('agentId', { nullable: true, description: 'The agent that wrote it, when one did.' }),
     turn: t.relation('turn', { nullable: true, description: 'The turn it was written in, when it was.' }),
-    session: t.relation('session', {
+    // Through the request's session loader, not the relation: most messages come from plain SQL
+    // reads (pages, alternatives), where the relation would load each one's session on its own.
+    session: t.field({
+      type: Session,
       description: 'The session that wrote this message (a fork sees it too when its cut lies after it).',
+      resolve: async (m, _, ctx) => {
+        const session = await ctx.loaders.sessionById.load(m.sessionId);
+        // Deleted since the message was read: as a read of it now would say.
+        if (!session) throw notFound('Session', toGlobalId('Session', m.sessionId));
+        return session;
+      },
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was appended.' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it last changed.' }),

@@ -61,7 +61,8 @@ builder.prismaNode('Session', {
     }),
     forkPointMessage: t.relation('forkPointMessage', {
       nullable: true,
-      description: "The parent's USER message at forkIndex, left out of this fork. Null for roots.",
+      description:
+        "The parent's message at forkIndex, left out of this fork: a USER message (forkSession, editMessage), or the ASSISTANT answer a regenerateMessage branch answers again. Null for roots.",
     }),
     root: t.relation('root', { description: 'The root of the fork tree (itself for a root and for a sub-agent session).' }),
     depth: t.exposeInt('depth', { description: 'Number of ancestors: 0 for a root.' }),

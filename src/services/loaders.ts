@@ -9,6 +9,7 @@ import {
   findAttachmentSummaries,
   readAttachmentPages,
 } from '../db/stores/attachments.js';
+import { type AlternativeMember, readAlternatives, readMessagesById } from '../db/stores/branches.js';
 import { findForksAt, findSessions } from '../db/stores/sessions.js';
 import { readTransforms } from '../db/stores/transforms.js';
 import type { FinishedRowsCache, SessionRowsCache } from '../caches/index.js';
@@ -46,6 +47,8 @@ export class RequestLoaders {
   private pages: DataLoader<AttachmentPageRead, AttachmentPageRow | null, string> | undefined = undefined;
   private ranges: ReturnType<typeof createMessageRangeLoader> | undefined = undefined;
   private forks: DataLoader<string, Session[]> | undefined = undefined;
+  private alternativeLists: DataLoader<string, AlternativeMember[]> | undefined = undefined;
+  private messages: DataLoader<string, Message | null> | undefined = undefined;
   private transforms: DataLoader<string, HistoryTransforms | null> | undefined = undefined;
   private usages: UsageLoaders | undefined = undefined;
 
@@ -96,6 +99,25 @@ export class RequestLoaders {
 
   get messageRange(): ReturnType<typeof createMessageRangeLoader> {
     return (this.ranges ??= createMessageRangeLoader(this.sources.sql.reads, this.sources.pages, this.contentBudget));
+  }
+
+  /** Each message's alternatives, light and in creation order (db/stores/branches.ts), for a page of messages at once. */
+  get alternatives(): DataLoader<string, AlternativeMember[]> {
+    return (this.alternativeLists ??= new DataLoader<string, AlternativeMember[]>(async (ids) => {
+      const groups = await readAlternatives(this.sources.sql.reads, this.workspaceId, ids);
+      return ids.map((id) => groups.get(id) ?? []);
+    }));
+  }
+
+  /**
+   * Whole message rows by id, read in one statement per batch. Only for ids a workspace-checked
+   * read produced (the alternatives above): it does not check the workspace itself.
+   */
+  get messageById(): DataLoader<string, Message | null> {
+    return (this.messages ??= new DataLoader<string, Message | null>(async (ids) => {
+      const byId = new Map((await readMessagesById(this.sources.sql.reads, ids)).map((m) => [m.id, m]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }));
   }
 
   /** Forks cut at each message ("branches from here"), oldest first, for a page of messages at once. */

@@ -19,6 +19,7 @@ import type { Compaction, Message, Prisma, PrismaClient, Session } from '../gene
 import type { EventBus } from '../pubsub/bus.js';
 import type { AssemblyCaches } from '../caches/index.js';
 import { sessionDeletedEvent } from './event-stream.js';
+import { type BranchTarget, type EditedContent, editMessage, regenerateMessage } from './branches.js';
 import { type ForkInput, forkSession } from './forks.js';
 import { type AppendedMessages, MessageAppends } from './message-appends.js';
 import { type MessageUpdate, updateMessage } from './message-updates.js';
@@ -195,6 +196,16 @@ export class SessionService extends SessionWrites {
   /** Forks a session at a USER message (see forks.ts). */
   forkSession(workspaceId: string, input: ForkInput, clientId?: string): Promise<{ session: Session; excludedMessage: Message }> {
     return forkSession(this, workspaceId, input, clientId);
+  }
+
+  /** A fork before an ASSISTANT message, for a new answer (see branches.ts). */
+  regenerateMessage(workspaceId: string, target: BranchTarget): ReturnType<typeof regenerateMessage> {
+    return regenerateMessage(this, workspaceId, target);
+  }
+
+  /** A fork before a USER message with its new version appended, in one transaction (see branches.ts). */
+  editMessage(workspaceId: string, target: BranchTarget, content: EditedContent): ReturnType<typeof editMessage> {
+    return editMessage(this, this.appends, this.caps, workspaceId, target, content);
   }
 
   /** The compaction assembly applies to `session`: its own latest, else the latest it inherits (see db/stores/compactions.ts). */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import {
+  ANSWER_MESSAGE_ID,
   ATTACHMENT_ID,
   EXAMPLES,
   GENERATING_MESSAGE_ID,
@@ -69,10 +70,13 @@ describe(`the worked examples of docs/api.md run as written (${backend.label})`,
   useTestApp(async (created) => {
     app = created;
     const Create = 'mutation ($input: CreateSessionInput!) { createSession(input: $input) { id } }';
-    const seeded = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, {
-      input: { title: 'Trip planning', messages: SEEDED_MESSAGES },
-    });
+    const seeded = await gqlOk<{ createSession: { id: string; messages: { edges: { node: { id: string } }[] } } }, unknown>(
+      app,
+      'mutation ($input: CreateSessionInput!) { createSession(input: $input) { id messages(first: 4) { edges { node { id } } } } }',
+      { input: { title: 'Trip planning', messages: SEEDED_MESSAGES } },
+    );
     ids[SESSION_ID] = seeded.createSession.id;
+    ids[ANSWER_MESSAGE_ID] = seeded.createSession.messages.edges[3].node.id;
     const generating = await gqlOk<{ createSession: { id: string } }, unknown>(app, Create, {
       input: { messages: [{ role: 'USER', text: 'And day 3?' }] },
     });

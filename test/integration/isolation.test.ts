@@ -185,6 +185,20 @@ const probes: Record<string, Probe[]> = {
     { query: M('forkSession', 'ForkSessionInput'), variables: () => ({ input: { sessionId: ids.session, messageIndex: 0 } }) },
     { query: M('forkSession', 'ForkSessionInput'), variables: () => ({ input: { sessionId: ids.betaSession, messageId: ids.user } }) },
   ],
+  'Mutation.regenerateMessage': [
+    { query: M('regenerateMessage', 'RegenerateMessageInput'), variables: () => ({ input: { messageId: ids.generating } }) },
+    {
+      query: M('regenerateMessage', 'RegenerateMessageInput'),
+      variables: () => ({ input: { messageId: ids.generating, sessionId: ids.betaSession } }),
+    },
+  ],
+  'Mutation.editMessage': [
+    { query: M('editMessage', 'EditMessageInput'), variables: () => ({ input: { messageId: ids.user, text: 'x' } }) },
+    {
+      query: M('editMessage', 'EditMessageInput'),
+      variables: () => ({ input: { messageId: ids.user, sessionId: ids.betaSession, text: 'x' } }),
+    },
+  ],
   'Mutation.updateMessage': [
     { query: M('updateMessage', 'UpdateMessageInput'), variables: () => ({ input: { messageId: ids.generating, appendText: 'x' } }) },
   ],

@@ -74,6 +74,25 @@ export function readLightSegments(prisma: PrismaClient, segments: readonly Segme
   return prisma.message.findMany({ where: segmentsWhere(segments), orderBy: { position: 'asc' }, select: LIGHT_COLUMNS });
 }
 
+/**
+ * Role, tool calls and results of the messages of these segments, newest first, in plain SQL (what
+ * a regenerate cut checks before it: db/sql.ts's client, or a Prisma transaction seen as one).
+ */
+export function readToolRoundTail(
+  sql: SqlClient,
+  segments: readonly Segment[],
+): Promise<{ role: string; toolCallIds: string[]; toolResultIds: string[] }[]> {
+  if (segments.length === 0) return Promise.resolve([]);
+  const params = new SqlParams();
+  const where = segments
+    .map((s) => `("sessionId" = ${params.add(s.sessionId)} AND position >= ${params.add(s.start)} AND position < ${params.add(s.end)})`)
+    .join(' OR ');
+  return sql.query(
+    `SELECT role::text AS role, "toolCallIds", "toolResultIds" FROM "Message" WHERE ${where} ORDER BY position DESC`,
+    params.values,
+  );
+}
+
 /** Ids and positions of the messages of these segments, oldest first. */
 export function readIdsAndPositions(prisma: PrismaClient, segments: readonly Segment[]): Promise<{ id: string; position: number }[]> {
   return prisma.message.findMany({ where: segmentsWhere(segments), orderBy: { position: 'asc' }, select: { id: true, position: true } });
@@ -176,6 +195,15 @@ export function contentColumns(parts: StoredPart[], generating: boolean, known: 
 /** The session of a message of the workspace, or null. */
 export function findMessageSession(tx: Tx, workspaceId: string, messageId: string): Promise<{ sessionId: string } | null> {
   return tx.message.findFirst({ where: { id: messageId, session: { workspaceId } }, select: { sessionId: true } });
+}
+
+/** The session that wrote a message of the workspace, in plain SQL; null when there is none. */
+export async function findMessageOwner(sql: SqlClient, workspaceId: string, messageId: string): Promise<string | null> {
+  const [row] = await sql.query<{ sessionId: string }>(
+    'SELECT m."sessionId" FROM "Message" m JOIN "Session" s ON s.id = m."sessionId" WHERE m.id = $1 AND s."workspaceId" = $2',
+    [messageId, workspaceId],
+  );
+  return row?.sessionId ?? null;
 }
 
 /** Locks a message row for a change (its session is locked first). */

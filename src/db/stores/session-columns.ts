@@ -14,6 +14,7 @@ export const SESSION_COLUMNS: ColumnSet<Session> = {
   depth: true,
   forkIndex: true,
   forkPointMessageId: true,
+  branchAnchorId: true,
   lineage: true,
   kind: true,
   parentTurnId: true,

@@ -53,10 +53,11 @@ export async function lockTreeRoot(db: SqlTarget, workspaceId: string, sessionId
 /**
  * What a new fork row holds; the counters, the active turn and `updatedAt` start at their defaults.
  * A fork's kind is FORK; it runs in no parent turn (a fork of a sub-session is a FORK of it, not a
- * sub-session of the turn).
+ * sub-session of the turn). Its `branchAnchorId` is derived in the INSERT from `forkPointMessageId`.
  */
 export type NewFork = Omit<
   Session,
+  | 'branchAnchorId'
   | 'eventSequence'
   | 'compactionCount'
   | 'transformCount'
@@ -86,6 +87,7 @@ export function forkInsert(fork: NewFork, params: SqlParams): InsertShape<Sessio
       depth: params.add(fork.depth),
       forkIndex: params.add(fork.forkIndex),
       forkPointMessageId: params.add(fork.forkPointMessageId),
+      branchAnchorId: branchAnchorSql(params.add(fork.forkPointMessageId)),
       lineage: params.add(JSON.stringify(fork.lineage), '::jsonb'),
       kind: `'FORK'`,
       parentTurnId: DEFAULT,
@@ -101,6 +103,17 @@ export function forkInsert(fork: NewFork, params: SqlParams): InsertShape<Sessio
       updatedAt: createdAt,
     },
   };
+}
+
+/**
+ * The alternatives anchor of a fork cut at message `cut` (a parameter): the anchor of the session
+ * that wrote `cut` when `cut` is that session's first own message (it is itself an alternative),
+ * else `cut`. One primary-key read, in the INSERT (the migration `branch_anchors` backfills the
+ * same rule).
+ */
+function branchAnchorSql(cut: string): string {
+  return `COALESCE((SELECT o."branchAnchorId" FROM "Message" am JOIN "Session" o ON o.id = am."sessionId"
+     WHERE am.id = ${cut}::text AND o."forkIndex" = am.position), ${cut}::text)`;
 }
 
 /** Inserts a fork in one statement (plain SQL: the fork's latency target). */
