@@ -154,6 +154,8 @@ export async function workspaceSessionStream(
   afterSequence: number | null | undefined,
 ) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
+  // A share token follows its one session: any other is not found (schema/share-scope.ts).
+  if (ctx.share && ctx.share.sessionId !== sessionId) throw notFound('Session', String(rawSessionId));
   // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
   const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null, String(rawSessionId));
   if (!stream) throw notFound('Session', String(rawSessionId));

@@ -1,0 +1,86 @@
+/**
+ * Every statement on the `ShareLink` table: the token check (plain SQL, per request of a share
+ * token whose lookup is not cached), the create (under the session's row lock, so the cap on live
+ * links per session holds whatever the concurrency), the revoke, and the check of
+ * `/attachments/<id>` for a share token. The links of a session are listed by Pothos's Prisma plugin
+ * (`Session.shareLinks`).
+ */
+import type { ShareLink } from '../../generated/prisma/client.js';
+import { uuidv7 } from '../ids.js';
+import type { SqlClient } from '../sql.js';
+import { columnList, type ColumnSet } from './columns.js';
+
+export const SHARE_LINK_COLUMNS: ColumnSet<ShareLink> = {
+  id: true,
+  workspaceId: true,
+  sessionId: true,
+  tokenHash: true,
+  expiresAt: true,
+  revokedAt: true,
+  createdAt: true,
+};
+const SHARE_LINK_SQL = columnList(SHARE_LINK_COLUMNS);
+
+/** The link a token hash names (revoked and expired ones included: the caller decides), or null. */
+export async function findShareLinkByHash(sql: SqlClient, tokenHash: string): Promise<ShareLink | null> {
+  const [row] = await sql.query<ShareLink>(`SELECT ${SHARE_LINK_SQL} FROM "ShareLink" WHERE "tokenHash" = $1`, [tokenHash]);
+  return row ?? null;
+}
+
+/** Locks the session row (in a transaction) and counts its links still in force at `now`; null: no such session in the workspace. */
+export async function lockSessionForLinks(sql: SqlClient, workspaceId: string, sessionId: string, now: Date): Promise<number | null> {
+  const [row] = await sql.query<{ live: number | string }>(
+    `SELECT (SELECT count(*) FROM "ShareLink" l
+              WHERE l."sessionId" = s.id AND l."revokedAt" IS NULL AND (l."expiresAt" IS NULL OR l."expiresAt" > $3)) AS live
+       FROM "Session" s WHERE s.id = $1 AND s."workspaceId" = $2 FOR UPDATE OF s`,
+    [sessionId, workspaceId, now],
+  );
+  return row ? Number(row.live) : null;
+}
+
+export async function insertShareLink(
+  sql: SqlClient,
+  data: { workspaceId: string; sessionId: string; tokenHash: string; expiresAt: Date; createdAt: Date },
+): Promise<ShareLink> {
+  const [row] = await sql.query<ShareLink>(
+    `INSERT INTO "ShareLink" (id, "workspaceId", "sessionId", "tokenHash", "expiresAt", "createdAt")
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${SHARE_LINK_SQL}`,
+    [uuidv7(), data.workspaceId, data.sessionId, data.tokenHash, data.expiresAt, data.createdAt],
+  );
+  return row;
+}
+
+/** Sets `revokedAt` unless already set (revoking twice keeps the first time); the link, or null when the workspace has none of that id. */
+export async function revokeShareLink(sql: SqlClient, workspaceId: string, id: string, at: Date): Promise<ShareLink | null> {
+  const [row] = await sql.query<ShareLink>(
+    `UPDATE "ShareLink" SET "revokedAt" = COALESCE("revokedAt", $3) WHERE id = $1 AND "workspaceId" = $2 RETURNING ${SHARE_LINK_SQL}`,
+    [id, workspaceId, at],
+  );
+  return row ?? null;
+}
+
+/**
+ * Whether attachment `attachmentId` is in a message `session` shows: an attachment of the session's
+ * own messages, or of an ancestor's message inside the part of it the session inherits (the
+ * lineage's ranges). Attachments are found in their message's parts by id (a UUID, so the match is
+ * exact), over the rows of that one session range only.
+ */
+export async function attachmentVisibleIn(
+  sql: SqlClient,
+  workspaceId: string,
+  segments: readonly { sessionId: string; start: number; end: number }[],
+  attachmentId: string,
+): Promise<boolean> {
+  if (segments.length === 0) return false;
+  const rows = await sql.query(
+    `SELECT 1 FROM "Attachment" a
+       JOIN unnest($3::text[], $4::int[], $5::int[]) AS seg("sessionId", lo, hi) ON seg."sessionId" = a."sessionId"
+      WHERE a.id = $1 AND a."workspaceId" = $2
+        AND EXISTS (SELECT 1 FROM "Message" m
+                     WHERE m."sessionId" = a."sessionId" AND m.position >= seg.lo AND m.position < seg.hi
+                       AND strpos(m.parts::text, a.id) > 0)
+      LIMIT 1`,
+    [attachmentId, workspaceId, segments.map((s) => s.sessionId), segments.map((s) => s.start), segments.map((s) => s.end)],
+  );
+  return rows.length > 0;
+}

@@ -1,0 +1,263 @@
+import { describe, expect, it } from 'vitest';
+import { createApiKey } from '../../src/auth/keys.js';
+import { API_KEYS, backend, createTestApp, gql, gqlError, gqlOk, type TestApp, TWO_WORKSPACES, useTestApp } from '../helpers/app.js';
+import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
+
+const CREATE = `mutation C($input: CreateSessionInput!) { createSession(input: $input) { id messageCount } }`;
+const FORK = `mutation F($input: ForkSessionInput!) { forkSession(input: $input) { session { id } } }`;
+const APPEND = `mutation A($input: AppendMessagesInput!) { appendMessages(input: $input) { session { id messageCount } } }`;
+const SHARE = `mutation S($input: CreateShareLinkInput!) { createShareLink(input: $input) { id url token expiresAt revokedAt active sessionId } }`;
+const REVOKE = `mutation R($input: RevokeShareLinkInput!) { revokeShareLink(input: $input) { id revokedAt active token url } }`;
+const READ = `query Read($id: ID!) {
+  session(id: $id) {
+    id title messageCount
+    messages(first: 50) { edges { node { index role text parts { __typename ... on AttachmentPart { attachment { id url } } } } } }
+  }
+}`;
+const NODE = `query N($id: ID!) { node(id: $id) { id ... on Session { title } } }`;
+const LINKS = `query L($id: ID!) { session(id: $id) { shareLinks(first: 10) { totalCount edges { node { id token url active revokedAt expiresAt } } } } }`;
+const EVENTS = `subscription E($id: ID!) { sessionEvents(sessionId: $id, afterSequence: 0) { sequence __typename session { id } } }`;
+
+type Read = {
+  session: {
+    id: string;
+    messageCount: number;
+    messages: {
+      edges: { node: { index: number; text: string; parts: { __typename: string; attachment?: { id: string; url: string } }[] } }[];
+    };
+  } | null;
+};
+
+const text = (t: string) => ({ role: 'USER' as const, text: t });
+const withFile = (t: string, name: string) => ({
+  role: 'USER' as const,
+  parts: [{ text: { text: t } }, { attachment: { name, mimeType: 'text/plain', content: `content of ${name}` } }],
+});
+const inDays = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString();
+const attachmentsOf = (read: Read) =>
+  read.session!.messages.edges.flatMap((e) => e.node.parts.flatMap((p) => (p.attachment ? [p.attachment] : [])));
+
+describe(`share links (${backend.label})`, () => {
+  let app: TestApp;
+  let reader: string;
+  // alpha: root A [q1+file, a1, q2+file], fork F of A at 2 (inherits q1, a1) with its own message; another session B. beta: C.
+  let A: string;
+  let F: string;
+  let B: string;
+  let C: string;
+  useTestApp(
+    async (built) => {
+      app = built;
+      reader = (await createApiKey(app.runtime.db.prisma, { workspace: 'alpha', scope: 'READ' })).key;
+      const alpha = { apiKey: API_KEYS.alpha };
+      const messages = [withFile('q1', 'inherited.txt'), { role: 'ASSISTANT', text: 'a1' }, withFile('q2', 'after-cut.txt')];
+      A = ((await gqlOk(app, CREATE, { input: { title: 'root', messages } }, alpha)) as { createSession: { id: string } }).createSession.id;
+      F = (
+        (await gqlOk(app, FORK, { input: { sessionId: A, messageIndex: 2, title: 'shared fork' } }, alpha)) as never as {
+          forkSession: { session: { id: string } };
+        }
+      ).forkSession.session.id;
+      await gqlOk(app, APPEND, { input: { sessionId: F, messages: [text('fork own')] } }, alpha);
+      B = (
+        (await gqlOk(app, CREATE, { input: { title: 'other', messages: [withFile('secret', 'b.txt')] } }, alpha)) as never as {
+          createSession: { id: string };
+        }
+      ).createSession.id;
+      C = (
+        (await gqlOk(app, CREATE, { input: { title: 'beta', messages: [text('beta secret')] } }, { apiKey: API_KEYS.beta })) as never as {
+          createSession: { id: string };
+        }
+      ).createSession.id;
+    },
+    { apiKeys: TWO_WORKSPACES },
+  );
+
+  const share = async (sessionId: string, expiresAt?: string, apiKey = API_KEYS.alpha) =>
+    (
+      (await gqlOk(app, SHARE, { input: { sessionId, ...(expiresAt ? { expiresAt } : {}) } }, { apiKey })) as {
+        createShareLink: { id: string; url: string; token: string; expiresAt: string; active: boolean; sessionId: string };
+      }
+    ).createShareLink;
+
+  it('a share link reads its session, the inherited prefix included, over HTTP (fast path and Yoga)', async () => {
+    const expiresAt = inDays(7);
+    const link = await share(F, expiresAt);
+    expect(link.token).toMatch(/^sgs_[A-Za-z0-9_-]{43}$/);
+    expect(link.url).toContain(encodeURIComponent(link.token));
+    expect(link.url).toMatch(/^\/explorer#share=/);
+    expect(link.expiresAt).toBe(expiresAt);
+    expect(link.active).toBe(true);
+    expect(link.sessionId).toBe(F);
+    for (const headers of [{}, { origin: 'http://elsewhere.example' }] as Record<string, string>[]) {
+      const read = (await gqlOk(app, READ, { id: F }, { apiKey: link.token, headers })) as Read;
+      expect(read.session!.messages.edges.map((e) => e.node.text)).toEqual(['q1', 'a1', 'fork own']);
+      expect(read.session!.messageCount).toBe(3);
+      const node = (await gqlOk(app, NODE, { id: F }, { apiKey: link.token, headers })) as { node: { id: string } | null };
+      expect(node.node?.id).toBe(F);
+    }
+  });
+
+  it('another session is not found: its parent, a session of the same workspace, one of another workspace, by session(id:) and node(id:)', async () => {
+    const { token } = await share(F);
+    for (const id of [A, B, C]) {
+      expect(((await gqlOk(app, READ, { id }, { apiKey: token })) as Read).session).toBeNull();
+      expect(((await gqlOk(app, NODE, { id }, { apiKey: token })) as { node: unknown }).node).toBeNull();
+    }
+    // A message's id (even one the session shows) is no way around it.
+    const fromKey = (await gqlOk(app, `query { session(id: "${F}") { messages(first: 1) { edges { node { id } } } } }`, undefined, {
+      apiKey: API_KEYS.alpha,
+    })) as { session: { messages: { edges: { node: { id: string } }[] } } };
+    const messageId = fromKey.session.messages.edges[0].node.id;
+    expect(((await gqlOk(app, NODE, { id: messageId }, { apiKey: token })) as { node: unknown }).node).toBeNull();
+  });
+
+  it('fields that lead away from the session, lists, search and mutations are refused with FORBIDDEN, and write nothing', async () => {
+    const { token } = await share(F);
+    for (const query of [
+      `{ session(id: "${F}") { parent { id } } }`,
+      `{ session(id: "${F}") { root { id title } } }`,
+      `{ session(id: "${F}") { ancestors { id } } }`,
+      `{ session(id: "${F}") { id forks(first: 5) { edges { node { id } } } } }`,
+      `{ session(id: "${F}") { messages(first: 5) { edges { node { session { id } } } } } }`,
+      `{ session(id: "${F}") { shareLinks(first: 5) { totalCount } } }`,
+      `{ sessions(first: 5) { edges { node { id title } } } }`,
+      `{ searchMessages(query: "secret") { edges { message { text } } } }`,
+      `{ __schema { types { name } } }`,
+      `query { node(id: "${F}") { ... on Session { parent { id } } } }`,
+      `fragment P on Session { root { id } } query { session(id: "${F}") { ...P } }`,
+    ]) {
+      const refused = await gqlError(app, query, undefined, { apiKey: token });
+      expect(refused.code, query).toBe('FORBIDDEN');
+      expect((refused.data as { session?: unknown } | null | undefined)?.session ?? null).toBeNull();
+    }
+    const write = await gqlError(app, APPEND, { input: { sessionId: F, messages: [text('intruder')] } }, { apiKey: token });
+    expect(write.code).toBe('FORBIDDEN');
+    const newLink = await gqlError(app, SHARE, { input: { sessionId: F } }, { apiKey: token });
+    expect(newLink.code).toBe('FORBIDDEN');
+    const read = (await gqlOk(app, READ, { id: F }, { apiKey: API_KEYS.alpha })) as Read;
+    expect(read.session!.messageCount).toBe(3);
+  });
+
+  it('downloads the attachments its session shows (inherited ones included), not those after the cut or of another session', async () => {
+    const { token } = await share(F);
+    const [inherited] = attachmentsOf((await gqlOk(app, READ, { id: F }, { apiKey: token })) as Read);
+    const [, afterCut] = attachmentsOf((await gqlOk(app, READ, { id: A }, { apiKey: API_KEYS.alpha })) as Read);
+    const [other] = attachmentsOf((await gqlOk(app, READ, { id: B }, { apiKey: API_KEYS.alpha })) as Read);
+    const origin = new URL(app.url).origin;
+    const get = (url: string, key: string) => fetch(origin + url, { headers: { authorization: `Bearer ${key}` } });
+    const ok = await get(inherited.url, token);
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toBe('content of inherited.txt');
+    for (const attachment of [afterCut, other]) {
+      expect((await get(attachment.url, token)).status).toBe(404);
+      expect((await get(attachment.url, API_KEYS.alpha)).status).toBe(200);
+    }
+  });
+
+  it('over WebSocket: follows its session (sessionEvents), another session is not found, a query through the socket holds the same fence', async () => {
+    const { token } = await share(F);
+    const client = wsClient(app.url, { Authorization: `Bearer ${token}` });
+    try {
+      const sub = subscribeWs(client, EVENTS, { id: F }, (d) => d.sessionEvents as { sequence: number; session: { id: string } });
+      const events = await sub.collector.until((e) => e.length >= 1, 10_000, 'the replayed events');
+      expect(events.every((e) => e.session.id === F)).toBe(true);
+      sub.unsubscribe();
+      const other = subscribeWs(client, EVENTS, { id: B }, (d) => d);
+      await expect(other.collector.until(() => false, 10_000, 'a refusal')).rejects.toThrow(/NOT_FOUND|was not found/);
+      const parent = subscribeWs(client, `{ session(id: "${F}") { parent { id } } }`, {}, (d) => d);
+      await expect(parent.collector.until(() => false, 10_000, 'a refusal')).rejects.toThrow(/FORBIDDEN|share link/);
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('Session.shareLinks lists links without tokens; revoking refuses the token (UNAUTHENTICATED), again is a no-op, unknown or another workspace is NOT_FOUND', async () => {
+    const link = await share(B);
+    expect(((await gqlOk(app, READ, { id: B }, { apiKey: link.token })) as Read).session?.id).toBe(B);
+    const listed = (await gqlOk(app, LINKS, { id: B }, { apiKey: reader })) as {
+      session: {
+        shareLinks: { totalCount: number; edges: { node: { id: string; token: string | null; url: string | null; active: boolean } }[] };
+      };
+    };
+    expect(listed.session.shareLinks.totalCount).toBe(1);
+    expect(listed.session.shareLinks.edges[0].node).toMatchObject({ id: link.id, token: null, url: null, active: true });
+
+    expect((await gqlError(app, REVOKE, { input: { id: link.id } }, { apiKey: API_KEYS.beta })).code).toBe('NOT_FOUND');
+    expect((await gqlError(app, REVOKE, { input: { id: link.id } }, { apiKey: reader })).code).toBe('FORBIDDEN');
+    const revoked = (await gqlOk(app, REVOKE, { input: { id: link.id } }, { apiKey: API_KEYS.alpha })) as {
+      revokeShareLink: { revokedAt: string; active: boolean; token: null };
+    };
+    expect(revoked.revokeShareLink.active).toBe(false);
+    expect(revoked.revokeShareLink.token).toBeNull();
+    const refused = await gql(app, READ, { id: B }, { apiKey: link.token });
+    expect(refused.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    expect(refused.data ?? null).toBeNull();
+    const again = (await gqlOk(app, REVOKE, { input: { id: link.id } }, { apiKey: API_KEYS.alpha })) as typeof revoked;
+    expect(again.revokeShareLink.revokedAt).toBe(revoked.revokeShareLink.revokedAt);
+    expect((await gqlError(app, REVOKE, { input: { id: link.id.slice(0, -4) + 'AAAA' } }, { apiKey: API_KEYS.alpha })).code).toMatch(
+      /NOT_FOUND|BAD_USER_INPUT/,
+    );
+    expect((await gqlError(app, REVOKE, { input: { id: 'not an id' } }, { apiKey: API_KEYS.alpha })).code).toBe('BAD_USER_INPUT');
+    // Nor over WebSocket, nor for its attachments.
+    const client = wsClient(app.url, { Authorization: `Bearer ${link.token}` });
+    try {
+      const sub = subscribeWs(client, EVENTS, { id: B }, (d) => d);
+      await expect(sub.collector.until(() => false, 10_000, 'a refusal')).rejects.toThrow(/4403|Forbidden|UNAUTHENTICATED/);
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('an expired link is refused with UNAUTHENTICATED, even while its lookup is cached', async () => {
+    const link = await share(F, new Date(Date.now() + 1500).toISOString());
+    expect(((await gqlOk(app, READ, { id: F }, { apiKey: link.token })) as Read).session?.id).toBe(F);
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    const refused = await gqlError(app, READ, { id: F }, { apiKey: link.token });
+    expect(refused.code).toBe('UNAUTHENTICATED');
+    expect(refused.message).toMatch(/expired/);
+  });
+
+  it('createShareLink: expiresAt in the past or beyond a year is BAD_USER_INPUT, another workspace’s session NOT_FOUND, a READ key FORBIDDEN; nothing is stored', async () => {
+    const before = await app.runtime.db.prisma.shareLink.count();
+    const past = await gqlError(
+      app,
+      SHARE,
+      { input: { sessionId: F, expiresAt: new Date(Date.now() - 1000).toISOString() } },
+      { apiKey: API_KEYS.alpha },
+    );
+    expect(past.code).toBe('BAD_USER_INPUT');
+    const far = await gqlError(app, SHARE, { input: { sessionId: F, expiresAt: inDays(400) } }, { apiKey: API_KEYS.alpha });
+    expect(far.code).toBe('BAD_USER_INPUT');
+    expect((await gqlError(app, SHARE, { input: { sessionId: C } }, { apiKey: API_KEYS.alpha })).code).toBe('NOT_FOUND');
+    expect((await gqlError(app, SHARE, { input: { sessionId: F } }, { apiKey: reader })).code).toBe('FORBIDDEN');
+    expect(await app.runtime.db.prisma.shareLink.count()).toBe(before);
+    // Without expiresAt: 30 days.
+    const link = await share(F);
+    const days = (Date.parse(link.expiresAt) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(29.9);
+    expect(days).toBeLessThan(30.1);
+  });
+
+  it("a token of workspace beta never sees workspace alpha's sessions", async () => {
+    const link = await share(C, undefined, API_KEYS.beta);
+    expect(((await gqlOk(app, READ, { id: C }, { apiKey: link.token })) as Read).session?.messageCount).toBe(1);
+    for (const id of [A, F, B]) expect(((await gqlOk(app, READ, { id }, { apiKey: link.token })) as Read).session).toBeNull();
+  });
+
+  it.runIf(backend.postgresUrl)('a link revoked on one instance is refused on another within the key cache TTL', async () => {
+    const second = await createTestApp({
+      apiKeys: TWO_WORKSPACES,
+      shareWith: app,
+      config: { caches: { ...app.runtime.config.caches, apiKeyTtlMs: 500 } },
+    });
+    try {
+      const link = await share(F);
+      expect(((await gqlOk(second, READ, { id: F }, { apiKey: link.token })) as Read).session?.id).toBe(F);
+      await gqlOk(app, REVOKE, { input: { id: link.id } }, { apiKey: API_KEYS.alpha });
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect((await gqlError(second, READ, { id: F }, { apiKey: link.token })).code).toBe('UNAUTHENTICATED');
+    } finally {
+      await second.close();
+    }
+  });
+});
