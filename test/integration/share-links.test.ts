@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/keys.js';
 import { API_KEYS, backend, createTestApp, gql, gqlError, gqlOk, type TestApp, TWO_WORKSPACES, useTestApp } from '../helpers/app.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
+// The explorer's read-only view runs these (explorer/src/documents.ts): they must stay inside what a share token may select.
+import { ExplorerSharedEventsDocument, ExplorerSharedSessionDocument } from '../../explorer/generated/graphql.js';
 
 const CREATE = `mutation C($input: CreateSessionInput!) { createSession(input: $input) { id messageCount } }`;
 const FORK = `mutation F($input: ForkSessionInput!) { forkSession(input: $input) { session { id } } }`;
@@ -94,6 +96,26 @@ describe(`share links (${backend.label})`, () => {
       expect(read.session!.messageCount).toBe(3);
       const node = (await gqlOk(app, NODE, { id: F }, { apiKey: link.token, headers })) as { node: { id: string } | null };
       expect(node.node?.id).toBe(F);
+    }
+  });
+
+  it("the explorer's read-only view: its url opens the session, and its documents run with the token (HTTP and WebSocket)", async () => {
+    const link = await share(F);
+    const fragment = new URLSearchParams(link.url.slice(link.url.indexOf('#') + 1));
+    expect(fragment.get('share')).toBe(link.token);
+    expect(fragment.get('session')).toBe(F);
+    const page = await fetch(new URL(link.url, app.url).href.split('#')[0]);
+    expect(page.status).toBe(200);
+    const view = (await gqlOk(app, ExplorerSharedSessionDocument.toString(), { id: F }, { apiKey: link.token })) as never as Read;
+    expect(view.session!.messages.edges.map((e) => e.node.text)).toEqual(['q1', 'a1', 'fork own']);
+    const client = wsClient(app.url, { Authorization: `Bearer ${link.token}` });
+    try {
+      const pick = (d: Record<string, unknown>) => d.sessionEvents as { sequence: number };
+      const sub = subscribeWs(client, ExplorerSharedEventsDocument.toString(), { sessionId: F, afterSequence: 0 }, pick);
+      await sub.collector.until((e) => e.length >= 1, 10_000, 'the replayed events');
+      sub.unsubscribe();
+    } finally {
+      await client.dispose();
     }
   });
 
