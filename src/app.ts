@@ -168,7 +168,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       db,
       bus,
       auth,
-      shareLinks: new ShareLinks(db.sql, auth),
+      shareLinks: new ShareLinks(db.sql, auth, config.caches.apiKeyTtlMs),
       sessions,
       transforms: new TransformService(sessions, precount),
       caches,
@@ -238,9 +238,9 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
 
   const jit = deviations.queryJit ? useQueryJit(config.queryJit) : null;
   const sharing = useSubscriptionSharing<RequestContext>({
-    // A share token's subscribers share executions only with tokens of the same session: its
-    // results are cut to that session (schema/share-scope.ts), and its checks run per group.
-    scopeOf: (ctx) => (ctx.share ? `${ctx.workspaceId}/share/${ctx.share.sessionId}` : ctx.workspaceId),
+    // A share token's subscribers share executions only with subscribers of the same link: its
+    // results are cut to its session (schema/share-scope.ts), and its stream ends with the link.
+    scopeOf: (ctx) => (ctx.share ? `${ctx.workspaceId}/share/${ctx.share.linkId}` : ctx.workspaceId),
     requestContextForEvent,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,

@@ -12,6 +12,7 @@ import { visibleSegments } from '../domain/lineage.js';
 import type { Sql } from '../db/sql.js';
 import { findSessions } from '../db/stores/sessions.js';
 import { attachmentVisibleIn, insertShareLink, lockSessionForLinks, revokeShareLink } from '../db/stores/share-links.js';
+import type { ShareGrant } from '../caches/api-keys.js';
 import { hashApiKey, SHARE_TOKEN_PREFIX, type WorkspaceAuth } from './workspace-auth.js';
 
 /** The longest a link may live: one year from its creation. */
@@ -24,11 +25,61 @@ export const SHARE_LINKS_PER_SESSION = 100;
 /** A link as created: with its token, which is never shown again. */
 export type NewShareLink = ShareLink & { token: string };
 
+/** A share grant followed while a stream of its session is open (`ShareLinks.watch`). */
+export interface ShareWatch {
+  /** Whether the grant still holds: false from its expiry, and within `recheckMs` of its revocation. */
+  holds(): boolean;
+  /** Stops the re-checks (the stream ended). */
+  stop(): void;
+}
+
 export class ShareLinks {
   constructor(
     private readonly sql: Sql,
     private readonly auth: WorkspaceAuth,
+    /** How often a watched grant is checked again: the key cache's TTL (API_KEY_CACHE_TTL_MS), at least 1 s. */
+    private readonly recheckMs = 5_000,
   ) {}
+
+  /**
+   * Follows a share grant for an open stream, so that a subscription made before a revocation
+   * delivers nothing after it: expiry is checked on every call of `holds`, revocation every
+   * `recheckMs` (through the key cache, so within its TTL, as for a new request). Once refused, for
+   * good. The timer never holds the process.
+   */
+  watch(share: ShareGrant): ShareWatch {
+    let refused = false;
+    let checking = false;
+    const timer = setInterval(
+      () => {
+        if (checking) return;
+        checking = true;
+        this.auth.shareHolds(share).then(
+          (holds) => {
+            checking = false;
+            if (!holds) stop();
+          },
+          // A failed check (the database is down) leaves the grant as it was; the next tick tries again.
+          () => {
+            checking = false;
+          },
+        );
+      },
+      Math.max(1_000, this.recheckMs),
+    );
+    timer.unref();
+    const stop = () => {
+      refused = true;
+      clearInterval(timer);
+    };
+    return {
+      holds: () => {
+        if (!refused && share.expiresAt !== null && share.expiresAt <= Date.now()) stop();
+        return !refused;
+      },
+      stop: () => clearInterval(timer),
+    };
+  }
 
   /**
    * A new link to `sessionId` of the workspace. `expiresAt` must be in the future and at most a

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ApiKeyCache, type KeyGrant } from '../caches/api-keys.js';
+import { ApiKeyCache, type KeyGrant, type ShareGrant } from '../caches/api-keys.js';
 import type { ApiKeyConfig } from '../config.js';
 import { DomainError } from '../domain/errors.js';
 import { anyActiveApiKey, ensureWorkspace, findApiKeyByHash, storeBootstrapKey } from '../db/stores/api-keys.js';
@@ -109,6 +109,21 @@ export class WorkspaceAuth {
     this.cache.forget(hash);
   }
 
+  /**
+   * Whether a share grant still holds: not expired, and its token still valid as this instance
+   * knows it (its cached lookup, read again once older than the cache's TTL). For streams opened
+   * before a revocation (`ShareLinks.watch`).
+   */
+  async shareHolds(share: ShareGrant): Promise<boolean> {
+    if (share.expiresAt !== null && share.expiresAt <= Date.now()) return false;
+    let grant = this.cache.get(share.tokenHash);
+    if (grant === undefined) {
+      grant = await this.shareGrant(share.tokenHash);
+      this.cache.set(share.tokenHash, grant);
+    }
+    return grant?.share?.linkId === share.linkId;
+  }
+
   private async keyGrant(hash: string): Promise<KeyGrant | null> {
     const key = await this.lookup(() => findApiKeyByHash(this.sql.reads, hash));
     return key && !key.revokedAt ? { workspaceId: key.workspaceId, scope: key.scope } : null;
@@ -122,7 +137,7 @@ export class WorkspaceAuth {
     return {
       workspaceId: link.workspaceId,
       scope: 'READ',
-      share: { sessionId: link.sessionId, linkId: link.id, expiresAt },
+      share: { sessionId: link.sessionId, linkId: link.id, tokenHash: hash, expiresAt },
     };
   }
 

@@ -13,6 +13,8 @@ export interface KeyGrant {
 export interface ShareGrant {
   sessionId: string;
   linkId: string;
+  /** The token's SHA-256 (what the cache and the table key it by). */
+  tokenHash: string;
   expiresAt: number | null;
 }
 

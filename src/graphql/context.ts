@@ -89,7 +89,7 @@ export interface RequestContext {
 }
 
 /** What the event and subscription helpers use (every resolver receives the whole `RequestContext`: Pothos has one context type per builder). */
-export type EventsRequestContext = Pick<RequestContext, 'workspaceId' | 'share' | 'loaders' | 'reads'>;
+export type EventsRequestContext = Pick<RequestContext, 'workspaceId' | 'share' | 'shareLinks' | 'loaders' | 'reads'>;
 
 /**
  * The request context factory of one app: credentials come from the `Authorization` header or, over

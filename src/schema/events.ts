@@ -1,6 +1,7 @@
 import type { EventsRequestContext } from '../graphql/context.js';
 import { notFound } from '../graphql/errors.js';
 import type { SessionEventMessage } from '../pubsub/bus.js';
+import { filterEvents } from '../services/event-filter.js';
 import { SESSION_DELETED } from '../services/event-stream.js';
 import { carriedMessage } from '../services/reads.js';
 import { builder } from './builder.js';
@@ -159,7 +160,14 @@ export async function workspaceSessionStream(
   // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
   const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null, String(rawSessionId));
   if (!stream) throw notFound('Session', String(rawSessionId));
-  return stream;
+  if (!ctx.share) return stream;
+  // Opened before a revocation or an expiry, a share token's stream delivers nothing after it.
+  const watch = ctx.shareLinks.watch(ctx.share);
+  return filterEvents(
+    stream,
+    () => watch.holds(),
+    () => watch.stop(),
+  );
 }
 
 builder.subscriptionField('sessionEvents', (t) =>

@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/keys.js';
-import { API_KEYS, backend, createTestApp, gql, gqlError, gqlOk, type TestApp, TWO_WORKSPACES, useTestApp } from '../helpers/app.js';
+import {
+  API_KEYS,
+  backend,
+  createTestApp,
+  gql,
+  gqlError,
+  gqlOk,
+  type TestApp,
+  testConfig,
+  TWO_WORKSPACES,
+  useTestApp,
+} from '../helpers/app.js';
 import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
 // The explorer's read-only view runs these (explorer/src/documents.ts): they must stay inside what a share token may select.
 import { ExplorerSharedEventsDocument, ExplorerSharedSessionDocument } from '../../explorer/generated/graphql.js';
@@ -71,7 +82,8 @@ describe(`share links (${backend.label})`, () => {
         }
       ).createSession.id;
     },
-    { apiKeys: TWO_WORKSPACES },
+    // A revoked link's open streams are checked again every TTL: 1 s here, so the test waits little.
+    { apiKeys: TWO_WORKSPACES, config: { caches: { ...testConfig().caches, apiKeyTtlMs: 1000 } } },
   );
 
   const share = async (sessionId: string, expiresAt?: string, apiKey = API_KEYS.alpha) =>
@@ -190,6 +202,50 @@ describe(`share links (${backend.label})`, () => {
       await expect(parent.collector.until(() => false, 10_000, 'a refusal')).rejects.toThrow(/FORBIDDEN|share link/);
     } finally {
       await client.dispose();
+    }
+  });
+
+  it('a subscription opened before the revocation (or the expiry) delivers nothing after it', async () => {
+    const revoked = await share(F);
+    const expiring = await share(F, new Date(Date.now() + 2500).toISOString());
+    const follow = (token: string) => {
+      const client = wsClient(app.url, { Authorization: `Bearer ${token}` });
+      const sub = subscribeWs(
+        client,
+        `subscription E($id: ID!) { sessionEvents(sessionId: $id) { sequence ... on MessageAdded { message { text } } } }`,
+        { id: F },
+        (d) => d.sessionEvents as { message?: { text: string } },
+      );
+      return { client, sub };
+    };
+    const [r, e] = [follow(revoked.token), follow(expiring.token)];
+    const append = (t: string) => gqlOk(app, APPEND, { input: { sessionId: F, messages: [text(t)] } }, { apiKey: API_KEYS.alpha });
+    const texts = (events: { message?: { text: string } }[]) => events.map((ev) => ev.message?.text);
+    try {
+      // Live: wait until both streams deliver, then revoke one, let the other expire.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await append('before');
+      await r.sub.collector.until((ev) => texts(ev).includes('before'), 10_000, 'the event before the revocation');
+      await e.sub.collector.until((ev) => texts(ev).includes('before'), 10_000, 'the event before the expiry');
+      await gqlOk(app, REVOKE, { input: { id: revoked.id } }, { apiKey: API_KEYS.alpha });
+      await new Promise((resolve) => setTimeout(resolve, Math.max(2700 - 300, 1500)));
+      await append('after');
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      expect(texts(r.sub.collector.events)).not.toContain('after');
+      expect(texts(e.sub.collector.events)).not.toContain('after');
+      // A stream of a link still in force got it.
+      const { token } = await share(F);
+      const fresh = follow(token);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await append('later');
+        await fresh.sub.collector.until((ev) => texts(ev).includes('later'), 10_000, 'a valid link still follows');
+      } finally {
+        await fresh.client.dispose();
+      }
+    } finally {
+      await r.client.dispose();
+      await e.client.dispose();
     }
   });
 
