@@ -12,7 +12,7 @@ import {
   TWO_WORKSPACES,
   useTestApp,
 } from '../helpers/app.js';
-import { subscribeWs, wsClient } from '../helpers/subscriptions.js';
+import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscriptions.js';
 // The explorer's read-only view runs these (explorer/src/documents.ts): they must stay inside what a share token may select.
 import { ExplorerSharedEventsDocument, ExplorerSharedSessionDocument } from '../../explorer/generated/graphql.js';
 
@@ -170,6 +170,34 @@ describe(`share links (${backend.label})`, () => {
     expect(newLink.code).toBe('FORBIDDEN');
     const read = (await gqlOk(app, READ, { id: F }, { apiKey: API_KEYS.alpha })) as Read;
     expect(read.session!.messageCount).toBe(3);
+  });
+
+  it('holds on GraphQL over GET and on subscriptions (WebSocket and SSE): a field leading away is FORBIDDEN there too', async () => {
+    const { token } = await share(F);
+    const get = async (query: string) => {
+      const url = `${app.url}?query=${encodeURIComponent(query)}`;
+      const response = await fetch(url, {
+        headers: { authorization: `Bearer ${token}`, accept: 'application/graphql-response+json', 'graphql-require-preflight': '1' },
+      });
+      return (await response.json()) as { data?: Record<string, { title?: string } | null>; errors?: { extensions?: { code?: string } }[] };
+    };
+    expect((await get(`{ session(id: "${F}") { title } }`)).data?.session?.title).toBe('shared fork');
+    expect((await get(`{ session(id: "${B}") { title } }`)).data?.session).toBeNull();
+    expect((await get(`{ session(id: "${F}") { parent { title } } }`)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    const away = `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSequence: 0) { sequence ... on SessionForked { fork { id title } } } }`;
+    const client = wsClient(app.url, { Authorization: `Bearer ${token}` });
+    try {
+      const ws = subscribeWs(client, away, { id: F }, (d) => d);
+      await expect(ws.collector.until(() => false, 10_000, 'a refusal')).rejects.toThrow(/FORBIDDEN|share link/);
+    } finally {
+      await client.dispose();
+    }
+    const sse = subscribeSse(app.yoga.fetch as never, away, { id: F }, (d) => d, { authorization: `Bearer ${token}` });
+    await expect(sse.collector.until(() => false, 10_000, 'a refusal')).rejects.toThrow(/FORBIDDEN|share link/);
+    sse.unsubscribe();
+    const other = subscribeSse(app.yoga.fetch as never, EVENTS, { id: B }, (d) => d, { authorization: `Bearer ${token}` });
+    await expect(other.collector.until(() => false, 10_000, 'a refusal')).rejects.toThrow(/NOT_FOUND|was not found/);
+    other.unsubscribe();
   });
 
   it('downloads the attachments its session shows (inherited ones included), not those after the cut or of another session', async () => {
