@@ -344,6 +344,35 @@ describe(`share links (${backend.label})`, () => {
     expect(days).toBeLessThan(30.1);
   });
 
+  it('malformed input is BAD_USER_INPUT; concurrent creations never pass the cap of 100 links in force per session', async () => {
+    const badDate = await gql(app, SHARE, { input: { sessionId: F, expiresAt: 'next tuesday' } }, { apiKey: API_KEYS.alpha });
+    expect(badDate.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect((await gqlError(app, SHARE, { input: { sessionId: 'nope' } }, { apiKey: API_KEYS.alpha })).code).toBe('BAD_USER_INPUT');
+    const own = (await gqlOk(app, CREATE, { input: { title: 'capped' } }, { apiKey: API_KEYS.alpha })) as { createSession: { id: string } };
+    const id = own.createSession.id;
+    const results = await Promise.all(
+      Array.from({ length: 104 }, () =>
+        gql<{ createShareLink: { id: string } }, unknown>(app, SHARE, { input: { sessionId: id } }, { apiKey: API_KEYS.alpha }),
+      ),
+    );
+    const made = results.filter((r) => r.data?.createShareLink);
+    const refused = results.filter((r) => r.errors?.length);
+    expect(made.length).toBe(100);
+    expect(refused.map((r) => r.errors?.[0]?.extensions?.code)).toEqual([
+      'BAD_USER_INPUT',
+      'BAD_USER_INPUT',
+      'BAD_USER_INPUT',
+      'BAD_USER_INPUT',
+    ]);
+    expect(refused[0].errors?.[0]?.message).toMatch(/at most 100/);
+    const listed = (await gqlOk(app, LINKS, { id }, { apiKey: API_KEYS.alpha })) as { session: { shareLinks: { totalCount: number } } };
+    expect(listed.session.shareLinks.totalCount).toBe(100);
+    // A revoked link no longer counts.
+    const first = made[0].data!.createShareLink;
+    await gqlOk(app, REVOKE, { input: { id: first.id } }, { apiKey: API_KEYS.alpha });
+    await share(id);
+  });
+
   it("a token of workspace beta never sees workspace alpha's sessions", async () => {
     const link = await share(C, undefined, API_KEYS.beta);
     expect(((await gqlOk(app, READ, { id: C }, { apiKey: link.token })) as Read).session?.messageCount).toBe(1);

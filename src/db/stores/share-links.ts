@@ -27,15 +27,21 @@ export async function findShareLinkByHash(sql: SqlClient, tokenHash: string): Pr
   return row ?? null;
 }
 
-/** Locks the session row (in a transaction) and counts its links still in force at `now`; null: no such session in the workspace. */
+/**
+ * Locks the session row (in a transaction), then counts its links still in force at `now`; null: no
+ * such session in the workspace. Two statements: under READ COMMITTED a count in the locking
+ * statement would read the snapshot taken before the lock was granted, missing the links a
+ * concurrent creation committed meanwhile (a race the share-links test catches on PostgreSQL).
+ */
 export async function lockSessionForLinks(sql: SqlClient, workspaceId: string, sessionId: string, now: Date): Promise<number | null> {
+  const locked = await sql.query('SELECT 1 FROM "Session" WHERE id = $1 AND "workspaceId" = $2 FOR UPDATE', [sessionId, workspaceId]);
+  if (locked.length === 0) return null;
   const [row] = await sql.query<{ live: number | string }>(
-    `SELECT (SELECT count(*) FROM "ShareLink" l
-              WHERE l."sessionId" = s.id AND l."revokedAt" IS NULL AND (l."expiresAt" IS NULL OR l."expiresAt" > $3)) AS live
-       FROM "Session" s WHERE s.id = $1 AND s."workspaceId" = $2 FOR UPDATE OF s`,
-    [sessionId, workspaceId, now],
+    `SELECT count(*) AS live FROM "ShareLink"
+      WHERE "sessionId" = $1 AND "revokedAt" IS NULL AND ("expiresAt" IS NULL OR "expiresAt" > $2)`,
+    [sessionId, now],
   );
-  return row ? Number(row.live) : null;
+  return Number(row.live);
 }
 
 export async function insertShareLink(
