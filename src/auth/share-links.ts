@@ -121,6 +121,6 @@ export class ShareLinks {
   async attachmentVisible(workspaceId: string, sessionId: string, attachmentId: string): Promise<boolean> {
     const [session] = await findSessions(this.sql.reads, workspaceId, [sessionId]);
     if (!session) return false;
-    return attachmentVisibleIn(this.sql.reads, workspaceId, visibleSegments(session), attachmentId);
+    return attachmentVisibleIn(this.sql.reads, workspaceId, sessionId, visibleSegments(session), attachmentId);
   }
 }

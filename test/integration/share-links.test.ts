@@ -70,7 +70,7 @@ describe(`share links (${backend.label})`, () => {
           forkSession: { session: { id: string } };
         }
       ).forkSession.session.id;
-      await gqlOk(app, APPEND, { input: { sessionId: F, messages: [text('fork own')] } }, alpha);
+      await gqlOk(app, APPEND, { input: { sessionId: F, messages: [withFile('fork own', 'own.txt')] } }, alpha);
       B = (
         (await gqlOk(app, CREATE, { input: { title: 'other', messages: [withFile('secret', 'b.txt')] } }, alpha)) as never as {
           createSession: { id: string };
@@ -202,7 +202,7 @@ describe(`share links (${backend.label})`, () => {
 
   it('downloads the attachments its session shows (inherited ones included), not those after the cut or of another session', async () => {
     const { token } = await share(F);
-    const [inherited] = attachmentsOf((await gqlOk(app, READ, { id: F }, { apiKey: token })) as Read);
+    const [inherited, own] = attachmentsOf((await gqlOk(app, READ, { id: F }, { apiKey: token })) as Read);
     const [, afterCut] = attachmentsOf((await gqlOk(app, READ, { id: A }, { apiKey: API_KEYS.alpha })) as Read);
     const [other] = attachmentsOf((await gqlOk(app, READ, { id: B }, { apiKey: API_KEYS.alpha })) as Read);
     const origin = new URL(app.url).origin;
@@ -210,6 +210,9 @@ describe(`share links (${backend.label})`, () => {
     const ok = await get(inherited.url, token);
     expect(ok.status).toBe(200);
     expect(await ok.text()).toBe('content of inherited.txt');
+    const mine = await get(own.url, token);
+    expect(mine.status).toBe(200);
+    expect(await mine.text()).toBe('content of own.txt');
     for (const attachment of [afterCut, other]) {
       expect((await get(attachment.url, token)).status).toBe(404);
       expect((await get(attachment.url, API_KEYS.alpha)).status).toBe(200);

@@ -66,27 +66,29 @@ export async function revokeShareLink(sql: SqlClient, workspaceId: string, id: s
 }
 
 /**
- * Whether attachment `attachmentId` is in a message `session` shows: an attachment of the session's
- * own messages, or of an ancestor's message inside the part of it the session inherits (the
- * lineage's ranges). Attachments are found in their message's parts by id (a UUID, so the match is
- * exact), over the rows of that one session range only.
+ * Whether attachment `attachmentId` is in a message `sessionId` shows: any attachment of the
+ * session's own messages (all of them are in its view), or one of an ancestor's message inside the
+ * part of it the session inherits (`segments`, from its lineage). For an ancestor's, the message is
+ * found by its parts holding the attachment's id (jsonb containment), over that one ancestor's
+ * inherited range only: the database's work, bounded by the fork point.
  */
 export async function attachmentVisibleIn(
   sql: SqlClient,
   workspaceId: string,
+  sessionId: string,
   segments: readonly { sessionId: string; start: number; end: number }[],
   attachmentId: string,
 ): Promise<boolean> {
-  if (segments.length === 0) return false;
+  const inherited = segments.filter((s) => s.sessionId !== sessionId);
   const rows = await sql.query(
     `SELECT 1 FROM "Attachment" a
-       JOIN unnest($3::text[], $4::int[], $5::int[]) AS seg("sessionId", lo, hi) ON seg."sessionId" = a."sessionId"
       WHERE a.id = $1 AND a."workspaceId" = $2
-        AND EXISTS (SELECT 1 FROM "Message" m
-                     WHERE m."sessionId" = a."sessionId" AND m.position >= seg.lo AND m.position < seg.hi
-                       AND strpos(m.parts::text, a.id) > 0)
-      LIMIT 1`,
-    [attachmentId, workspaceId, segments.map((s) => s.sessionId), segments.map((s) => s.start), segments.map((s) => s.end)],
+        AND CASE WHEN a."sessionId" = $3 THEN true ELSE EXISTS (
+              SELECT 1 FROM unnest($4::text[], $5::int[], $6::int[]) AS seg("sessionId", lo, hi)
+                JOIN "Message" m ON m."sessionId" = seg."sessionId" AND m.position >= seg.lo AND m.position < seg.hi
+               WHERE seg."sessionId" = a."sessionId"
+                 AND m.parts @> jsonb_build_array(jsonb_build_object('attachmentId', a.id))) END`,
+    [attachmentId, workspaceId, sessionId, inherited.map((s) => s.sessionId), inherited.map((s) => s.start), inherited.map((s) => s.end)],
   );
   return rows.length > 0;
 }
