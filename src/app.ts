@@ -6,7 +6,7 @@ import { WorkspaceAuth } from './auth/workspace-auth.js';
 import { ShareLinks } from './auth/share-links.js';
 import { ApiKeyCache, AssemblyCaches, KeptReads, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
-import { requestContextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
+import { requestContextForEvent, requestContexts, sharingScopeOf, type AppRuntime, type RequestContext } from './graphql/context.js';
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
 import { checkTokenizerShape } from './domain/tokens.js';
 import { createLogger } from './logger.js';
@@ -238,9 +238,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
 
   const jit = deviations.queryJit ? useQueryJit(config.queryJit) : null;
   const sharing = useSubscriptionSharing<RequestContext>({
-    // A share token's subscribers share executions only with subscribers of the same link: its
-    // results are cut to its session (schema/share-scope.ts), and its stream ends with the link.
-    scopeOf: (ctx) => (ctx.share ? `${ctx.workspaceId}/share/${ctx.share.linkId}` : ctx.workspaceId),
+    scopeOf: sharingScopeOf,
     requestContextForEvent,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,

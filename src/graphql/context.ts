@@ -136,3 +136,11 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
 export function requestContextForEvent(ctx: RequestContext): RequestContext {
   return { ...ctx, ...initContextCache(), loaders: ctx.loaders.fresh() };
 }
+
+/**
+ * Which subscribers may share one execution of an event (`useSubscriptionSharing`): those of one
+ * workspace, and a share token's only with those of the same link, since its results are cut to its
+ * session (schema/share-scope.ts) and its stream ends with the link.
+ */
+export const sharingScopeOf = (ctx: RequestContext): string =>
+  ctx.share ? `${ctx.workspaceId}/share/${ctx.share.linkId}` : ctx.workspaceId;
