@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/keys.js';
 import {
@@ -380,6 +383,45 @@ describe(`share links (${backend.label})`, () => {
     const link = await share(C, undefined, API_KEYS.beta);
     expect(((await gqlOk(app, READ, { id: C }, { apiKey: link.token })) as Read).session?.messageCount).toBe(1);
     for (const id of [A, F, B]) expect(((await gqlOk(app, READ, { id }, { apiKey: link.token })) as Read).session).toBeNull();
+  });
+
+  it('with TRUSTED_DOCUMENTS: a listed document runs with a share token, and still cannot leave the session', async () => {
+    const manifest = join(mkdtempSync(join(tmpdir(), 'share-links-')), 'trusted.json');
+    writeFileSync(
+      manifest,
+      JSON.stringify({
+        read: 'query ($id: ID!) { session(id: $id) { title } }',
+        away: 'query ($id: ID!) { session(id: $id) { root { title } } }',
+        list: 'query { sessions(first: 5) { edges { node { title } } } }',
+        create: 'mutation ($input: CreateShareLinkInput!) { createShareLink(input: $input) { token } }',
+        start: 'mutation ($input: CreateSessionInput!) { createSession(input: $input) { id } }',
+      }),
+    );
+    const trusted = await createTestApp({ apiKeys: TWO_WORKSPACES, config: { trustedDocuments: manifest, graphiql: false } });
+    try {
+      type Answer = {
+        data?: Record<string, { id?: string; title?: string; token?: string } | null>;
+        errors?: { extensions?: { code?: string } }[];
+      };
+      const post = async (documentId: string, variables: Record<string, unknown>, key: string) => {
+        const response = await fetch(trusted.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ documentId, variables }),
+        });
+        return (await response.json()) as Answer;
+      };
+      const made = await post('start', { input: { title: 'trusted shared' } }, API_KEYS.alpha);
+      const id = made.data!.createSession!.id!;
+      const link = await post('create', { input: { sessionId: id } }, API_KEYS.alpha);
+      const token = link.data!.createShareLink!.token!;
+      expect((await post('read', { id }, token)).data?.session?.title).toBe('trusted shared');
+      expect((await post('away', { id }, token)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+      expect((await post('list', {}, token)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+      expect((await post('create', { input: { sessionId: id } }, token)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    } finally {
+      await trusted.close();
+    }
   });
 
   it.runIf(backend.postgresUrl)('a link revoked on one instance is refused on another within the key cache TTL', async () => {
