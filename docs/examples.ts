@@ -32,8 +32,12 @@ export const FORK_POINT_MESSAGE_ID = 'TWVzc2FnZTowMTk2ZjVjMi03YTJiLTdkNDAtOGM1NS
 
 /** The session of the Kimi K2 transcript (call ids `functions.get_weather:0`, the tool `weather.lookup`), returned by its createSession example. */
 export const KIMI_SESSION_ID = 'U2Vzc2lvbjowMTk2ZjVjMi03YzAwLTdjM2UtOWIxYS0yZjZkMWU0YzhhMDk=';
+/** The share link the createShareLink example makes (revokeShareLink revokes it). */
+export const SHARE_LINK_ID = 'U2hhcmVMaW5rOjAxOTZmNWMyLThkMDAtN2FhYS04YmJiLTFjMmQzZTRmNWE2ZA==';
 /** Placeholders that stand for an ID a mutation example returns; later examples use it. */
-export const RETURNED_IDS = [TURN_ID, APPENDED_MESSAGE_ID, FORK_POINT_MESSAGE_ID, KIMI_SESSION_ID];
+export const RETURNED_IDS = [TURN_ID, APPENDED_MESSAGE_ID, FORK_POINT_MESSAGE_ID, KIMI_SESSION_ID, SHARE_LINK_ID];
+/** How a share token shows in the examples (each run makes its own: `sgs_` and 32 random bytes, base64url). */
+export const SHARE_TOKEN = 'sgs_Xq3v9TnR2kLpW8yZ0aBcD4eFgH6iJ1mNoPs5uVwY7z0';
 
 /** The conversation the examples' session holds (the test seeds it with createSession). */
 export const SEEDED_MESSAGES = [
@@ -657,6 +661,49 @@ export const EXAMPLES: ApiExample[] = [
           { agentId: 'writer', status: 'CANCELLED' },
         ],
       },
+    },
+  },
+  {
+    field: 'createShareLink',
+    kind: 'mutation',
+    summary:
+      "Makes a read-only link to one session, with a key of scope FULL. `token` and `url` are in this answer only (only the token's SHA-256 is stored). Sent as `Authorization: Bearer <token>`, the token reads that session (`session(id:)`, `node(id:)`, its messages with the inherited prefix, turns, usage, attachments, `sessionEvents`) and nothing else: another session is null, a field that leads away (parent, forks, sessions, search, any mutation) is `FORBIDDEN`. `expiresAt` must be in the future and at most 366 days away; without it, 30 days. `url` is the explorer's read-only view (prefix this server's origin).",
+    document: `mutation CreateShareLink($input: CreateShareLinkInput!) {
+  createShareLink(input: $input) {
+    id
+    token
+    url
+    expiresAt
+    active
+  }
+}`,
+    variables: { input: { sessionId: SESSION_ID } },
+    response: {
+      createShareLink: {
+        id: SHARE_LINK_ID,
+        token: SHARE_TOKEN,
+        url: `/explorer#share=${SHARE_TOKEN}&session=${encodeURIComponent(SESSION_ID)}`,
+        expiresAt: '2026-12-29T12:00:00.000Z',
+        active: true,
+      },
+    },
+  },
+  {
+    field: 'revokeShareLink',
+    kind: 'mutation',
+    summary:
+      "Revokes a share link: its token is refused (`UNAUTHENTICATED`) at once on this server instance and within `API_KEY_CACHE_TTL_MS` (5 s by default) on every other. Revoking again returns the link unchanged; `Session.shareLinks` lists a session's links (never their tokens).",
+    document: `mutation RevokeShareLink($input: RevokeShareLinkInput!) {
+  revokeShareLink(input: $input) {
+    id
+    active
+    revokedAt
+    token
+  }
+}`,
+    variables: { input: { id: SHARE_LINK_ID } },
+    response: {
+      revokeShareLink: { id: SHARE_LINK_ID, active: false, revokedAt: '2026-11-29T12:00:00.000Z', token: null },
     },
   },
   {

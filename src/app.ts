@@ -3,9 +3,10 @@ import type { AddressInfo } from 'node:net';
 import type { Plugin, YogaServerInstance } from 'graphql-yoga';
 import type { Tracing } from './graphql/tracing.js';
 import { WorkspaceAuth } from './auth/workspace-auth.js';
+import { ShareLinks } from './auth/share-links.js';
 import { ApiKeyCache, AssemblyCaches, KeptReads, SessionRowsCache } from './caches/index.js';
 import type { AppConfig } from './config.js';
-import { requestContextForEvent, requestContexts, type AppRuntime, type RequestContext } from './graphql/context.js';
+import { requestContextForEvent, requestContexts, sharingScopeOf, type AppRuntime, type RequestContext } from './graphql/context.js';
 import { createDatabase, type Database, databaseOptionsOf } from './db/database.js';
 import { checkTokenizerShape } from './domain/tokens.js';
 import { createLogger } from './logger.js';
@@ -167,6 +168,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       db,
       bus,
       auth,
+      shareLinks: new ShareLinks(db.sql, auth, config.caches.apiKeyTtlMs),
       sessions,
       transforms: new TransformService(sessions, precount),
       caches,
@@ -236,7 +238,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
 
   const jit = deviations.queryJit ? useQueryJit(config.queryJit) : null;
   const sharing = useSubscriptionSharing<RequestContext>({
-    scopeOf: (ctx) => ctx.workspaceId,
+    scopeOf: sharingScopeOf,
     requestContextForEvent,
     streamOnlyArguments: { sessionEvents: ['afterSequence'], turnEvents: ['afterSequence'] },
     maxShapes: config.caches.subscriptionShapesMax,
@@ -250,7 +252,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     ...metrics.plugins(),
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
-    useAttachmentDownloads({ auth: runtime.auth, downloads: runtime.downloads }),
+    useAttachmentDownloads({ auth: runtime.auth, downloads: runtime.downloads, shareLinks: runtime.shareLinks }),
     useOutageRetryAfter(endpoint),
     // The fast path takes only a request naming a listed document without text, and runs that
     // document, found with the plugin's own lookup (`trustedDocument` below).

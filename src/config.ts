@@ -369,6 +369,8 @@ function parseApiKeys(raw: string | undefined): ApiKeyConfig[] {
         'API_KEYS must be comma-separated workspace:key pairs (a `:read` suffix makes a read-only key), each key at least 16 characters.',
       );
     }
+    // `sgs_` is how share tokens begin (createShareLink): the server looks such a value up as one.
+    if (key.startsWith('sgs_')) throw new ConfigError('API_KEYS: a key must not begin with `sgs_` (the prefix of share tokens).');
     return { workspace, key, scope };
   });
 }

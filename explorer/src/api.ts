@@ -5,6 +5,7 @@ import type { TypedDocumentString } from '../generated/graphql.js';
 
 const ENDPOINT = '/graphql';
 const KEY_ITEM = 'session-graph.apiKey';
+const SHARE_ITEM = 'session-graph.sharedSession';
 
 /** The API key pasted in this tab: kept in sessionStorage only, so it ends with the tab. */
 export const apiKey = {
@@ -13,6 +14,30 @@ export const apiKey = {
     if (key) sessionStorage.setItem(KEY_ITEM, key);
     else sessionStorage.removeItem(KEY_ITEM);
     resetLive();
+  },
+};
+
+/**
+ * A share link's read-only view: the link's URL carries `#share=<token>&session=<id>`; the token is
+ * kept as the tab's key (and taken out of the address bar), the session as the only one shown.
+ */
+export const shared = {
+  sessionId: () => sessionStorage.getItem(SHARE_ITEM),
+  /** Takes a share fragment from the address, if there is one; true when it did. */
+  take(): boolean {
+    if (!location.hash.startsWith('#share=')) return false;
+    const params = new URLSearchParams(location.hash.slice(1));
+    const token = params.get('share') ?? '';
+    const session = params.get('session') ?? '';
+    if (!token || !session) return false;
+    sessionStorage.setItem(SHARE_ITEM, session);
+    apiKey.set(token);
+    history.replaceState(null, '', `${location.pathname}#/session/${encodeURIComponent(session)}`);
+    return true;
+  },
+  leave() {
+    sessionStorage.removeItem(SHARE_ITEM);
+    apiKey.set('');
   },
 };
 

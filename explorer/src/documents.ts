@@ -362,3 +362,87 @@ export const SessionEvents = graphql(`
     }
   }
 `);
+
+// The read-only view of a share link (a `sgs_` token): only what a share token may select
+// (src/schema/share-scope.ts): no parent, root, forks or sub-agent sessions, no mutation.
+export const SharedTurnFields = graphql(`
+  fragment ExplorerSharedTurn on Turn {
+    id
+    number
+    status
+    startedAt
+    completedAt
+    error
+    usage {
+      ...ExplorerUsage
+    }
+    agents {
+      agentId
+      status
+      error
+      usage {
+        ...ExplorerUsage
+      }
+    }
+  }
+`);
+
+export const SharedSessionView = graphql(`
+  query ExplorerSharedSession($id: ID!, $after: String) {
+    session(id: $id) {
+      id
+      title
+      kind
+      createdAt
+      messageCount
+      forkIndex
+      agentId
+      messages(first: 200, after: $after) {
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
+        edges {
+          node {
+            ...ExplorerMessage
+          }
+        }
+      }
+      activeTurn {
+        ...ExplorerSharedTurn
+      }
+      turns(last: 5) {
+        totalCount
+        edges {
+          node {
+            ...ExplorerSharedTurn
+          }
+        }
+      }
+    }
+  }
+`);
+
+export const SharedSessionEvents = graphql(`
+  subscription ExplorerSharedEvents($sessionId: ID!, $afterSequence: Int) {
+    sessionEvents(sessionId: $sessionId, afterSequence: $afterSequence) {
+      __typename
+      sequence
+      ... on MessageAdded {
+        message {
+          ...ExplorerMessage
+        }
+      }
+      ... on MessageUpdated {
+        message {
+          ...ExplorerMessage
+        }
+      }
+      ... on TurnEvent {
+        turn {
+          ...ExplorerSharedTurn
+        }
+      }
+    }
+  }
+`);

@@ -1,18 +1,78 @@
 // One session: its header, fork tree, live turns, messages (with "fork here") and the next context.
 import { follow, objectUrl, request } from './api.js';
-import { AppendMessage, SessionCosts, SessionEvents, SessionView } from './documents.js';
+import { AppendMessage, SessionCosts, SessionEvents, SessionView, SharedSessionEvents, SharedSessionView } from './documents.js';
 import { costOf, count, h, time } from './format.js';
-import type { ExplorerCostsFragment, ExplorerMessageFragment, ExplorerSessionQuery } from '../generated/graphql.js';
+import type {
+  ExplorerCostsFragment,
+  ExplorerMessageFragment,
+  ExplorerSessionQuery,
+  ExplorerSharedSessionQuery,
+  ExplorerSharedTurnFragment,
+  ExplorerTurnFragment,
+} from '../generated/graphql.js';
 import { forkTree } from './fork-tree.js';
 import { contextPanel } from './context.js';
 import { renderTurn } from './turn.js';
 import { errorBox, sessionHref } from './sessions.js';
 import { forkHere, takeDraft } from './fork.js';
 
-type SessionData = NonNullable<ExplorerSessionQuery['session']>;
+/** The session as the view shows it; a share link reads no costs (treeUsage is not its to read). */
+type SessionData = Omit<NonNullable<ExplorerSessionQuery['session']>, 'usage' | 'treeUsage'> & Partial<ExplorerCostsFragment>;
 
-/** Shows session `id` (scrolled to `messageId` when given); returns what stops its live stream. */
-export function showSession(main: HTMLElement, id: string, messageId?: string): () => void {
+/** A turn as the read-only view reads it: without sub-agent sessions (a share link reads its one session). */
+const withoutSubSessions = (turn: ExplorerSharedTurnFragment): ExplorerTurnFragment => ({ ...turn, subSessions: { edges: [] } });
+
+/** The read-only view's session in the shape of the full one: no parent, sub-agent turn or fork tree to show. */
+function fromShared(session: NonNullable<ExplorerSharedSessionQuery['session']>): SessionData {
+  return {
+    ...session,
+    parent: null,
+    parentTurn: null,
+    root: { id: session.id },
+    activeTurn: session.activeTurn ? withoutSubSessions(session.activeTurn) : null,
+    turns: { ...session.turns, edges: session.turns.edges.map((e) => ({ node: withoutSubSessions(e.node) })) },
+  };
+}
+
+/** The session as the view reads it: with a share link, through the documents a share token may run. */
+async function readSession(id: string, after: string | null, readOnly: boolean): Promise<SessionData | null> {
+  if (!readOnly) return (await request(SessionView, { id, after })).session ?? null;
+  const { session } = await request(SharedSessionView, { id, after });
+  return session ? fromShared(session) : null;
+}
+
+/** Follows the session's events, with the read-only documents for a share link. */
+function followSession(
+  id: string,
+  readOnly: boolean,
+  onEvent: (event: { __typename: string; message?: ExplorerMessageFragment | null; turn?: ExplorerTurnFragment | null }) => void,
+  onError: (error: unknown) => void,
+  onConnected: () => void,
+) {
+  if (!readOnly)
+    return follow(
+      SessionEvents,
+      { sessionId: id, afterSequence: null },
+      (d) => d.sessionEvents.sequence,
+      (d) => onEvent(d.sessionEvents),
+      onError,
+      onConnected,
+    );
+  return follow(
+    SharedSessionEvents,
+    { sessionId: id, afterSequence: null },
+    (d) => d.sessionEvents.sequence,
+    ({ sessionEvents: e }) => onEvent({ ...e, turn: 'turn' in e && e.turn ? withoutSubSessions(e.turn) : null }),
+    onError,
+    onConnected,
+  );
+}
+
+/**
+ * Shows session `id` (scrolled to `messageId` when given); returns what stops its live stream.
+ * `readOnly` (a share link): no fork tree, no fork or send, no context panel.
+ */
+export function showSession(main: HTMLElement, id: string, messageId?: string, readOnly = false): () => void {
   const messages = h('ol', { class: 'messages' });
   const turns = h('div', { class: 'turns' });
   const live = h('span', { class: 'badge', id: 'live' }, 'connecting…');
@@ -30,18 +90,17 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
 
   // Subscribed before the first read: an event that lands meanwhile is in the read or comes after
   // it; each carries the whole message or turn, so applying it again changes nothing.
-  stop = follow(
-    SessionEvents,
-    { sessionId: id, afterSequence: null },
-    (data) => data.sessionEvents.sequence,
-    ({ sessionEvents: event }) => {
+  stop = followSession(
+    id,
+    readOnly,
+    (event) => {
       live.textContent = 'live';
       if ((event.__typename === 'MessageAdded' || event.__typename === 'MessageUpdated') && event.message) {
-        upsert(messages, event.message.id, renderMessage(event.message, id));
+        upsert(messages, event.message.id, renderMessage(event.message, id, readOnly));
         nextContext?.messagesChanged();
-      } else if ('turn' in event && event.turn) {
+      } else if (event.turn) {
         upsert(turns, event.turn.id, renderTurn(event.turn), true);
-        refreshCosts();
+        if (!readOnly) refreshCosts();
       }
     },
     (error) => {
@@ -63,27 +122,27 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
 
   void (async () => {
     try {
-      const { session } = await request(SessionView, { id });
+      const session = await readSession(id, null, readOnly);
       if (stopped) return;
       if (!session) {
         main.replaceChildren(h('p', { class: 'error' }, 'No such session in this workspace.'), h('a', { href: '#/' }, 'All sessions'));
         return;
       }
       showCosts(costs, session);
-      nextContext = contextPanel(session.id);
+      if (!readOnly) nextContext = contextPanel(session.id);
       main.replaceChildren(
-        header(session, live, costs),
-        h('section', { class: 'panel' }, h('h2', {}, 'Fork tree'), forkTree(session.root.id, session.id)),
+        header(session, live, readOnly, costs),
+        readOnly ? '' : h('section', { class: 'panel' }, h('h2', {}, 'Fork tree'), forkTree(session.root.id, session.id)),
         h('section', { class: 'panel' }, h('h2', {}, 'Turns'), turns),
-        takeDraft(session.id, (text) => sendDraft(session.id, text)) ?? '',
+        readOnly ? '' : (takeDraft(session.id, (text) => sendDraft(session.id, text)) ?? ''),
         h('section', { class: 'panel' }, h('h2', {}, `Messages (${count(session.messageCount)})`), messages),
-        nextContext.element,
+        nextContext?.element ?? '',
       );
       const shown = [...session.turns.edges.map((e) => e.node)].reverse();
       if (session.activeTurn && !shown.some((t) => t.id === session.activeTurn!.id)) shown.unshift(session.activeTurn);
       for (const turn of shown) upsert(turns, turn.id, renderTurn(turn));
       if (shown.length === 0) turns.append(h('p', { class: 'muted' }, 'No turns yet.'));
-      await loadMessages(session, messages, session.messages);
+      await loadMessages(session, messages, session.messages, readOnly);
       if (messageId) {
         const target = messages.querySelector(`[data-id="${CSS.escape(messageId)}"]`);
         target?.classList.add('target');
@@ -102,16 +161,16 @@ export function showSession(main: HTMLElement, id: string, messageId?: string): 
   };
 }
 
-async function loadMessages(session: SessionData, list: HTMLElement, page: SessionData['messages']) {
+async function loadMessages(session: SessionData, list: HTMLElement, page: SessionData['messages'], readOnly: boolean) {
   for (const { node } of page.edges) {
-    if (!list.querySelector(`[data-id="${CSS.escape(node.id)}"]`)) list.append(renderMessage(node, session.id));
+    if (!list.querySelector(`[data-id="${CSS.escape(node.id)}"]`)) list.append(renderMessage(node, session.id, readOnly));
   }
   if (page.pageInfo.hasNextPage) {
     const more = h('button', { type: 'button' }, 'More messages');
     more.addEventListener('click', async () => {
       more.remove();
-      const next = await request(SessionView, { id: session.id, after: page.pageInfo.endCursor });
-      if (next.session) await loadMessages(session, list, next.session.messages);
+      const next = await readSession(session.id, page.pageInfo.endCursor ?? null, readOnly);
+      if (next) await loadMessages(session, list, next.messages, readOnly);
     });
     list.after(more);
   }
@@ -122,7 +181,8 @@ async function sendDraft(sessionId: string, text: string) {
 }
 
 /** What this session's own turns cost (sub-agents included), and its whole fork tree. */
-function showCosts(element: HTMLElement, session: ExplorerCostsFragment) {
+function showCosts(element: HTMLElement, session: Partial<ExplorerCostsFragment>) {
+  if (!session.usage || !session.treeUsage) return;
   element.replaceChildren(
     'cost: ',
     h('span', { 'data-field': 'session-cost' }, costOf(session.usage)),
@@ -132,7 +192,7 @@ function showCosts(element: HTMLElement, session: ExplorerCostsFragment) {
   );
 }
 
-function header(session: SessionData, live: HTMLElement, costs: HTMLElement): HTMLElement {
+function header(session: SessionData, live: HTMLElement, readOnly: boolean, costs: HTMLElement): HTMLElement {
   const origin = session.parent
     ? h(
         'span',
@@ -152,7 +212,7 @@ function header(session: SessionData, live: HTMLElement, costs: HTMLElement): HT
   return h(
     'header',
     { class: 'session' },
-    h('a', { href: '#/' }, '← All sessions'),
+    readOnly ? h('span', { class: 'badge' }, 'shared, read-only') : h('a', { href: '#/' }, '← All sessions'),
     h(
       'h1',
       {},
@@ -240,7 +300,7 @@ function renderPart(part: ExplorerMessageFragment['parts'][number]): HTMLElement
 /** Reasoning comes before what it led to (the message's text), as the model produced it. */
 const isReasoning = (part: ExplorerMessageFragment['parts'][number]) => part.__typename === 'ReasoningPart';
 
-function renderMessage(m: ExplorerMessageFragment, sessionId: string): HTMLElement {
+function renderMessage(m: ExplorerMessageFragment, sessionId: string, readOnly: boolean): HTMLElement {
   const badges = [
     m.hidden ? h('span', { class: 'badge hidden', title: m.hiddenReason ?? '' }, `hidden: ${m.hiddenReason ?? ''}`) : null,
     m.redacted ? h('span', { class: 'badge redacted' }, 'redacted') : null,
@@ -258,7 +318,7 @@ function renderMessage(m: ExplorerMessageFragment, sessionId: string): HTMLEleme
       time(m.createdAt),
       ` · ${count(m.tokenCount)} tokens `,
       ...badges,
-      m.role === 'USER' ? forkHere(sessionId, m.index) : null,
+      m.role === 'USER' && !readOnly ? forkHere(sessionId, m.index) : null,
     ),
     m.redacted ? h('p', { class: 'replacement' }, `sent as: ${m.redaction?.replacement ?? ''}`) : null,
     ...m.parts.filter(isReasoning).map(renderPart),

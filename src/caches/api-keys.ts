@@ -5,6 +5,17 @@ import type { KeyScope } from '../config.js';
 export interface KeyGrant {
   workspaceId: string;
   scope: KeyScope;
+  /** A share token's (`sgs_…`): the one session it reads, its link, and when it expires (ms since the epoch; null: never). Absent for API keys. */
+  share?: ShareGrant;
+}
+
+/** What a share token grants beyond READ: one session, until `expiresAt` (checked on every use, never cached past it). */
+export interface ShareGrant {
+  sessionId: string;
+  linkId: string;
+  /** The token's SHA-256 (what the cache and the table key it by). */
+  tokenHash: string;
+  expiresAt: number | null;
 }
 
 /** The clock the TTL is measured on (lru-cache's `perf`): `performance` unless a test passes its own. */
@@ -13,7 +24,7 @@ export interface Clock {
 }
 
 /**
- * Which workspace an API key hash selects, with the key's scope (null: refused, unknown or revoked), and whether any
+ * Which workspace an API key (or share token) hash selects, with the key's scope (null: refused, unknown or revoked), and whether any
  * unrevoked key exists at all (what AUTH_REQUIRED=auto decides by), for a short time.
  *
  * Rule: an entry may be stale for at most `ttlMs`, and then the database is read again. Nothing

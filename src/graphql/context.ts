@@ -1,5 +1,7 @@
 import { initContextCache } from '@pothos/core';
 import type { WorkspaceAuth } from '../auth/workspace-auth.js';
+import type { ShareLinks } from '../auth/share-links.js';
+import type { ShareGrant } from '../caches/api-keys.js';
 import type { AppConfig, KeyScope } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -34,6 +36,8 @@ export interface AppRuntime {
   db: Database;
   bus: EventBus;
   auth: WorkspaceAuth;
+  /** Share links: create, revoke, and what a share token may download. */
+  shareLinks: ShareLinks;
   sessions: SessionService;
   /** History transforms: hide, redact, strip tool outputs. */
   transforms: TransformService;
@@ -63,6 +67,11 @@ export interface RequestContext {
   workspaceId: string;
   /** What the request's key may do (`useKeyScopes` refuses a mutation with READ). */
   scope: KeyScope;
+  /**
+   * Set for a share token: the one session it reads. Then `scope` is READ and the schema lets the
+   * operation reach that session only (`schema/share-scope.ts`). Null for an API key.
+   */
+  share: ShareGrant | null;
   /** The client the Pothos Prisma plugin resolves relations and connections with (`builder.ts`). */
   prisma: PrismaClient;
   loaders: RequestLoaders;
@@ -76,17 +85,18 @@ export interface RequestContext {
   turns: TurnService;
   reads: ReadService;
   search: MessageSearchService;
+  shareLinks: ShareLinks;
 }
 
 /** What the event and subscription helpers use (every resolver receives the whole `RequestContext`: Pothos has one context type per builder). */
-export type EventsRequestContext = Pick<RequestContext, 'workspaceId' | 'loaders' | 'reads'>;
+export type EventsRequestContext = Pick<RequestContext, 'workspaceId' | 'share' | 'shareLinks' | 'loaders' | 'reads'>;
 
 /**
  * The request context factory of one app: credentials come from the `Authorization` header or, over
  * WebSocket, from `connectionParams.Authorization` (or `authorization`).
  */
 export function requestContexts(runtime: AppRuntime): (source: { authorization?: string | null }) => Promise<RequestContext> {
-  const { db, auth, caps, precount, sessions, transforms, assembly, turns } = runtime;
+  const { db, auth, caps, precount, sessions, transforms, assembly, turns, shareLinks } = runtime;
   const sources: LoaderSources = {
     prisma: db.prisma,
     sql: db.sql,
@@ -97,13 +107,14 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
   const reads = new ReadService(db.sql, db.prisma, runtime.bus, runtime.sharedReads, runtime.eventEntities, runtime.retention);
   const search = new MessageSearchService(db.sql);
   return async (source) => {
-    const { workspaceId, scope } = await auth.grantFor(source.authorization);
+    const { workspaceId, scope, share } = await auth.grantFor(source.authorization);
     // A literal, with the Pothos cache key assigned last, not spread into it first: the spread
     // builds a larger object for every request and subscription (docs/performance.md).
     return Object.assign(
       {
         workspaceId,
         scope,
+        share: share ?? null,
         prisma: db.prisma,
         loaders: new RequestLoaders(sources, workspaceId),
         caps,
@@ -114,6 +125,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
         turns,
         reads,
         search,
+        shareLinks,
       },
       initContextCache(),
     );
@@ -124,3 +136,11 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
 export function requestContextForEvent(ctx: RequestContext): RequestContext {
   return { ...ctx, ...initContextCache(), loaders: ctx.loaders.fresh() };
 }
+
+/**
+ * Which subscribers may share one execution of an event (`useSubscriptionSharing`): those of one
+ * workspace, and a share token's only with those of the same link, since its results are cut to its
+ * session (schema/share-scope.ts) and its stream ends with the link.
+ */
+export const sharingScopeOf = (ctx: RequestContext): string =>
+  ctx.share ? `${ctx.workspaceId}/share/${ctx.share.linkId}` : ctx.workspaceId;

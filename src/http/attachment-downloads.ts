@@ -1,7 +1,7 @@
 /**
  * `GET /attachments/<id>` (and HEAD): an attachment's content under the same key and workspace
  * rules as /graphql (`Authorization: Bearer <api key>`; another workspace's id is 404, as for
- * everything else). TEXT and BYTES: the bytes with their type, a strong ETag (the SHA-256), and one
+ * everything else; a share token's: 404 unless a message of its session holds it). TEXT and BYTES: the bytes with their type, a strong ETag (the SHA-256), and one
  * byte range per request (RFC 9110: 206 with Content-Range, 416 for a range past the end; several
  * ranges are answered whole). URL: a redirect to the address. PROVIDER_FILE: 404 with why.
  *
@@ -12,6 +12,8 @@
 import { decodeGlobalID } from '@pothos/plugin-relay';
 import type { Plugin } from 'graphql-yoga';
 import type { WorkspaceAuth } from '../auth/workspace-auth.js';
+import type { ShareLinks } from '../auth/share-links.js';
+import type { ShareGrant } from '../caches/api-keys.js';
 import { DomainError } from '../domain/errors.js';
 import type { AttachmentDownloads } from '../services/attachment-downloads.js';
 import { fastPathCovers } from './fast-path-contract.js';
@@ -45,7 +47,7 @@ function attachmentIdOf(segment: string): string | null {
 const dispositionOf = (mimeType: string, name: string) =>
   `${INLINE_TYPES.test(mimeType.split(';')[0].trim().toLowerCase()) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(name)}`;
 
-export function useAttachmentDownloads(deps: { auth: WorkspaceAuth; downloads: AttachmentDownloads }): Plugin {
+export function useAttachmentDownloads(deps: { auth: WorkspaceAuth; downloads: AttachmentDownloads; shareLinks: ShareLinks }): Plugin {
   // The fast path takes only POSTs to the GraphQL endpoint: never this path.
   return fastPathCovers<Plugin>(
     {
@@ -55,8 +57,9 @@ export function useAttachmentDownloads(deps: { auth: WorkspaceAuth; downloads: A
           return endResponse(problem(fetchAPI, 405, 'BAD_USER_INPUT', 'Attachments are read with GET or HEAD.', { allow: 'GET, HEAD' }));
         }
         let workspaceId: string;
+        let share: ShareGrant | undefined;
         try {
-          workspaceId = (await deps.auth.grantFor(request.headers.get('authorization'))).workspaceId;
+          ({ workspaceId, share } = await deps.auth.grantFor(request.headers.get('authorization')));
         } catch (error) {
           if (error instanceof DomainError && error.code === 'UNAUTHENTICATED') {
             return endResponse(problem(fetchAPI, 401, 'UNAUTHENTICATED', error.message, { 'www-authenticate': 'Bearer' }));
@@ -67,6 +70,8 @@ export function useAttachmentDownloads(deps: { auth: WorkspaceAuth; downloads: A
         const id = attachmentIdOf(segment);
         const notFound = () => problem(fetchAPI, 404, 'NOT_FOUND', `No attachment "${segment.slice(0, 200)}" in your workspace.`);
         if (!id) return endResponse(notFound());
+        // A share token downloads only what its session shows (its own and inherited messages' attachments).
+        if (share && !(await deps.shareLinks.attachmentVisible(workspaceId, share.sessionId, id))) return endResponse(notFound());
         const found = await deps.downloads.read(workspaceId, id, request.headers.get('range'));
         if (found === null) return endResponse(notFound());
         if ('unsatisfiable' in found) {

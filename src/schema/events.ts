@@ -1,6 +1,7 @@
 import type { EventsRequestContext } from '../graphql/context.js';
 import { notFound } from '../graphql/errors.js';
 import type { SessionEventMessage } from '../pubsub/bus.js';
+import { filterEvents } from '../services/event-filter.js';
 import { SESSION_DELETED } from '../services/event-stream.js';
 import { carriedMessage } from '../services/reads.js';
 import { builder } from './builder.js';
@@ -154,10 +155,19 @@ export async function workspaceSessionStream(
   afterSequence: number | null | undefined,
 ) {
   const sessionId = parseGlobalId(String(rawSessionId), 'Session', 'sessionId');
+  // A share token follows its one session: any other is not found (schema/share-scope.ts).
+  if (ctx.share && ctx.share.sessionId !== sessionId) throw notFound('Session', String(rawSessionId));
   // Each event runs with a fresh request context (src/live/sharing.ts), so no per-event reset here.
   const stream = await ctx.reads.sessionStream(ctx.workspaceId, sessionId, afterSequence ?? null, String(rawSessionId));
   if (!stream) throw notFound('Session', String(rawSessionId));
-  return stream;
+  if (!ctx.share) return stream;
+  // Opened before a revocation or an expiry, a share token's stream delivers nothing after it.
+  const watch = ctx.shareLinks.watch(ctx.share);
+  return filterEvents(
+    stream,
+    () => watch.holds(),
+    () => watch.stop(),
+  );
 }
 
 builder.subscriptionField('sessionEvents', (t) =>

@@ -2,6 +2,8 @@ import type { GraphQLSchema as Schema } from 'graphql';
 import { builder, UNUSED_QUERY_IS_ERROR } from './builder.js';
 import { syncNodeIds } from './ids.js';
 import { validateArguments } from './validate-args.js';
+import { withShareScope } from './share-scope.js';
+import './share-link.js';
 import './scalars.js';
 import './turn.js';
 import './attachment.js';
@@ -24,9 +26,9 @@ import { GraphQLSchema, lexicographicSortSchema } from 'graphql';
 /**
  * The whole GraphQL schema, with types sorted so the printed SDL is stable, every field's
  * arguments checked by the one input validator before its resolver runs, and every node's `id`
- * resolved synchronously.
+ * resolved synchronously, and what a share token may reach fenced in (`share-scope.ts`).
  */
-export const schema = syncNodeIds(validateArguments(lexicographicSortSchema(builder.toSchema())));
+export const schema = withShareScope(syncNodeIds(validateArguments(lexicographicSortSchema(builder.toSchema()))));
 
 /**
  * `base` with Pothos's development checks on: an unused Prisma query is an error (a resolver that

@@ -7,8 +7,12 @@ import { PULL, type StepConsumer } from './pull-protocol.js';
  * Unlike an `async function*` wrapper, `return()` reaches the stream at once, so a client that
  * leaves is released without waiting for the session's next event.
  */
-export function filterEvents(stream: SessionEventStream, keep: (event: SessionEventMessage) => boolean): SessionEventStream {
-  return new FilteredEvents(stream, keep);
+export function filterEvents(
+  stream: SessionEventStream,
+  keep: (event: SessionEventMessage) => boolean,
+  onReturn?: () => void,
+): SessionEventStream {
+  return new FilteredEvents(stream, keep, onReturn);
 }
 
 /** The stream `filterEvents` returns: one object per subscriber, pulling its source without a promise. */
@@ -18,6 +22,7 @@ class FilteredEvents implements SessionEventStream, StepConsumer<SessionEventMes
   constructor(
     private readonly stream: SessionEventStream,
     private readonly keep: (event: SessionEventMessage) => boolean,
+    private readonly onReturn?: () => void,
   ) {}
 
   [PULL](consumer: StepConsumer<SessionEventMessage>) {
@@ -46,6 +51,7 @@ class FilteredEvents implements SessionEventStream, StepConsumer<SessionEventMes
   }
 
   return(): Promise<IteratorResult<SessionEventMessage>> {
+    this.onReturn?.();
     return this.stream.return();
   }
 

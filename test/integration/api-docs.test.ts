@@ -19,7 +19,9 @@ import { subscribeSse } from '../helpers/subscriptions.js';
 /** A response with what differs from run to run (global IDs, times, hashes) replaced by a stand-in. */
 function normalized(value: unknown): unknown {
   if (typeof value === 'string') {
-    if (/^(Session|Message|Turn|Attachment):/.test(Buffer.from(value, 'base64').toString('utf8'))) return '<id>';
+    if (/^(Session|Message|Turn|Attachment|ShareLink):/.test(Buffer.from(value, 'base64').toString('utf8'))) return '<id>';
+    // A share token, alone or in its url: each run makes its own.
+    if (/sgs_/.test(value)) return value.replace(/sgs_[^&\s]+/, '<token>').replace(/session=[^&]+/, 'session=<id>');
     if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(value)) return '<time>';
     if (/^[0-9a-f]{64}$/.test(value)) return '<hash>';
     return value;

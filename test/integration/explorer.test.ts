@@ -323,4 +323,64 @@ describe.skipIf(skip).each([
     expect(offOrigin).toEqual([]);
     expect(consoleErrors).toEqual([]);
   });
+
+  it("a share link's url opens its session read-only: messages (inherited ones too) and live updates, no fork, send or context", async () => {
+    const key = { apiKey };
+    const { createSession } = await gqlOk(
+      app,
+      Seed,
+      {
+        input: {
+          title: `Shared ${label}`,
+          messages: [
+            { role: 'USER', text: 'Shared question' },
+            { role: 'ASSISTANT', text: 'Shared answer' },
+            { role: 'USER', text: 'Later' },
+          ],
+        },
+      },
+      key,
+    );
+    const { forkSession } = await gqlOk(
+      app,
+      Fork,
+      { input: { sessionId: createSession.id, messageIndex: 2, title: `Shared fork ${label}` } },
+      key,
+    );
+    const link = (await gqlOk(
+      app,
+      `mutation($id: ID!) { createShareLink(input: { sessionId: $id }) { url token } }`,
+      { id: forkSession.session.id },
+      key,
+    )) as {
+      createShareLink: { url: string; token: string };
+    };
+    const viewer = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    viewer.setDefaultTimeout(8_000);
+    const errors: string[] = [];
+    viewer.on('pageerror', (error) => errors.push(error.message));
+    try {
+      await viewer.goto(new URL(link.createShareLink.url, app.url).href);
+      await viewer.getByRole('heading', { name: `Shared fork ${label}` }).waitFor();
+      await viewer.locator('li.message', { hasText: 'Shared answer' }).waitFor();
+      expect(await viewer.locator('li.message').count()).toBe(2);
+      // The token left the address bar; nothing that writes or leaves the session is offered.
+      expect(viewer.url()).not.toContain(link.createShareLink.token);
+      expect(await viewer.getByRole('button', { name: 'fork here' }).count()).toBe(0);
+      expect(await viewer.getByRole('heading', { name: 'Fork tree' }).count()).toBe(0);
+      expect(await viewer.getByRole('button', { name: 'Assemble' }).count()).toBe(0);
+      await viewer.locator('#live', { hasText: 'live' }).waitFor();
+      await gqlOk(
+        app,
+        `mutation($input: AppendMessagesInput!) { appendMessages(input: $input) { session { id } } }`,
+        { input: { sessionId: forkSession.session.id, messages: [{ role: 'USER', text: 'Appended while shared' }] } },
+        key,
+      );
+      await viewer.locator('li.message', { hasText: 'Appended while shared' }).waitFor({ timeout: LIVE_MS });
+      await viewer.screenshot({ path: new URL(`${label}-shared-view.png`, OUTPUT).pathname, fullPage: true });
+      expect(errors).toEqual([]);
+    } finally {
+      await viewer.close();
+    }
+  });
 });

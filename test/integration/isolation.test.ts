@@ -35,7 +35,7 @@ interface Snapshot {
   fork: { id: string; title: string; messageCount: number };
 }
 
-const ids = { session: '', fork: '', user: '', generating: '', turn: '', betaSession: '', attachment: '' };
+const ids = { session: '', fork: '', user: '', generating: '', turn: '', betaSession: '', attachment: '', shareLink: '' };
 
 async function alphaSnapshot() {
   const data = await gqlOk<Snapshot, unknown>(
@@ -102,6 +102,13 @@ beforeAll(async () => {
     beta,
   );
   ids.betaSession = own.createSession.id;
+  const shared = await gqlOk<{ createShareLink: { id: string } }, unknown>(
+    app,
+    'mutation($input: CreateShareLinkInput!) { createShareLink(input: $input) { id } }',
+    { input: { sessionId: ids.session } },
+    alpha,
+  );
+  ids.shareLink = shared.createShareLink.id;
 });
 
 type Probe = { query: string; variables: () => Record<string, unknown> };
@@ -241,6 +248,13 @@ const probes: Record<string, Probe[]> = {
     { query: M('completeAgent', 'CompleteAgentInput'), variables: () => ({ input: { turnId: ids.turn, agentId: 'a', success: true } }) },
   ],
   'Mutation.cancelTurn': [{ query: M('cancelTurn', 'CancelTurnInput'), variables: () => ({ input: { turnId: ids.turn, reason: 'x' } }) }],
+  'Mutation.createShareLink': [
+    { query: M('createShareLink', 'CreateShareLinkInput'), variables: () => ({ input: { sessionId: ids.session } }) },
+    { query: M('createShareLink', 'CreateShareLinkInput'), variables: () => ({ input: { sessionId: ids.fork } }) },
+  ],
+  'Mutation.revokeShareLink': [
+    { query: M('revokeShareLink', 'RevokeShareLinkInput'), variables: () => ({ input: { id: ids.shareLink } }) },
+  ],
   'Mutation.heartbeatTurn': [{ query: M('heartbeatTurn', 'HeartbeatTurnInput'), variables: () => ({ input: { turnId: ids.turn } }) }],
   'Subscription.turnEvents': [
     {

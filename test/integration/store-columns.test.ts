@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SqlParams, type SqlClient } from '../../src/db/sql.js';
 import { API_KEY_COLUMNS, WORKSPACE_COLUMNS } from '../../src/db/stores/api-keys.js';
+import { SHARE_LINK_COLUMNS } from '../../src/db/stores/share-links.js';
 import { APPEND_INSERT_COLUMNS, STREAM_EVENT_INSERT_COLUMNS } from '../../src/db/stores/append.js';
 import { ASSEMBLY_PREFIX_INSERT } from '../../src/db/stores/assembly-prefixes.js';
 import { EVENT_COLUMNS, EVENT_INSERT_COLUMNS, WRAPPER_INSERT_COLUMNS } from '../../src/db/stores/events.js';
@@ -44,6 +45,7 @@ const statements: { name: string; table: string; columns: string[] }[] = [
   { name: 'Session row decoder', table: 'Session', columns: Object.keys(SESSION_COLUMNS) },
   { name: 'Workspace row decoder', table: 'Workspace', columns: Object.keys(WORKSPACE_COLUMNS) },
   { name: 'ApiKey row decoder', table: 'ApiKey', columns: Object.keys(API_KEY_COLUMNS) },
+  { name: 'ShareLink row decoder', table: 'ShareLink', columns: Object.keys(SHARE_LINK_COLUMNS) },
   { name: 'appendMessages Message INSERT', table: 'Message', columns: APPEND_INSERT_COLUMNS.Message },
   { name: 'appendMessages event INSERT', table: 'SessionEvent', columns: APPEND_INSERT_COLUMNS.SessionEvent },
   { name: 'updateMessage(appendText) event INSERT', table: 'SessionEvent', columns: STREAM_EVENT_INSERT_COLUMNS },
@@ -103,6 +105,7 @@ describe(`store column lists match the migrated tables (${backend.label})`, () =
       MessageTransform: 'note',
       Workspace: 'plan',
       ApiKey: 'label',
+      ShareLink: 'label',
       AssemblyPrefix: 'model',
     };
     await expect(
