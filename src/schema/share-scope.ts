@@ -17,6 +17,11 @@
  *    `session(id:)` and `node(id:)` of another session answer null, as for an id that does not
  *    exist, and a field added later that reaches a session cannot reach another one.
  *
+ * 3. **A redacted message reads as its replacement**: for a share token, `Message.text` and
+ *    `Message.parts` of a message redacted in the session it is seen in are what assembly sends
+ *    (`redactParts`), not the original, which a key of the workspace still reads. A redaction is
+ *    made to keep content from being passed on; a link is how content is passed on.
+ *
  * Subscriptions: `sessionEvents` and `turnEvents` of the shared session only
  * (`workspaceSessionStream` refuses another as not found).
  */
@@ -33,6 +38,11 @@ import type {
 import { defaultFieldResolver, getNamedType, isCompositeType, isInterfaceType, isListType, isNonNullType, isObjectType } from 'graphql';
 import type { ShareGrant } from '../caches/api-keys.js';
 import { DomainError, notFound } from '../domain/errors.js';
+import { redactParts } from '../domain/transforms.js';
+import type { StoredPart } from '../domain/types.js';
+import type { Message as MessageRow } from '../generated/prisma/client.js';
+import type { RequestContext } from '../graphql/context.js';
+import { redactionOf } from './transforms.js';
 
 const EVENT = ['sequence', 'at', 'session'];
 const TURN_EVENT = ['sequence', 'at', 'session', 'turn'];
@@ -249,8 +259,27 @@ const returnsSessions = (type: GraphQLOutputType) => {
   return named.name === 'Session' || (isInterfaceType(named) && named.name === 'Node');
 };
 
-/** Applies both fences (see the top of this file) to `schema`'s resolvers; returns it. */
+/** Fence 3: `Message.text` and `Message.parts` of a redacted message, for a share token, as assembly sends them. */
+function redactedForShares(schema: GraphQLSchema) {
+  const message = schema.getType('Message');
+  if (!isObjectType(message)) return;
+  const fields = message.getFields();
+  for (const name of ['text', 'parts'] as const) {
+    const field = fields[name];
+    const inner = (field.resolve ?? defaultFieldResolver) as GraphQLFieldResolver<MessageRow, RequestContext>;
+    field.resolve = ((source: MessageRow, args, context: RequestContext, info) => {
+      if (!context.share) return inner(source, args, context, info);
+      return redactionOf(source, context).then((redaction) => {
+        if (!redaction) return inner(source, args, context, info);
+        return name === 'text' ? redaction.replacement : redactParts(source.parts as unknown as StoredPart[], redaction.replacement);
+      });
+    }) as typeof field.resolve;
+  }
+}
+
+/** Applies the three fences (see the top of this file) to `schema`'s resolvers; returns it. */
 export function withShareScope(schema: GraphQLSchema): GraphQLSchema {
+  redactedForShares(schema);
   const roots = new Set([schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].filter((t) => t));
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;

@@ -14,6 +14,10 @@ import { Message, Session } from './refs.js';
 const viewOf = (m: MessageRow) => (m as Partial<ViewedMessage>).viewSessionId ?? m.sessionId;
 const transformsOf = (m: MessageRow, ctx: RequestContext) => ctx.loaders.transformsBySession.load(viewOf(m));
 
+/** The redaction in force on `m` in the session it is seen in, or null. */
+export const redactionOf = async (m: MessageRow, ctx: RequestContext): Promise<Redaction | null> =>
+  (await transformsOf(m, ctx))?.redacted.get(m.id) ?? null;
+
 const VIEW =
   "In the session the message is read through (`Session.messages`, a transform mutation's payload or event); elsewhere, in the session that wrote it. A fork sees the transforms its parent had made when it was forked (on messages before its cut), then its own.";
 

@@ -114,6 +114,41 @@ describe(`share links (${backend.label})`, () => {
     }
   });
 
+  it('a redacted message reads as its replacement through a share link, its original still through a key', async () => {
+    const alpha = { apiKey: API_KEYS.alpha };
+    const { createSession } = (await gqlOk(
+      app,
+      `mutation C($input: CreateSessionInput!) { createSession(input: $input) { id messages(first: 5) { edges { node { id } } } } }`,
+      { input: { title: 'redacted', messages: [text('my card is 4111 1111 1111 1111'), { role: 'ASSISTANT', text: 'noted' }] } },
+      alpha,
+    )) as { createSession: { id: string; messages: { edges: { node: { id: string } }[] } } };
+    const secret = createSession.messages.edges[0].node.id;
+    await gqlOk(
+      app,
+      `mutation R($input: RedactMessageInput!) { redactMessage(input: $input) { message { id } } }`,
+      { input: { messageId: secret, replacement: '[card number removed]' } },
+      alpha,
+    );
+    const link = await share(createSession.id);
+    const shown = (key: string) =>
+      gqlOk(app, READ, { id: createSession.id }, { apiKey: key }).then((r) =>
+        (r as Read).session!.messages.edges.map((e) => [e.node.text, e.node.parts.length]),
+      );
+    expect(await shown(link.token)).toEqual([
+      ['[card number removed]', 1],
+      ['noted', 1],
+    ]);
+    expect((await shown(API_KEYS.alpha))[0][0]).toBe('my card is 4111 1111 1111 1111');
+    const parts = (await gqlOk(
+      app,
+      `query P($id: ID!) { node(id: $id) { ... on Message { text parts { ... on TextPart { text } } } } }`,
+      { id: secret },
+      { apiKey: link.token },
+    )) as { node: { text: string; parts: { text: string }[] } | null };
+    // A message is not a session: node(id:) of a message answers null to a share token, whatever it holds.
+    expect(parts.node).toBeNull();
+  });
+
   it("the explorer's read-only view: its url opens the session, and its documents run with the token (HTTP and WebSocket)", async () => {
     const link = await share(F);
     const fragment = new URLSearchParams(link.url.slice(link.url.indexOf('#') + 1));
