@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../logger.js';
-import { loadRedis } from '../pubsub/redis-connection.js';
+import { connectRedis } from '../pubsub/redis-connection.js';
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
@@ -16,6 +16,8 @@ export interface RateLimiterOptions {
   windowMs: number;
   /** With Redis, every instance counts in the same keys, so the limit holds across instances. */
   redisUrl: string | null;
+  /** A Redis Cluster's seed nodes (win over `redisUrl`): each identity's keys in one slot (a hash tag). */
+  redisClusterNodes?: string[] | null;
   prefix: string;
   logger: Logger;
 }
@@ -38,7 +40,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const windowOf = (now: number) => Math.floor(now / windowMs);
   const retryAfter = (now: number) => Math.max(1, Math.ceil(((windowOf(now) + 1) * windowMs - now) / 1000));
 
-  if (!options.redisUrl) {
+  const target = options.redisClusterNodes ?? options.redisUrl;
+  if (!target) {
     // Rule: an identity's count of the current window; a count of a past window is replaced at the
     // identity's next request and expires with its window. At most LOCAL_IDENTITIES are kept: the
     // one forgotten when full is the identity heard from least recently, the least likely to be
@@ -60,7 +63,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     };
   }
 
-  const redis = new (loadRedis())(options.redisUrl, {
+  const redis = connectRedis(target, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -70,6 +73,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   redis.on('error', () => {
     // Reported through the failed `take` below; ioredis reconnects by itself.
   });
+  // On a cluster the identity is a hash tag: every window of an identity in one slot, on one primary.
+  const keyOf = options.redisClusterNodes
+    ? (identity: string, window: number) => `${options.prefix}rate:{${identity}}:${window}`
+    : (identity: string, window: number) => `${options.prefix}rate:${identity}:${window}`;
   const ready = redis.connect().catch((error) => options.logger.warn('rate limiter: Redis unreachable at start', { error }));
   return {
     async take(identity) {
@@ -77,7 +84,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       const now = Date.now();
       const window = windowOf(now);
       try {
-        const count = Number(await redis.eval(TAKE_SCRIPT, 1, `${options.prefix}rate:${identity}:${window}`, windowMs));
+        const count = Number(await redis.eval(TAKE_SCRIPT, 1, keyOf(identity, window), windowMs));
         return count <= requests ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(now) };
       } catch (error) {
         if (warnedWindow !== window) {
