@@ -136,6 +136,18 @@ describe.runIf(nodes && backend.postgresUrl)(`two instances on a Redis Cluster (
       }
     }, 'the SSUBSCRIBE on the owning primary');
 
+    // A second session on the same primary, written only while it is dead: nothing written after
+    // wakes its subscriber, so what it gets comes from the resubscription's read of the log.
+    let quiet = '';
+    for (let tries = 0; tries < 50 && !quiet; tries++) {
+      const other = (await post(one, CREATE, { title: 'quiet' })).data!.createSession.id!;
+      if ((await ownerOf(`${one.redisPrefix}session-events:${rawIdOf(other)}`)) === primary) quiet = other;
+    }
+    expect(quiet).not.toBe('');
+    const quietSub = subscribeWs(client, EVENTS, { id: quiet, after: 1 }, (data) => data.sessionEvents as { sequence: number });
+    await post(one, APPEND, { id: quiet, text: 'live' });
+    await quietSub.collector.until((events) => events.length >= 1, 30_000, 'the quiet session before the kill');
+
     const total = 1_000;
     const killAt = 300;
     for (let i = 1; i <= total; i++) {
@@ -149,6 +161,7 @@ describe.runIf(nodes && backend.postgresUrl)(`two instances on a Redis Cluster (
         victim.disconnect();
         killed = primary;
         process.kill(pid, 'SIGKILL');
+        for (let j = 0; j < 5; j++) expect((await post(one, APPEND, { id: quiet, text: `q${j}` })).errors).toBeUndefined();
       }
     }
     // Event 1 is the session's first message, then one per append.
@@ -158,6 +171,9 @@ describe.runIf(nodes && backend.postgresUrl)(`two instances on a Redis Cluster (
     const sequences = sub.collector.events.map((event) => event.sequence);
     expect(sequences).toEqual(Array.from({ length: total }, (_, i) => i + 2));
     expect(events.length).toBe(total);
+    const quietEvents = await quietSub.collector.until((events) => events.length >= 6, 30_000, 'the quiet session after the failover');
+    expect(quietEvents.map((event) => event.sequence)).toEqual([2, 3, 4, 5, 6, 7]);
+    quietSub.unsubscribe();
     // The kill did fail the slot over to the replica.
     await eventually(async () => ((await ownerOf(channel)) !== primary ? true : undefined), 'the failover');
     sub.unsubscribe();
