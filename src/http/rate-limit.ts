@@ -22,6 +22,21 @@ export interface RateLimiterOptions {
   logger: Logger;
 }
 
+/** How long a count may take before the request is let through. */
+const COMMAND_TIMEOUT_MS = 250;
+
+/**
+ * `promise`, or a rejection after `ms`: a cluster retries a command whose primary is failing over
+ * (redirections, `CLUSTERDOWN`) for longer than one node's `commandTimeout`.
+ */
+function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
 /** Identities counted in process (without Redis) at once. */
 const LOCAL_IDENTITIES = 100_000;
 
@@ -67,7 +82,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: 250,
+    commandTimeout: COMMAND_TIMEOUT_MS,
   });
   let warnedWindow = -1;
   redis.on('error', () => {
@@ -84,7 +99,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       const now = Date.now();
       const window = windowOf(now);
       try {
-        const count = Number(await redis.eval(TAKE_SCRIPT, 1, keyOf(identity, window), windowMs));
+        const counted = redis.eval(TAKE_SCRIPT, 1, keyOf(identity, window), windowMs);
+        const count = Number(await (options.redisClusterNodes ? within(COMMAND_TIMEOUT_MS, counted) : counted));
         return count <= requests ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(now) };
       } catch (error) {
         if (warnedWindow !== window) {
