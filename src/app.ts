@@ -150,7 +150,13 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
     const metrics = new ServerMetrics(config.metricsToken);
-    bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger, observer: metrics.bus });
+    bus = createEventBus({
+      redisUrl: config.redisUrl,
+      redisClusterNodes: config.redisClusterNodes,
+      prefix: config.redisPrefix,
+      logger,
+      observer: metrics.bus,
+    });
     const auth = new WorkspaceAuth(db.sql, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax), {
       required: config.authRequired,
     });
@@ -189,7 +195,13 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
               sweepIntervalMs: eventSweepInterval(config.eventRetentionMs),
             }),
     };
-    limiter = createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl, prefix: config.redisPrefix, logger });
+    limiter = createRateLimiter({
+      ...config.rateLimit,
+      redisUrl: config.redisUrl,
+      redisClusterNodes: config.redisClusterNodes,
+      prefix: config.redisPrefix,
+      logger,
+    });
     if (options.tracing) {
       const tracing = options.tracing;
       db.queries.statementSpans = (sql) => tracing.statementSpan(sql);

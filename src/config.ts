@@ -57,6 +57,8 @@ export interface AppConfig {
   databaseUrl: string | null;
   /** A redis:// URL selects Redis pub/sub instead of the in-memory one. */
   redisUrl: string | null;
+  /** Seed nodes (`host:port`) of a Redis Cluster: sharded pub/sub and hash-tagged keys; `redisUrl` is then unused. */
+  redisClusterNodes: string[] | null;
   /** Prefix of the Redis channels, so several deployments can share one Redis. */
   redisPrefix: string;
   logLevel: LogLevel;
@@ -125,6 +127,10 @@ export const SETTINGS = {
   DATABASE_URL: { meaning: '`postgres://…` selects real PostgreSQL (through `@prisma/adapter-pg`)' },
   REDIS_URL: {
     meaning: "`redis://…` selects Redis pub/sub (and shared rate limits), so instances see each other's writes",
+  },
+  REDIS_CLUSTER_NODES: {
+    meaning:
+      'comma-separated `host:port` seed nodes of a Redis Cluster (7+): sharded pub/sub (`SPUBLISH`), each key in one slot; `REDIS_URL` is then unused (see Redis Cluster)',
   },
   REDIS_PREFIX: {
     shown: '`session-graph:`',
@@ -261,6 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     pgliteSharedBuffersMb: DEFAULT_PGLITE_SHARED_BUFFERS_MB,
     databaseUrl,
     redisUrl,
+    redisClusterNodes: parseClusterNodes(read('REDIS_CLUSTER_NODES'), env.REDIS_PREFIX),
     redisPrefix: env.REDIS_PREFIX ?? 'session-graph:',
     logLevel,
     apiKeys: parseApiKeys(read('API_KEYS')),
@@ -331,6 +338,16 @@ function readUrl(url: string | undefined, name: SettingName, scheme: RegExp, kin
     throw new ConfigError(`${name} is not a valid URL.`);
   }
   return url;
+}
+
+/** `host:port,…`; a prefix with a `{` would put every channel and key in one slot. */
+function parseClusterNodes(raw: string | undefined, prefix: string | undefined): string[] | null {
+  if (!raw) return null;
+  const nodes = raw.split(',').map((node) => node.trim());
+  const bad = nodes.find((node) => !/^[^\s:/]+:\d{1,5}$/.test(node));
+  if (bad !== undefined) throw new ConfigError(`REDIS_CLUSTER_NODES must be comma-separated host:port seeds (got "${bad}").`);
+  if (prefix?.includes('{')) throw new ConfigError('REDIS_PREFIX must not contain "{" with REDIS_CLUSTER_NODES (a hash tag).');
+  return nodes;
 }
 
 function parseOrigins(raw: string | undefined): string[] {

@@ -33,6 +33,11 @@
  * right after each round from the same server and pace with no socket open (`writer_alone`),
  * target ≤ 2 × on PGlite, where every subscriber is on the writer's instance.
  * Needs Redis (the relay); skipped without.
+ *
+ * With BENCH_REDIS_CLUSTER_NODES (seeds of a Redis Cluster, e.g. `scripts/redis-cluster.sh nodes`)
+ * on PostgreSQL, the `multi` cases add a fourth side in the same rounds: two more instances on the
+ * same database whose pub/sub is the cluster's sharded one (`multi.….cluster.*`), target its p99
+ * ≤ 1.2 × the rows through one Redis (`multi.….cluster.p99_vs_one_redis`).
  */
 import type { ProcessScenario, Row } from '../lib.js';
 import { median, round } from '../lib.js';
@@ -65,6 +70,9 @@ const fanout: ProcessScenario = {
     const db = await ctx.database();
     const servers = [];
     for (let i = 0; i < instances; i++) servers.push(await ctx.server(db, { redis: ctx.backend === 'postgres' }));
+    const clusterNodes = ctx.backend === 'postgres' ? process.env.BENCH_REDIS_CLUSTER_NODES : undefined;
+    const clustered = [];
+    if (clusterNodes) for (let i = 0; i < 2; i++) clustered.push(await ctx.server(db, { env: { REDIS_CLUSTER_NODES: clusterNodes } }));
     // The durable relay's message row: in the server's database, or (PGlite) in a folder of its own,
     // written there by a server that then stops.
     const rawDb = ctx.backend === 'postgres' ? db : await ctx.database();
@@ -97,6 +105,8 @@ const fanout: ProcessScenario = {
       const server: Figures[] = [];
       const relay: Figures[] = [];
       const durable: Figures[] = [];
+      const cluster: Figures[] = [];
+      const withCluster = clustered.length > 0 && c.sessions > 1;
       /** The writer alone: same server, same pace, a session nobody watches, with no socket open. */
       const alone: Figures[] = [];
       const measureAlone = c.sessions === 1;
@@ -108,7 +118,12 @@ const fanout: ProcessScenario = {
           groups.push({ sessionId: createSession.id, after: 0, subscribers: c.per });
         }
         const channelGroups = groups.map((g, gi) => ({ ...g, channel: `${c.name}:${r}:${gi}` }));
-        const [s, b, d] = await ctx.load<Figures[]>('fanout', {
+        const clusterGroups = [];
+        for (let s = 0; withCluster && s < c.sessions; s++) {
+          const { createSession } = await ctx.gql(clustered[0].url, CREATE_SESSION, { title: `fanout ${c.name} ${r}.${s} cluster` });
+          clusterGroups.push({ sessionId: createSession.id, after: 0, subscribers: c.per });
+        }
+        const [s, b, d, k] = await ctx.load<Figures[]>('fanout', {
           sides: [
             { target: 'server', urls: servers.map((p) => p.url), groups },
             {
@@ -125,6 +140,7 @@ const fanout: ProcessScenario = {
               groups: groups.map((g, gi) => ({ ...g, channel: `${c.name}:${r}:durable:${gi}` })),
               writer: { url: `${relays[0].url}event`, messageId: rawMessageId },
             },
+            ...(withCluster ? [{ target: 'server', urls: clustered.map((p) => p.url), groups: clusterGroups }] : []),
           ],
           events: c.events,
           intervalMs: 50,
@@ -133,6 +149,10 @@ const fanout: ProcessScenario = {
         server.push(s);
         relay.push(b);
         durable.push(d);
+        if (k) {
+          cluster.push(k);
+          ctx.log(`${c.label} round ${r}/${ctx.rounds}: through the Redis Cluster ${roundLine(k)} dup ${k.duplicates}`);
+        }
         ctx.log(
           `${c.label} round ${r}/${ctx.rounds}: server ${roundLine(s)} dup ${s.duplicates}; relay ${roundLine(b)}; durable relay ${roundLine(d)}`,
         );
@@ -178,6 +198,9 @@ const fanout: ProcessScenario = {
           'raw relay taking each event as a POST that commits one UPDATE, then publishes it; same sockets and pace',
         ),
         ...(measureAlone ? writerRows(c.name, ctx.backend, server, alone) : []),
+        ...(cluster.length
+          ? clusterRows(c.name, server, cluster, `${c.label}, two instances over a Redis Cluster (sharded pub/sub), 20 events/s`)
+          : []),
         {
           metric: `${c.name}.durable_relay.p99_vs_relay`,
           value: round(dp99 / Math.max(rp99, 0.001), 2),
@@ -251,3 +274,24 @@ function deliveryRows(prefix: string, rounds: Figures[], note: string): Row[] {
 }
 
 export default fanout;
+
+/** The `multi` rows through a Redis Cluster, and their p99 against the same rows through one Redis. */
+function clusterRows(name: string, server: Figures[], cluster: Figures[], label: string): Row[] {
+  const p99 = median(cluster.map((f) => f.p99));
+  return [
+    ...deliveryRows(`${name}.cluster`, cluster, label),
+    {
+      metric: `${name}.cluster.duplicates`,
+      value: cluster.reduce((n, f) => n + f.duplicates, 0),
+      unit: 'deliveries',
+      target: { op: '<=', value: 0 },
+    },
+    {
+      metric: `${name}.cluster.p99_vs_one_redis`,
+      value: round(p99 / Math.max(median(server.map((f) => f.p99)), 0.001), 2),
+      unit: 'ratio',
+      target: { op: '<=', value: 1.2 },
+      note: 'p99 through the Redis Cluster / p99 through one Redis, same rounds',
+    },
+  ];
+}

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../logger.js';
-import { loadRedis } from '../pubsub/redis-connection.js';
+import { connectRedis } from '../pubsub/redis-connection.js';
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
@@ -16,8 +16,25 @@ export interface RateLimiterOptions {
   windowMs: number;
   /** With Redis, every instance counts in the same keys, so the limit holds across instances. */
   redisUrl: string | null;
+  /** A Redis Cluster's seed nodes (win over `redisUrl`): each identity's keys in one slot (a hash tag). */
+  redisClusterNodes?: string[] | null;
   prefix: string;
   logger: Logger;
+}
+
+/** How long a count may take before the request is let through. */
+const COMMAND_TIMEOUT_MS = 250;
+
+/**
+ * `promise`, or a rejection after `ms`: a cluster retries a command whose primary is failing over
+ * (redirections, `CLUSTERDOWN`) for longer than one node's `commandTimeout`.
+ */
+function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 /** Identities counted in process (without Redis) at once. */
@@ -38,7 +55,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const windowOf = (now: number) => Math.floor(now / windowMs);
   const retryAfter = (now: number) => Math.max(1, Math.ceil(((windowOf(now) + 1) * windowMs - now) / 1000));
 
-  if (!options.redisUrl) {
+  const target = options.redisClusterNodes ?? options.redisUrl;
+  if (!target) {
     // Rule: an identity's count of the current window; a count of a past window is replaced at the
     // identity's next request and expires with its window. At most LOCAL_IDENTITIES are kept: the
     // one forgotten when full is the identity heard from least recently, the least likely to be
@@ -60,16 +78,20 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     };
   }
 
-  const redis = new (loadRedis())(options.redisUrl, {
+  const redis = connectRedis(target, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: 250,
+    commandTimeout: COMMAND_TIMEOUT_MS,
   });
   let warnedWindow = -1;
   redis.on('error', () => {
     // Reported through the failed `take` below; ioredis reconnects by itself.
   });
+  // On a cluster the identity is a hash tag: every window of an identity in one slot, on one primary.
+  const keyOf = options.redisClusterNodes
+    ? (identity: string, window: number) => `${options.prefix}rate:{${identity}}:${window}`
+    : (identity: string, window: number) => `${options.prefix}rate:${identity}:${window}`;
   const ready = redis.connect().catch((error) => options.logger.warn('rate limiter: Redis unreachable at start', { error }));
   return {
     async take(identity) {
@@ -77,7 +99,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       const now = Date.now();
       const window = windowOf(now);
       try {
-        const count = Number(await redis.eval(TAKE_SCRIPT, 1, `${options.prefix}rate:${identity}:${window}`, windowMs));
+        const counted = redis.eval(TAKE_SCRIPT, 1, keyOf(identity, window), windowMs);
+        const count = Number(await (options.redisClusterNodes ? within(COMMAND_TIMEOUT_MS, counted) : counted));
         return count <= requests ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(now) };
       } catch (error) {
         if (warnedWindow !== window) {

@@ -46,7 +46,10 @@ describe('configuration from the environment', () => {
       trustedDocuments: '/srv/persisted-documents.json',
       eventRetentionMs: 86_400_000,
     });
-    expect(loadConfig({})).toMatchObject({ metricsToken: null, trustedDocuments: null, eventRetentionMs: null });
+    expect(loadConfig({})).toMatchObject({ metricsToken: null, trustedDocuments: null, eventRetentionMs: null, redisClusterNodes: null });
+    expect(loadConfig({ REDIS_CLUSTER_NODES: ' redis-a:7000, 10.0.0.2:7001 ' })).toMatchObject({
+      redisClusterNodes: ['redis-a:7000', '10.0.0.2:7001'],
+    });
     expect(eventSweepInterval(1_000)).toBe(250);
     expect(eventSweepInterval(86_400_000)).toBe(60_000);
   });
@@ -97,6 +100,9 @@ describe('configuration from the environment', () => {
     ['PORT', { PORT: '70000' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://x@y/z' }],
     ['REDIS_URL', { REDIS_URL: 'http://localhost' }],
+    ['REDIS_CLUSTER_NODES', { REDIS_CLUSTER_NODES: 'redis://a:7000' }],
+    ['REDIS_CLUSTER_NODES', { REDIS_CLUSTER_NODES: 'a:7000,b' }],
+    ['REDIS_PREFIX', { REDIS_CLUSTER_NODES: 'a:7000', REDIS_PREFIX: '{app}:' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['API_KEYS', { API_KEYS: 'no-colon-here' }],
     ['API_KEYS', { API_KEYS: 'team:short' }],
