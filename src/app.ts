@@ -34,6 +34,7 @@ import { ServerMetrics } from './http/metrics.js';
 import { loadTrustedDocuments, TrustedDocuments } from './http/trusted-documents.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { useKeyScopes } from './graphql/key-scopes.js';
+import { useReadReplicas } from './graphql/consistency.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { SubscriptionTracker } from './live/subscription-tracker.js';
@@ -270,6 +271,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     sharing,
     subscriptions.plugin(),
     ...(jit ? [jit] : []),
+    // After the compiler's plugin: routes whichever execute it chose (db/replicas.ts).
+    ...(db.replicas ? [useReadReplicas(db.replicas)] : []),
     ...extraPlugins,
   ];
   // Every request the fast path answers must see every plugin as Yoga's path would; checked with
@@ -362,6 +365,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     webSocketConnections: () => webSocket.connections(),
     pingDatabase: () => db.ping(),
     pingPubSub: () => bus.ping(),
+    replicas: db.replicas,
     timeoutMs: config.readyTimeoutMs,
   });
 

@@ -162,6 +162,8 @@ export async function createTestApp(
   options: {
     apiKeys?: AppConfig['apiKeys'];
     shareWith?: TestApp;
+    /** A PostgreSQL database of the test's own (read-replicas.test.ts: a primary with a replica) instead of the backend's. */
+    databaseUrl?: string;
     config?: Partial<AppConfig>;
     redisUrl?: string | null;
     /** Plugins after the app's own (`BuildAppOptions.plugins`). */
@@ -175,7 +177,7 @@ export async function createTestApp(
   } = {},
 ): Promise<TestApp> {
   const redisPrefix = options.shareWith?.redisPrefix ?? testConfig().redisPrefix;
-  let databaseUrl = options.shareWith?.databaseUrl ?? null;
+  let databaseUrl = options.databaseUrl ?? options.shareWith?.databaseUrl ?? null;
   if (!databaseUrl && backend.postgresUrl) databaseUrl = await freshPostgresDatabase();
   if (options.shareWith && !databaseUrl) throw new Error('a shared instance needs PostgreSQL (TEST_DATABASE_URL)');
   const config = testConfig({
