@@ -91,7 +91,49 @@ describe.skipIf(!primaryAdmin || replicaAdmins.length === 0)('read replicas (Pos
     const after = await scrape(app);
     expect(statements(after, 'replica')).toBeGreaterThan(statements(before, 'replica'));
     expect(statements(after, 'primary')).toBe(statements(before, 'primary'));
+    // A token the replica has replayed: the replica serves that read too.
+    await until(
+      async () =>
+        (await readyz(app)).body.status === 'ok' &&
+        (await gqlOk<{ node: { title: string } }, unknown>(app, TITLE, { id: sessionId })).node.title === 'caught up',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const withToken = await scrape(app);
+    const read = await gqlOk<{ node: { title: string } }, unknown>(
+      app,
+      TITLE,
+      { id: sessionId },
+      { headers: { 'x-consistency-token': token } },
+    );
+    expect(read.node.title).toBe('caught up');
+    const afterToken = await scrape(app);
+    expect(statements(afterToken, 'replica')).toBeGreaterThan(statements(withToken, 'replica'));
+    expect(statements(afterToken, 'primary')).toBe(statements(withToken, 'primary'));
   });
+
+  it('skips a replica that falls behind the lag bound: reads without a token come from the primary, /readyz says degraded with 200', async () => {
+    // A second instance on the same primary and replica, with a 1-second bound.
+    const bounded = await createTestApp({
+      databaseUrl: withDatabase(primaryAdmin!, name),
+      config: { databaseReplicaUrls: replicaUrls, replicaMaxLagMs: 1_000 },
+    });
+    await onEach(replicaUrls, 'SELECT pg_wal_replay_pause()');
+    try {
+      await gqlOk(bounded, RENAME, { id: sessionId, title: 'behind the bound' });
+      await until(async () => (await readyz(bounded)).body.replicas?.[0].status === 'lagging');
+      const ready = await readyz(bounded);
+      expect(ready).toMatchObject({ status: 200, body: { status: 'degraded' } });
+      const before = await scrape(bounded);
+      expect((await gqlOk<{ node: { title: string } }, unknown>(bounded, TITLE, { id: sessionId })).node.title).toBe('behind the bound');
+      const after = await scrape(bounded);
+      expect(statements(after, 'replica')).toBe(statements(before, 'replica'));
+      expect(statements(after, 'primary')).toBeGreaterThan(statements(before, 'primary'));
+    } finally {
+      await onEach(replicaUrls, 'SELECT pg_wal_replay_resume()');
+      await bounded.close();
+    }
+    await until(async () => (await readyz(app)).body.status === 'ok');
+  }, 60_000);
 
   it('reads its own write with the token, 200 times out of 200, while the replica replays nothing', async () => {
     await onEach(replicaUrls, 'SELECT pg_wal_replay_pause()');
