@@ -17,6 +17,10 @@ const script = fileURLToPath(new URL('../../scripts/pg-replica.sh', import.meta.
 
 const RENAME = 'mutation Rename($id: ID!, $title: String!) { updateSession(input: { sessionId: $id, title: $title }) { id title } }';
 const TITLE = 'query Title($id: ID!) { node(id: $id) { ... on Session { title } } }';
+const TITLE_AND_COUNT = 'query TitleAndCount($id: ID!) { node(id: $id) { ... on Session { title messageCount } } }';
+const COUNT_MESSAGES = 'query Messages($id: ID!) { node(id: $id) { ... on Session { messageCount } } }';
+const APPEND =
+  'mutation Append($id: ID!, $text: String!) { appendMessages(input: { sessionId: $id, messages: [{ role: USER, text: $text }] }) { session { id } } }';
 const COUNT = 'query Count { sessions(first: 1) { totalCount } }';
 
 const withDatabase = (url: string, name: string) => {
@@ -139,17 +143,22 @@ describe.skipIf(!primaryAdmin || replicaAdmins.length === 0)('read replicas (Pos
     await onEach(replicaUrls, 'SELECT pg_wal_replay_pause()');
     try {
       const stale = (await gqlOk<{ node: { title: string } }, unknown>(app, TITLE, { id: sessionId })).node.title;
+      const { messageCount } = (await gqlOk<{ node: { messageCount: number } }, unknown>(app, COUNT_MESSAGES, { id: sessionId })).node;
+      // Half renames (Prisma's update), half appends (one plain SQL statement); each read with its write's token.
       for (let i = 0; i < 200; i++) {
-        const written = await gql(app, RENAME, { id: sessionId, title: `write ${i}` });
+        const written =
+          i % 2 === 0
+            ? await gql(app, RENAME, { id: sessionId, title: `write ${i}` })
+            : await gql(app, APPEND, { id: sessionId, text: `message ${i}` });
         expect(written.errors).toBeUndefined();
-        const token = written.extensions?.consistencyToken as string;
-        const read = await gqlOk<{ node: { title: string } }, unknown>(
+        const headers = { 'x-consistency-token': written.extensions?.consistencyToken as string };
+        const read = await gqlOk<{ node: { title: string; messageCount: number } }, unknown>(
           app,
-          TITLE,
+          TITLE_AND_COUNT,
           { id: sessionId },
-          { headers: { 'x-consistency-token': token } },
+          { headers },
         );
-        expect(read.node.title).toBe(`write ${i}`);
+        expect(read.node).toEqual({ title: `write ${i - (i % 2)}`, messageCount: messageCount + (i + 1 - ((i + 1) % 2)) / 2 });
       }
       // Without the token the paused replica answers, with what it had: the token is what made the reads above right.
       expect((await gqlOk<{ node: { title: string } }, unknown>(app, TITLE, { id: sessionId })).node.title).toBe(stale);
