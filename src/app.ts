@@ -149,6 +149,12 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   try {
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
+    if (db.replicas) {
+      db.replicas.onChange = (replica, problem) =>
+        problem === null
+          ? logger.info('read replica serves reads again', { replica: replica.index })
+          : logger.warn('read replica skipped: its reads go to the primary', { replica: replica.index, problem });
+    }
     const metrics = new ServerMetrics(config.metricsToken);
     bus = createEventBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger, observer: metrics.bus });
     const auth = new WorkspaceAuth(db.sql, new ApiKeyCache(config.caches.apiKeyTtlMs, config.caches.apiKeyMax), {

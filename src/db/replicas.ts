@@ -66,6 +66,8 @@ export class ReplicaSet {
   private next = 0;
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
+  /** Told when a replica stops or starts serving reads (`buildApp` logs it). */
+  onChange: ((replica: Replica, problem: string | null) => void) | null = null;
 
   constructor(
     private readonly primary: pg.Pool,
@@ -118,7 +120,13 @@ export class ReplicaSet {
   /** `replica` failed a statement with `error`, which now runs on the primary. */
   failed(replica: Replica, error: unknown): void {
     this.counts.fallbacks++;
-    if (connectionLost(error)) replica.problem = `down: ${(error as Error).message || (error as { code?: string }).code}`;
+    if (connectionLost(error)) this.mark(replica, `down: ${(error as Error).message || (error as { code?: string }).code}`);
+  }
+
+  private mark(replica: Replica, problem: string | null): void {
+    const changed = (replica.problem === null) !== (problem === null);
+    replica.problem = problem;
+    if (changed) this.onChange?.(replica, problem);
   }
 
   /** Whether every replica serves reads, and each one's state (`/readyz`). */
@@ -162,14 +170,11 @@ export class ReplicaSet {
             timeout,
           );
           const lsn = rows[0].lsn === null ? null : parseLsn(rows[0].lsn);
-          if (lsn === null) {
-            replica.problem = 'down: not a replica (pg_last_wal_replay_lsn() is null)';
-            return;
-          }
+          if (lsn === null) return this.mark(replica, 'down: not a replica (pg_last_wal_replay_lsn() is null)');
           replica.replayed = lsn;
-          replica.problem = lsn < bound ? 'lagging' : null;
+          this.mark(replica, lsn < bound ? 'lagging' : null);
         } catch (error) {
-          replica.problem = `down: ${(error as Error).message}`;
+          this.mark(replica, `down: ${(error as Error).message}`);
         }
       }),
     );
