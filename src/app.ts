@@ -35,6 +35,7 @@ import { ServerMetrics } from './http/metrics.js';
 import { loadTrustedDocuments, TrustedDocuments } from './http/trusted-documents.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { useKeyScopes } from './graphql/key-scopes.js';
+import { useReadReplicas } from './graphql/consistency.js';
 import { type QueryJitStats, useQueryJit } from './graphql/query-jit.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { SubscriptionTracker } from './live/subscription-tracker.js';
@@ -149,6 +150,12 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
   try {
     const report = await db.migrate();
     if (report.applied.length) logger.info('applied migrations', { migrations: report.applied });
+    if (db.replicas) {
+      db.replicas.onChange = (replica, problem) =>
+        problem === null
+          ? logger.info('read replica serves reads again', { replica: replica.index })
+          : logger.warn('read replica skipped: its reads go to the primary', { replica: replica.index, problem });
+    }
     const metrics = new ServerMetrics(config.metricsToken);
     bus = createEventBus({
       redisUrl: config.redisUrl,
@@ -284,6 +291,8 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     sharing,
     subscriptions.plugin(),
     ...(jit ? [jit] : []),
+    // After the compiler's plugin: routes whichever execute it chose (db/replicas.ts).
+    ...(db.replicas ? [useReadReplicas(db.replicas)] : []),
     ...extraPlugins,
   ];
   // Every request the fast path answers must see every plugin as Yoga's path would; checked with
@@ -376,6 +385,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     webSocketConnections: () => webSocket.connections(),
     pingDatabase: () => db.ping(),
     pingPubSub: () => bus.ping(),
+    replicas: db.replicas,
     timeoutMs: config.readyTimeoutMs,
   });
 

@@ -34,6 +34,8 @@ export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 32;
 
 /** `/readyz`'s longest wait for one dependency, in ms. */
 export const READY_TIMEOUT_MS = 500;
+/** A read replica behind what the primary had written this long ago is skipped, and `/readyz` says `degraded` (a constant: the settings table stays short). */
+export const REPLICA_MAX_LAG_MS = 5_000;
 
 /** How often stale turns are looked for: a twentieth of TURN_TIMEOUT_MS, at most 30 s, so a turn is failed at most 5 % late. */
 export function turnSweepInterval(turnTimeoutMs: number): number {
@@ -55,6 +57,10 @@ export interface AppConfig {
   pgliteSharedBuffersMb: number;
   /** A postgres:// URL selects real PostgreSQL instead of PGlite. */
   databaseUrl: string | null;
+  /** Streaming replicas of `databaseUrl` that serve queries (db/replicas.ts); empty: the primary serves all. */
+  databaseReplicaUrls: string[];
+  /** A replica further behind the primary than this is skipped (REPLICA_MAX_LAG_MS; tests set their own). */
+  replicaMaxLagMs: number;
   /** A redis:// URL selects Redis pub/sub instead of the in-memory one. */
   redisUrl: string | null;
   /** Seed nodes (`host:port`) of a Redis Cluster: sharded pub/sub and hash-tagged keys; `redisUrl` is then unused. */
@@ -125,6 +131,10 @@ export const SETTINGS = {
   HOST: { shown: '`0.0.0.0`', meaning: 'interface to listen on' },
   DATA_DIR: { shown: '`./.data`', meaning: 'PGlite data folder when `DATABASE_URL` is unset (`memory://` keeps nothing)' },
   DATABASE_URL: { meaning: '`postgres://…` selects real PostgreSQL (through `@prisma/adapter-pg`)' },
+  DATABASE_REPLICA_URLS: {
+    meaning:
+      "comma-separated `postgres://…` streaming replicas of `DATABASE_URL`: queries are read from them, mutations and subscriptions from the primary; a request sending a mutation's `consistencyToken` sees its write (see Read replicas)",
+  },
   REDIS_URL: {
     meaning: "`redis://…` selects Redis pub/sub (and shared rate limits), so instances see each other's writes",
   },
@@ -251,6 +261,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const production = read('NODE_ENV') === 'production';
   const dataDirRaw = read('DATA_DIR') ?? './.data';
   const databaseUrl = readUrl(read('DATABASE_URL'), 'DATABASE_URL', /^postgres(ql)?:\/\/.+/, 'a postgres:// or postgresql://');
+  const databaseReplicaUrls = (read('DATABASE_REPLICA_URLS') ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean)
+    .map((url) => readUrl(url, 'DATABASE_REPLICA_URLS', /^postgres(ql)?:\/\/.+/, 'a postgres:// or postgresql://') as string);
+  if (databaseReplicaUrls.length && !databaseUrl) throw new ConfigError('DATABASE_REPLICA_URLS needs DATABASE_URL (the primary).');
   const redisUrl = readUrl(read('REDIS_URL'), 'REDIS_URL', /^rediss?:\/\/.+/, 'a redis:// or rediss://');
 
   const logLevel = (read('LOG_LEVEL')?.toLowerCase() ?? 'info') as LogLevel;
@@ -266,6 +282,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     dataDir: dataDirRaw.startsWith('memory://') ? dataDirRaw : resolve(dataDirRaw),
     pgliteSharedBuffersMb: DEFAULT_PGLITE_SHARED_BUFFERS_MB,
     databaseUrl,
+    databaseReplicaUrls,
+    replicaMaxLagMs: REPLICA_MAX_LAG_MS,
     redisUrl,
     redisClusterNodes: parseClusterNodes(read('REDIS_CLUSTER_NODES'), env.REDIS_PREFIX),
     redisPrefix: env.REDIS_PREFIX ?? 'session-graph:',

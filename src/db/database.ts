@@ -4,6 +4,7 @@ import { type AppConfig, redact } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { openPglite, type PgliteDump } from './pglite-open.js';
 import { applyMigrations, type MigrationConnection, type MigrationReport } from './migrate.js';
+import { type Replica, ReplicaSet, routedAdapter, routedSql } from './replicas.js';
 import { createPgliteSql, createPgSql, type Sql } from './sql.js';
 
 /** Counts the SQL statements sent to the database (tests use it to catch N+1 regressions). */
@@ -32,6 +33,8 @@ export interface Database {
   /** Plain SQL on the same database, for the hot paths (see sql.ts). */
   sql: Sql;
   queries: QueryCounter;
+  /** The streaming replicas queries are read from (DATABASE_REPLICA_URLS); null: none, the primary serves all. */
+  replicas: ReplicaSet | null;
   migrate(): Promise<MigrationReport>;
   /** Throws when the database cannot answer. */
   ping(): Promise<void>;
@@ -39,7 +42,13 @@ export interface Database {
 }
 
 export type DatabaseOptions =
-  | { kind: 'postgres'; url: string }
+  | {
+      kind: 'postgres';
+      url: string;
+      /** Streaming replicas of `url` (`ReplicaSet`), and the lag past which one is skipped. */
+      replicaUrls?: string[];
+      replicaMaxLagMs?: number;
+    }
   | {
       kind: 'pglite';
       dataDir: string;
@@ -58,11 +67,12 @@ export type DatabaseOptions =
  * (`pgliteStatements`: see `DatabaseOptions`).
  */
 export function databaseOptionsOf(
-  config: Pick<AppConfig, 'databaseUrl' | 'dataDir' | 'pgliteSharedBuffersMb'>,
+  config: Pick<AppConfig, 'databaseUrl' | 'dataDir' | 'pgliteSharedBuffersMb'> &
+    Partial<Pick<AppConfig, 'databaseReplicaUrls' | 'replicaMaxLagMs'>>,
   pgliteStatements = true,
 ): DatabaseOptions {
   return config.databaseUrl
-    ? { kind: 'postgres', url: config.databaseUrl }
+    ? { kind: 'postgres', url: config.databaseUrl, replicaUrls: config.databaseReplicaUrls, replicaMaxLagMs: config.replicaMaxLagMs }
     : { kind: 'pglite', dataDir: config.dataDir, sharedBuffersMb: config.pgliteSharedBuffersMb, pgliteStatements };
 }
 
@@ -82,16 +92,44 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     pool.on('error', () => {
       // An idle client lost its connection; the pool replaces it and the next query reports errors.
     });
-    const prisma = new PrismaClient({
-      adapter: countingAdapter(new PrismaPg(pool), queries),
-      transactionOptions: TRANSACTION_OPTIONS,
+    const sql = createPgSql(pool, queries, pg.types);
+    // Replicas: their own pools, polled for what they have replayed; statements routed per operation.
+    const replicaPools = (options.replicaUrls ?? []).map((url) => {
+      const replicaPool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 2000 });
+      replicaPool.on('error', () => {});
+      return replicaPool;
     });
+    const replicas = replicaPools.length
+      ? new ReplicaSet(
+          pool,
+          replicaPools.map(
+            (replicaPool, index): Replica => ({
+              index,
+              pool: replicaPool,
+              sql: createPgSql(replicaPool, queries, pg.types),
+              replayed: 0n,
+              problem: null,
+            }),
+          ),
+          options.replicaMaxLagMs ?? 5000,
+        )
+      : null;
+    const adapter = replicas
+      ? routedAdapter(
+          new PrismaPg(pool),
+          replicaPools.map((replicaPool) => new PrismaPg(replicaPool)),
+          replicas,
+        )
+      : new PrismaPg(pool);
+    const prisma = new PrismaClient({ adapter: countingAdapter(adapter, queries), transactionOptions: TRANSACTION_OPTIONS });
+    await replicas?.start();
     return {
       kind: 'postgres',
-      description: `PostgreSQL at ${redact(options.url)}`,
+      description: `PostgreSQL at ${redact(options.url)}${replicaPools.length ? ` with ${replicaPools.length} replica(s)` : ''}`,
       prisma,
-      sql: createPgSql(pool, queries, pg.types),
+      sql: replicas ? routedSql(sql, replicas) : sql,
       queries,
+      replicas,
       async migrate() {
         const client = await pool.connect();
         try {
@@ -108,6 +146,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       },
       async close() {
         await prisma.$disconnect();
+        await replicas?.close();
         await pool.end();
       },
     };
@@ -127,6 +166,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     prisma,
     sql: createPgliteSql(pglite, queries, { preparedStatements: options.pgliteStatements ?? true }),
     queries,
+    replicas: null,
     async migrate() {
       const report = await applyMigrations(pgliteConnection(pglite));
       // After the migrations, so the arrays of the enums they create are known.

@@ -47,7 +47,8 @@ export function useOutageRetryAfter(endpoint: string): Plugin {
  * `yoga.fetch` reaches them too. Readiness: database down, or the server stopping, is 503
  * (`unavailable` / `stopping`); Redis down is 200 `degraded`: queries and mutations still work and
  * events stay in the log for replay, so taking every instance out of the load balancer for it would
- * turn a partial outage into a full one.
+ * turn a partial outage into a full one. So is a read replica down or lagging (`replicas`): the
+ * primary serves what it would have.
  */
 export function useHealthEndpoints(deps: { db: Database; bus: EventBus; timeoutMs: number; stopping: () => boolean }): Plugin {
   const check = (ping: () => Promise<void>) =>
@@ -62,8 +63,12 @@ export function useHealthEndpoints(deps: { db: Database; bus: EventBus; timeoutM
         if (url.pathname === '/healthz') return endResponse(json(fetchAPI, 200, { status: 'ok' }));
         if (url.pathname !== '/readyz') return;
         const [database, pubsub] = await Promise.all([check(() => deps.db.ping()), check(() => deps.bus.ping())]);
-        const status = deps.stopping() ? 'stopping' : database !== 'ok' ? 'unavailable' : pubsub !== 'ok' ? 'degraded' : 'ok';
-        endResponse(json(fetchAPI, status === 'ok' || status === 'degraded' ? 200 : 503, { status, database, pubsub }));
+        // A replica down or lagging is skipped (the primary serves its reads): degraded, not unavailable.
+        const replicas = deps.db.replicas?.status();
+        const degraded = pubsub !== 'ok' || (replicas !== undefined && !replicas.ok);
+        const status = deps.stopping() ? 'stopping' : database !== 'ok' ? 'unavailable' : degraded ? 'degraded' : 'ok';
+        const body = { status, database, pubsub, ...(replicas ? { replicas: replicas.replicas } : {}) };
+        endResponse(json(fetchAPI, status === 'ok' || status === 'degraded' ? 200 : 503, body));
       },
     },
     ['onRequest'],

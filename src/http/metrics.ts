@@ -4,6 +4,7 @@ import type { Plugin } from 'graphql-yoga';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { getOperationAST } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
+import type { ReplicaSet } from '../db/replicas.js';
 import type { BusObserver } from '../pubsub/bus.js';
 import { fastPathCovers } from './fast-path-contract.js';
 import { within } from './guards.js';
@@ -17,6 +18,8 @@ export interface MetricsSources {
   pingDatabase(): Promise<void>;
   pingPubSub(): Promise<void>;
   timeoutMs: number;
+  /** The read replicas (DATABASE_REPLICA_URLS), whose routing the database metrics show; null: none. */
+  replicas?: ReplicaSet | null;
 }
 
 /** Where `/metrics` answers. */
@@ -155,6 +158,7 @@ export class ServerMetrics {
         await Promise.all([measure('database', found.pingDatabase), measure('pubsub', found.pingPubSub)]);
       },
     });
+    replicaMetrics(this.registry, () => sources()?.replicas ?? null);
     const tripGauge = new Gauge({
       name: 'session_graph_dependency_round_trip_seconds',
       help: 'Round-trip time of a ping to the dependency at this scrape (the timeout when it did not answer)',
@@ -277,3 +281,35 @@ export class ServerMetrics {
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * With read replicas: statements by where they ran (`target`: primary, replica, and `fallback` for
+ * those that failed on a replica and ran again on the primary), and whether each replica serves
+ * reads now (0: down or lagging, skipped).
+ */
+function replicaMetrics(registry: Registry, replicas: () => ReplicaSet | null) {
+  new Counter({
+    name: 'session_graph_database_queries_total',
+    help: 'Statements sent with read replicas configured, by target: primary, replica, fallback (failed on a replica, run again on the primary)',
+    labelNames: ['target'],
+    registers: [registry],
+    collect() {
+      const set = replicas();
+      this.reset();
+      if (!set) return;
+      this.inc({ target: 'primary' }, set.counts.primary);
+      this.inc({ target: 'replica' }, set.counts.replica);
+      this.inc({ target: 'fallback' }, set.counts.fallbacks);
+    },
+  });
+  new Gauge({
+    name: 'session_graph_replica_serving',
+    help: 'Whether the read replica serves reads (1) or is skipped as down or lagging past REPLICA_MAX_LAG_MS (0)',
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const replica of replicas()?.replicas ?? []) this.set({ replica: String(replica.index) }, replica.problem === null ? 1 : 0);
+    },
+  });
+}

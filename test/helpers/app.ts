@@ -28,6 +28,24 @@ export const backend = {
   },
 };
 
+/**
+ * TEST_DATABASE_URL naming a primary and TEST_REPLICA_URLS its streaming replicas (.ci/run's replica
+ * step): every test app on the backend's databases reads its queries from the replicas (the same
+ * database name on each), and `gql` sends back the newest consistency token any mutation got, as a
+ * client that must read its writes does. An app of a test's own database (`databaseUrl`) is left as
+ * the test builds it.
+ */
+const suiteReplicas = backend.postgresUrl ? (process.env.TEST_REPLICA_URLS ?? '').split(',').filter(Boolean) : [];
+let newestToken: { text: string; position: bigint } | null = null;
+const appsSendingTokens = new WeakSet<App>();
+
+function keepToken(token: unknown) {
+  if (typeof token !== 'string') return;
+  const [high, low] = token.split('/').map((part) => BigInt(`0x${part}`));
+  const position = (high << 32n) | low;
+  if (!newestToken || position > newestToken.position) newestToken = { text: token, position };
+}
+
 export const API_KEYS = {
   alpha: 'alpha-key-0123456789abcdef',
   beta: 'beta-key-0123456789abcdef0',
@@ -162,6 +180,8 @@ export async function createTestApp(
   options: {
     apiKeys?: AppConfig['apiKeys'];
     shareWith?: TestApp;
+    /** A PostgreSQL database of the test's own (read-replicas.test.ts: a primary with a replica) instead of the backend's. */
+    databaseUrl?: string;
     config?: Partial<AppConfig>;
     redisUrl?: string | null;
     /** Plugins after the app's own (`BuildAppOptions.plugins`). */
@@ -175,7 +195,8 @@ export async function createTestApp(
   } = {},
 ): Promise<TestApp> {
   const redisPrefix = options.shareWith?.redisPrefix ?? testConfig().redisPrefix;
-  let databaseUrl = options.shareWith?.databaseUrl ?? null;
+  let databaseUrl = options.databaseUrl ?? options.shareWith?.databaseUrl ?? null;
+  const onReplicas = !options.databaseUrl && suiteReplicas.length > 0;
   if (!databaseUrl && backend.postgresUrl) databaseUrl = await freshPostgresDatabase();
   if (options.shareWith && !databaseUrl) throw new Error('a shared instance needs PostgreSQL (TEST_DATABASE_URL)');
   const config = testConfig({
@@ -186,6 +207,13 @@ export async function createTestApp(
     // whether a key exists, a statement that would land at random in the tests' statement counts.
     ...(options.apiKeys?.length ? {} : { authRequired: false }),
     ...(options.redisUrl !== undefined ? { redisUrl: options.redisUrl } : {}),
+    ...(onReplicas
+      ? {
+          databaseReplicaUrls: suiteReplicas.map((url) =>
+            Object.assign(new URL(url), { pathname: new URL(databaseUrl!).pathname }).toString(),
+          ),
+        }
+      : {}),
     ...options.config,
   });
   const deviations = { ...testDeviations, ...options.deviations };
@@ -201,6 +229,7 @@ export async function createTestApp(
     // As a server some time after its start: its query compiler loaded.
     await app.warm();
   }
+  if (onReplicas) appsSendingTokens.add(app);
   return Object.assign(app, { databaseUrl, redisPrefix, url });
 }
 
@@ -278,11 +307,13 @@ export async function gql<R, V>(
     headers: {
       'content-type': 'application/json',
       ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      ...(newestToken && appsSendingTokens.has(app) ? { 'x-consistency-token': newestToken.text } : {}),
       ...options.headers,
     },
     body: JSON.stringify({ query, variables }),
   });
   const body = (await response.json()) as ExecutionResult<R>;
+  keepToken(body.extensions?.consistencyToken);
   return { ...body, status: response.status };
 }
 

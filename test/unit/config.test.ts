@@ -51,6 +51,19 @@ describe('configuration from the environment', () => {
       redisClusterNodes: ['redis-a:7000', '10.0.0.2:7001'],
     });
     expect(eventSweepInterval(1_000)).toBe(250);
+  });
+
+  it('reads DATABASE_REPLICA_URLS as a list of postgres URLs beside DATABASE_URL, and refuses it alone or malformed', () => {
+    const primary = 'postgres://root@127.0.0.1:5441/db';
+    expect(loadConfig({})).toMatchObject({ databaseReplicaUrls: [], replicaMaxLagMs: 5_000 });
+    expect(
+      loadConfig({ DATABASE_URL: primary, DATABASE_REPLICA_URLS: ' postgres://root@a:5442/db, postgresql://root@b:5443/db ,' })
+        .databaseReplicaUrls,
+    ).toEqual(['postgres://root@a:5442/db', 'postgresql://root@b:5443/db']);
+    expect(() => loadConfig({ DATABASE_REPLICA_URLS: 'postgres://root@a:5442/db' })).toThrow(/needs DATABASE_URL/);
+    expect(() => loadConfig({ DATABASE_URL: primary, DATABASE_REPLICA_URLS: 'mysql://u:secret@a/db' })).toThrow(
+      /DATABASE_REPLICA_URLS must be a postgres:\/\/ .*u:\*\*\*@/,
+    );
     expect(eventSweepInterval(86_400_000)).toBe(60_000);
   });
 
