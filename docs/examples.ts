@@ -299,6 +299,38 @@ export const EXAMPLES: ApiExample[] = [
     },
   },
   {
+    field: 'importSessions',
+    kind: 'mutation',
+    summary:
+      'Imports a small export file (the JSON Lines of `GET /export/sessions/<id>`, docs/export-format.md): a header, one session with its two messages, and the end line. The session gets a new id in your workspace; its structure and timestamps are kept. Larger files go to `POST /import`, which streams them.',
+    document: `mutation ImportSessions($input: ImportSessionsInput!) {
+  importSessions(input: $input) {
+    sessions {
+      title
+      kind
+      messageCount
+      createdAt
+    }
+  }
+}`,
+    variables: {
+      input: {
+        lines: [
+          '{"type":"header","format":"session-graph/export","version":1,"exportedAt":"2026-11-29T12:00:00.000Z","sessionId":"0196f5c2-9000-7000-8000-000000000001","tree":false}',
+          '{"type":"session","id":"0196f5c2-9000-7000-8000-000000000001","kind":"ROOT","title":"Porto, a weekend","settings":{},"metadata":{},"parentId":null,"rootId":"0196f5c2-9000-7000-8000-000000000001","ancestorIds":[],"depth":0,"forkIndex":null,"forkPointMessageId":null,"lineage":[],"parentTurnId":null,"parentMessageCount":null,"agentId":null,"messageCount":2,"compactionCount":0,"transformCount":0,"turnCount":0,"activeTurnId":null,"createdAt":"2026-11-01T09:00:00.000Z","updatedAt":"2026-11-01T09:01:00.000Z"}',
+          '{"type":"message","id":"m1","sessionId":"0196f5c2-9000-7000-8000-000000000001","position":0,"role":"USER","parts":[{"type":"text","text":"Two days in Porto?"}],"toolCallIds":[],"toolResultIds":[],"generating":false,"tokensO200k":null,"tokensCl100k":null,"turnId":null,"agentId":null,"createdAt":"2026-11-01T09:00:00.000Z","updatedAt":"2026-11-01T09:00:00.000Z"}',
+          '{"type":"message","id":"m2","sessionId":"0196f5c2-9000-7000-8000-000000000001","position":1,"role":"ASSISTANT","parts":[{"type":"text","text":"Day 1: Ribeira and the Douro."}],"toolCallIds":[],"toolResultIds":[],"generating":false,"tokensO200k":null,"tokensCl100k":null,"turnId":null,"agentId":null,"createdAt":"2026-11-01T09:01:00.000Z","updatedAt":"2026-11-01T09:01:00.000Z"}',
+          '{"type":"end","sessions":1,"messages":2}',
+        ].join('\n'),
+      },
+    },
+    response: {
+      importSessions: {
+        sessions: [{ title: 'Porto, a weekend', kind: 'ROOT', messageCount: 2, createdAt: '2026-11-01T09:00:00.000Z' }],
+      },
+    },
+  },
+  {
     field: 'hideMessages',
     kind: 'mutation',
     summary:

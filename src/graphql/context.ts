@@ -8,6 +8,8 @@ import type { EventBus } from '../pubsub/bus.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
 import type { TokenPrecount } from '../caches/token-precount.js';
+import type { ExportService } from '../services/exports.js';
+import type { ImportService } from '../services/imports.js';
 import type { AttachmentDownloads } from '../services/attachment-downloads.js';
 import type { AssemblyService } from '../services/assembly.js';
 import { RequestLoaders, type LoaderSources } from '../services/loaders.js';
@@ -51,6 +53,10 @@ export interface AppRuntime {
   retention: EventRetention | null;
   /** What `/attachments/<id>` serves. */
   downloads: AttachmentDownloads;
+  /** `GET /export/sessions/<id>`. */
+  exports: ExportService;
+  /** `POST /import` and `importSessions`. */
+  imports: ImportService;
 }
 
 /**
@@ -76,6 +82,7 @@ export interface RequestContext {
   turns: TurnService;
   reads: ReadService;
   search: MessageSearchService;
+  imports: ImportService;
 }
 
 /** What the event and subscription helpers use (every resolver receives the whole `RequestContext`: Pothos has one context type per builder). */
@@ -114,6 +121,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
         turns,
         reads,
         search,
+        imports: runtime.imports,
       },
       initContextCache(),
     );
