@@ -5,6 +5,7 @@
  * to, and an `end` line last (a file cut short is refused). Pure: the checks of one line, no I/O.
  */
 import { badInput } from './errors.js';
+import { checkStoredParts } from './export-parts.js';
 import { LIMITS } from './limits.js';
 
 export const EXPORT_FORMAT = 'session-graph/export';
@@ -419,11 +420,7 @@ export function checkLine(text: string): ExportLine {
       if (!Array.isArray(value.parts) || value.parts.length > LIMITS.partsPerMessage || !value.parts.every(isObject)) {
         throw badInput(`"parts" must be an array of at most ${LIMITS.partsPerMessage} objects.`);
       }
-      for (const part of value.parts as Record<string, unknown>[]) {
-        if (typeof part.type !== 'string') throw badInput('each part must have a "type".');
-        if (part.type === 'attachment' && typeof part.attachmentId !== 'string')
-          throw badInput('an attachment part must name its "attachmentId".');
-      }
+      checkStoredParts(value.parts as Record<string, unknown>[]);
       break;
     case 'transform':
       checkEnum(value, 'kind', ['HIDE', 'UNHIDE', 'REDACT', 'UNREDACT', 'STRIP_TOOL_OUTPUTS']);

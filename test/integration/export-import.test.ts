@@ -269,6 +269,19 @@ describe(`export and import (${backend.label})`, () => {
     wrong[last] = { ...wrong[last], position: 99 };
     const second = await importText(wrong.map((l) => JSON.stringify(l)).join('\n'));
     expect(second).toMatchObject({ status: 400, body: { line: last + 1, message: expect.stringContaining('position 99') } });
+    // A part the server would never write, and bytes that are not those the line's SHA-256 names.
+    const edited = (index: number, change: Line) =>
+      lines.map((l, i) => (i === index ? JSON.stringify({ ...(JSON.parse(l) as Line), ...change }) : l)).join('\n');
+    const firstMessage = wrong.findIndex((l) => l.type === 'message');
+    expect(await importText(edited(firstMessage, { parts: [{ type: 'text' }] }))).toMatchObject({
+      status: 400,
+      body: { line: firstMessage + 1, message: expect.stringContaining('parts[0]') },
+    });
+    const image = wrong.findIndex((l) => l.type === 'attachment');
+    expect(await importText(edited(image, { data: makePng(64, 33).toString('base64') }))).toMatchObject({
+      status: 400,
+      body: { line: image + 1, message: expect.stringContaining('sha256') },
+    });
     const cut = await importText(lines.slice(0, -1).join('\n'));
     expect(cut).toMatchObject({ status: 400, body: { line: lines.length - 1, message: expect.stringContaining('cut short') } });
     const after = await gqlOk<{ sessions: { totalCount: number } }, unknown>(app, '{ sessions { totalCount } }', {}, beta);

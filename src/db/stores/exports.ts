@@ -284,17 +284,17 @@ export async function insertImportedAttachment(sql: SqlClient, workspaceId: stri
 const JOINED_TEXT = `(SELECT coalesce(string_agg(x.p->>'text', E'\\n' ORDER BY x.o), '')
      FROM jsonb_array_elements(r.parts) WITH ORDINALITY AS x(p, o) WHERE x.p->>'type' = 'text')`;
 
-/** Inserts messages (ids and references mapped); `text` is derived from the parts in SQL, as appends do. */
+/** Inserts messages (ids and references mapped); `text` and the tool call and result ids are derived from the parts in SQL. */
 export async function insertImportedMessages(sql: SqlClient, messages: readonly MessageLine[]): Promise<void> {
   if (messages.length === 0) return;
   await sql.query(
     `INSERT INTO "Message" (id, "sessionId", position, role, parts, text, "toolCallIds", "toolResultIds", generating, "tokensO200k",
         "tokensCl100k", "turnId", "agentId", "createdAt", "updatedAt")
      SELECT r.id, r."sessionId", r.position, r.role::"MessageRole", r.parts, ${JOINED_TEXT},
-        ARRAY(SELECT jsonb_array_elements_text(r."toolCallIds")), ARRAY(SELECT jsonb_array_elements_text(r."toolResultIds")),
+        ARRAY(SELECT x->>'callId' FROM jsonb_array_elements(r.parts) WITH ORDINALITY AS t(x, o) WHERE x->>'type' = 'toolCall' ORDER BY o),
+        ARRAY(SELECT x->>'callId' FROM jsonb_array_elements(r.parts) WITH ORDINALITY AS t(x, o) WHERE x->>'type' = 'toolResult' ORDER BY o),
         r.generating, r."tokensO200k", r."tokensCl100k", r."turnId", r."agentId", ${UTC('r."createdAt"')}, ${UTC('r."updatedAt"')}
-     FROM jsonb_to_recordset($1::jsonb) AS r(id text, "sessionId" text, position int, role text, parts jsonb, "toolCallIds" jsonb,
-        "toolResultIds" jsonb, generating boolean, "tokensO200k" int, "tokensCl100k" int, "turnId" text, "agentId" text,
+     FROM jsonb_to_recordset($1::jsonb) AS r(id text, "sessionId" text, position int, role text, parts jsonb, generating boolean, "tokensO200k" int, "tokensCl100k" int, "turnId" text, "agentId" text,
         "createdAt" text, "updatedAt" text)`,
     [JSON.stringify(messages)],
   );
