@@ -49,7 +49,7 @@ import { TransformService } from './services/transforms.js';
 import { EventRetention } from './services/event-retention.js';
 import { AttachmentDownloads } from './services/attachment-downloads.js';
 import { useAttachmentDownloads } from './http/attachment-downloads.js';
-import { ExportService } from './services/exports.js';
+import { EXPORT_PAGING, ExportService } from './services/exports.js';
 import { ImportService } from './services/imports.js';
 import { useExportImport } from './http/export-import.js';
 import { SharedReads } from './services/shared-reads.js';
@@ -181,7 +181,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       }),
       eventEntities: new EventMemo(),
       downloads: new AttachmentDownloads(db.sql.reads),
-      exports: new ExportService(db.sql.reads),
+      exports: new ExportService(db.sql.reads, db.sql.oneConnection ? EXPORT_PAGING.oneConnection : EXPORT_PAGING.pooled),
       imports: new ImportService(db.sql, caps),
       sharedReads: new SharedReads(new KeptReads(db.sql.reads, config.caches.keptReadsMaxChars)),
       retention:

@@ -26,9 +26,14 @@ export interface ImportResult {
   sessions: { id: string; sourceId: string }[];
 }
 
-/** Rows written per statement, and the content per statement (characters of their lines). */
-const BATCH_ROWS = 500;
-const BATCH_CHARS = 2 * 1024 * 1024;
+/**
+ * Rows written per statement: on PGlite a statement runs on the request thread, and 500 messages
+ * took about 100 ms there (each row's search vector is computed), 100 about 20; on PostgreSQL the
+ * statement runs elsewhere and larger batches cost fewer round trips. A batch also ends at one
+ * full-size string's worth of line text (`TextCaps.stringLength`, which is what one append may
+ * carry within the same rule).
+ */
+const BATCH_ROWS = { oneConnection: 100, pooled: 500 };
 /** Characters checked between two yields to the event loop in the first pass. */
 const YIELD_CHARS = 1024 * 1024;
 
@@ -125,7 +130,10 @@ export class ImportService {
   /** Second pass: the kept lines written in one transaction, under new ids. */
   private write(workspaceId: string, checker: ExportChecker, spool: ImportSpool): Promise<ImportResult> {
     return this.sql.transaction(async (sql) => {
-      const writer = new TreeWriter(sql, workspaceId, checker);
+      const writer = new TreeWriter(sql, workspaceId, checker, {
+        rows: this.sql.oneConnection ? BATCH_ROWS.oneConnection : BATCH_ROWS.pooled,
+        chars: this.caps.stringLength,
+      });
       let lineNumber = 0;
       for await (const text of spool.read()) {
         lineNumber++;
@@ -173,11 +181,15 @@ class TreeWriter {
     private readonly sql: SqlClient,
     private readonly workspaceId: string,
     private readonly checker: ExportChecker,
+    private readonly limits: { rows: number; chars: number },
   ) {}
 
   async take(line: ExportLine, lineNumber: number, chars: number): Promise<void> {
     if (line.type === 'header') return;
-    if (this.batch.length > 0 && (this.batch[0].type !== line.type || this.batch.length >= BATCH_ROWS || this.batchChars >= BATCH_CHARS)) {
+    if (
+      this.batch.length > 0 &&
+      (this.batch[0].type !== line.type || this.batch.length >= this.limits.rows || this.batchChars >= this.limits.chars)
+    ) {
       await this.flush();
     }
     switch (line.type) {
