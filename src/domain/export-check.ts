@@ -11,6 +11,7 @@ import { checkBytes, decodeBase64 } from './attachment-bytes.js';
 import { badInput } from './errors.js';
 import type { AttachmentLine, ExportLine, MessageLine, SessionLine, TransformLine } from './export-format.js';
 import type { TextCaps } from './limits.js';
+import { childLineage } from './lineage.js';
 
 /** What an import keeps of a session it read: enough to place its rows and resolve references by position. */
 export interface CheckedSession {
@@ -135,18 +136,16 @@ export class ExportChecker {
       const parent = s.parentId === null ? undefined : known(s.parentId);
       if (!parent) throw badInput(`"parentId" ${s.parentId} is not a session defined above.`);
       if (s.parentTurnId !== null) throw badInput('a FORK session has no parentTurnId.');
-      if (s.ancestorIds.at(-1) !== s.parentId || s.ancestorIds[0] !== s.rootId || s.depth !== s.ancestorIds.length) {
-        throw badInput('"ancestorIds" run from "rootId" to "parentId", and "depth" is their number.');
+      const p = parent.line;
+      const ancestors = [...p.ancestorIds, p.id];
+      if (s.ancestorIds.length !== ancestors.length || s.ancestorIds.some((id, i) => id !== ancestors[i]) || s.rootId !== p.rootId) {
+        throw badInput('"ancestorIds" are the parent\'s ancestors and the parent, and "rootId" is the parent\'s root.');
       }
-      if (s.ancestorIds.some((id) => !known(id)) || s.lineage.some((e) => !s.ancestorIds.includes(e.sessionId))) {
-        throw badInput('"ancestorIds" and "lineage" name only ancestors defined above.');
+      if (s.depth !== ancestors.length) throw badInput(`"depth" is the number of ancestors (${ancestors.length}).`);
+      if (s.forkIndex === null || s.forkIndex >= p.messageCount || s.forkPointMessageId === null) {
+        throw badInput(`"forkIndex" must be a message index of the parent (below ${p.messageCount}), with its "forkPointMessageId".`);
       }
-      if (s.forkIndex === null || s.forkIndex >= parent.line.messageCount || s.forkPointMessageId === null) {
-        throw badInput(
-          `"forkIndex" must be a message index of the parent (below ${parent.line.messageCount}), with its "forkPointMessageId".`,
-        );
-      }
-      if (s.lineage.some((e) => e.end > s.forkIndex!)) throw badInput('"lineage" ranges end at or before "forkIndex".');
+      this.checkLineage(s, p);
     }
     const start = s.forkIndex ?? 0;
     if (s.messageCount < start) throw badInput(`"messageCount" ${s.messageCount} is below "forkIndex" ${start}.`);
@@ -156,6 +155,33 @@ export class ExportChecker {
     this.turnCount = 0;
     this.compactionCount = 0;
     this.transformCount = 0;
+  }
+
+  /**
+   * A fork's lineage is what forking its parent at `forkIndex` gives (`childLineage`): one entry
+   * per ancestor, root first, with those ranges; each entry's compaction and transform counts
+   * within what that ancestor holds.
+   */
+  private checkLineage(s: SessionLine, parent: SessionLine): void {
+    const expected = childLineage({ ...parent, compactionCount: 0, transformCount: 0 }, s.forkIndex!);
+    const ok =
+      s.lineage.length === expected.length &&
+      s.lineage.every((entry, i) => {
+        const want = expected[i];
+        const owner = this.sessions.get(entry.sessionId)?.line;
+        return (
+          owner !== undefined &&
+          entry.sessionId === want.sessionId &&
+          entry.start === want.start &&
+          entry.end === want.end &&
+          entry.compactions <= owner.compactionCount &&
+          (entry.transforms ?? 0) <= owner.transformCount
+        );
+      });
+    if (!ok)
+      throw badInput(
+        '"lineage" must be what forking the parent at "forkIndex" gives: one entry per ancestor, root first, with those ranges.',
+      );
   }
 
   private closeSession(): void {

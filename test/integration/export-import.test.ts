@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { API_KEYS, backend, gqlError, gqlOk, rawIdOf, type TestApp, TWO_WORKSPACES, useTestApp } from '../helpers/app.js';
 import { makePng } from '../helpers/images.js';
@@ -12,12 +13,13 @@ import { makePng } from '../helpers/images.js';
 let app: TestApp;
 const alpha = { apiKey: API_KEYS.alpha };
 const beta = { apiKey: API_KEYS.beta };
+const READ_ONLY = 'alpha-reader-0123456789abcdef';
 
 useTestApp(
   (built) => {
     app = built;
   },
-  { apiKeys: TWO_WORKSPACES },
+  { apiKeys: [...TWO_WORKSPACES!, { workspace: 'alpha', key: READ_ONLY, scope: 'READ' }] },
 );
 
 const origin = () => new URL(app.url).origin;
@@ -206,6 +208,18 @@ describe(`export and import (${backend.label})`, () => {
     }).toEqual({ turns: 1, usage: 2, attachments: 1, compactions: 2, transforms: 1 });
     const attachment = lines.find((l) => l.type === 'attachment')!;
     expect(Buffer.from(attachment.data as string, 'base64').equals(makePng(64, 32))).toBe(true);
+    // Each line carries exactly the fields docs/export.schema.json requires of its type.
+    const schema = JSON.parse(readFileSync(new URL('../../docs/export.schema.json', import.meta.url), 'utf8')) as {
+      $defs: Record<string, { required?: string[]; allOf?: { required?: string[]; $ref?: string }[] }>;
+    };
+    const required = (name: string): string[] => {
+      const def = schema.$defs[name];
+      return [
+        ...(def.required ?? []),
+        ...(def.allOf ?? []).flatMap((d) => (d.$ref ? required(d.$ref.split('/').at(-1)!) : (d.required ?? []))),
+      ];
+    };
+    for (const line of lines) expect(Object.keys(line).sort()).toEqual(required(line.type as string).sort());
     const tool = lines.find((l) => l.type === 'message' && l.role === 'ASSISTANT' && (l.toolCallIds as string[]).length)!;
     expect(tool.parts).toEqual([
       expect.objectContaining({ type: 'reasoning', text: 'look at it' }),
@@ -282,6 +296,13 @@ describe(`export and import (${backend.label})`, () => {
       status: 400,
       body: { line: image + 1, message: expect.stringContaining('sha256') },
     });
+    // A fork whose lineage claims more of its parent than the cut.
+    const fork = wrong.findIndex((l) => l.type === 'session' && l.kind === 'FORK');
+    const lineage = (wrong[fork].lineage as Line[]).map((e) => ({ ...e, end: 8 }));
+    expect(await importText(edited(fork, { lineage }))).toMatchObject({
+      status: 400,
+      body: { line: fork + 1, message: expect.stringContaining('lineage') },
+    });
     const cut = await importText(lines.slice(0, -1).join('\n'));
     expect(cut).toMatchObject({ status: 400, body: { line: lines.length - 1, message: expect.stringContaining('cut short') } });
     const after = await gqlOk<{ sessions: { totalCount: number } }, unknown>(app, '{ sessions { totalCount } }', {}, beta);
@@ -311,6 +332,8 @@ describe(`export and import (${backend.label})`, () => {
     expect(noKey.status).toBe(401);
     const wrongMethod = await fetch(`${origin()}/import`, { headers: auth(API_KEYS.beta) });
     expect(wrongMethod.status).toBe(405);
+    expect((await exportText(tree.root, READ_ONLY)).status).toBe(200);
+    expect(await importText(first, READ_ONLY)).toMatchObject({ status: 403, body: { errors: [{ extensions: { code: 'FORBIDDEN' } }] } });
     const nodes = [];
     for (const { id } of imported) {
       nodes.push((await gqlOk<{ session: { kind: string; parent: { id: string } | null } }, unknown>(app, SESSION, { id }, beta)).session);
