@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-const IN_MEMORY_CHARS = 8 * 1024 * 1024;
+const IN_MEMORY_CHARS = 1024 * 1024;
 
 export class ImportSpool {
   private lines: string[] = [];

@@ -309,6 +309,50 @@ describe(`export and import (${backend.label})`, () => {
     expect(after.sessions.totalCount).toBe(before.sessions.totalCount);
   });
 
+  it('imports a body larger than what is kept in memory (it goes through a temporary file) in one piece', async () => {
+    const id = '0196f5c2-9000-7000-8000-0000000000aa';
+    const at = '2026-11-01T09:00:00.000Z';
+    const count = 3000;
+    const text = 'x'.repeat(500);
+    const lines = [
+      JSON.stringify({ type: 'header', format: 'session-graph/export', version: 1, exportedAt: at, sessionId: id, tree: false }),
+      JSON.stringify({
+        ...{ type: 'session', id, kind: 'ROOT', title: 'long', settings: {}, metadata: {}, parentId: null, rootId: id, ancestorIds: [] },
+        ...{
+          depth: 0,
+          forkIndex: null,
+          forkPointMessageId: null,
+          lineage: [],
+          parentTurnId: null,
+          parentMessageCount: null,
+          agentId: null,
+        },
+        ...{ messageCount: count, compactionCount: 0, transformCount: 0, turnCount: 0, activeTurnId: null, createdAt: at, updatedAt: at },
+      }),
+      ...Array.from({ length: count }, (_, position) =>
+        JSON.stringify({
+          ...{ type: 'message', id: `m${position}`, sessionId: id, position, role: position % 2 ? 'ASSISTANT' : 'USER' },
+          ...{ parts: [{ type: 'text', text: `${position} ${text}` }], toolCallIds: [], toolResultIds: [], generating: false },
+          ...{ tokensO200k: null, tokensCl100k: null, turnId: null, agentId: null, createdAt: at, updatedAt: at },
+        }),
+      ),
+      JSON.stringify({ type: 'end', sessions: 1, messages: count }),
+    ];
+    const body = lines.join('\n');
+    expect(body.length).toBeGreaterThan(1024 * 1024);
+    const out = await importText(body);
+    expect(out.status).toBe(200);
+    const [{ id: imported }] = (out.body as { sessions: { id: string }[] }).sessions;
+    const read = await gqlOk<{ session: { messageCount: number; messages: { edges: { node: { text: string } }[] } } }, unknown>(
+      app,
+      'query($id: ID!) { session(id: $id) { messageCount messages(last: 1) { edges { node { text } } } } }',
+      { id: imported },
+      beta,
+    );
+    expect(read.session.messageCount).toBe(count);
+    expect(read.session.messages.edges[0].node.text).toBe(`${count - 1} ${text}`);
+  });
+
   it('importSessions takes the same lines over GraphQL and refuses a bad one with extensions.line', async () => {
     const IMPORT = 'mutation($input: ImportSessionsInput!) { importSessions(input: $input) { sessions { id title kind messageCount } } }';
     const out = await gqlOk<{ importSessions: { sessions: { id: string; title: string; kind: string; messageCount: number }[] } }, unknown>(
