@@ -51,6 +51,9 @@ import { TransformService } from './services/transforms.js';
 import { EventRetention } from './services/event-retention.js';
 import { AttachmentDownloads } from './services/attachment-downloads.js';
 import { useAttachmentDownloads } from './http/attachment-downloads.js';
+import { EXPORT_PAGING, ExportService } from './services/exports.js';
+import { ImportService } from './services/imports.js';
+import { useExportImport } from './http/export-import.js';
 import { SharedReads } from './services/shared-reads.js';
 import { TokenPrecount } from './caches/token-precount.js';
 import { eventSweepInterval } from './config.js';
@@ -193,6 +196,8 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       }),
       eventEntities: new EventMemo(),
       downloads: new AttachmentDownloads(db.sql.reads),
+      exports: new ExportService(db.sql.reads, db.sql.oneConnection ? EXPORT_PAGING.oneConnection : EXPORT_PAGING.pooled),
+      imports: new ImportService(db.sql, caps),
       sharedReads: new SharedReads(new KeptReads(db.sql.reads, config.caches.keptReadsMaxChars)),
       retention:
         config.eventRetentionMs === null
@@ -272,6 +277,7 @@ function serve(runtime: AppRuntime, limiter: RateLimiter, metrics: ServerMetrics
     useRateLimit(limiter, endpoint),
     useJsonPostsOnly(endpoint),
     useAttachmentDownloads({ auth: runtime.auth, downloads: runtime.downloads, shareLinks: runtime.shareLinks }),
+    useExportImport({ auth: runtime.auth, exports: runtime.exports, imports: runtime.imports }),
     useOutageRetryAfter(endpoint),
     // The fast path takes only a request naming a listed document without text, and runs that
     // document, found with the plugin's own lookup (`trustedDocument` below).

@@ -76,7 +76,25 @@ export const LIMITS = {
   jsonLength: 1024 * 1024,
   /** Files in one multipart request. */
   filesPerRequest: 16,
+  /**
+   * An import body (`POST /import`), in bytes: read line by line and kept in a temporary file
+   * past a few MiB, so its size costs disk, not memory; the write is one transaction.
+   */
+  importBytes: 512 * 1024 * 1024,
+  /**
+   * A ChatGPT or Claude data export (`POST /import?from=…`), in bytes: one JSON document, parsed
+   * whole on the request thread, so kept to what parses within the 50 ms rule.
+   */
+  foreignExportBytes: 8 * 1024 * 1024,
 };
+
+/**
+ * The longest line of an import body, in bytes: an attachment line carries its bytes as base64
+ * (4/3 of `fileBytes`), a message line a full-size request's worth of text.
+ */
+export function importLineBytes(caps: TextCaps): number {
+  return Math.max(caps.requestBytes, Math.ceil(caps.fileBytes / 3) * 4) + 64 * 1024;
+}
 
 /**
  * The message content one page of messages may carry (`Session.messages`, `Session.timeline`,

@@ -155,6 +155,8 @@ export interface ResolvedAttachment {
   problem?: string;
   /** Absent: TEXT. */
   kind?: AttachmentKind;
+  /** SHA-256 (hex) of the content, when read: what a context hash names inline media by. */
+  sha256?: string;
   /**
    * BYTES: the stored bytes, when assembly loaded them (only for a format that sends them and
    * within the context's media cap); null when not loaded.

@@ -10,6 +10,8 @@ import type { EventBus } from '../pubsub/bus.js';
 import type { TextCaps } from '../domain/limits.js';
 import type { AssemblyCaches, SessionRowsCache } from '../caches/index.js';
 import type { TokenPrecount } from '../caches/token-precount.js';
+import type { ExportService } from '../services/exports.js';
+import type { ImportService } from '../services/imports.js';
 import type { AttachmentDownloads } from '../services/attachment-downloads.js';
 import type { AssemblyService } from '../services/assembly.js';
 import { RequestLoaders, type LoaderSources } from '../services/loaders.js';
@@ -55,6 +57,10 @@ export interface AppRuntime {
   retention: EventRetention | null;
   /** What `/attachments/<id>` serves. */
   downloads: AttachmentDownloads;
+  /** `GET /export/sessions/<id>`. */
+  exports: ExportService;
+  /** `POST /import` and `importSessions`. */
+  imports: ImportService;
 }
 
 /**
@@ -86,6 +92,7 @@ export interface RequestContext {
   reads: ReadService;
   search: MessageSearchService;
   shareLinks: ShareLinks;
+  imports: ImportService;
 }
 
 /** What the event and subscription helpers use (every resolver receives the whole `RequestContext`: Pothos has one context type per builder). */
@@ -126,6 +133,7 @@ export function requestContexts(runtime: AppRuntime): (source: { authorization?:
         reads,
         search,
         shareLinks,
+        imports: runtime.imports,
       },
       initContextCache(),
     );

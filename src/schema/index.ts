@@ -21,6 +21,7 @@ import './transforms.js';
 import './turn-events.js';
 import './search.js';
 import './provider-messages.js';
+import './import-sessions.js';
 import { GraphQLSchema, lexicographicSortSchema } from 'graphql';
 
 /**

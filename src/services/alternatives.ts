@@ -34,7 +34,11 @@ export async function alternativesPage(loaders: RequestLoaders, messageId: strin
   const fromEnd = args.last !== null && args.last !== undefined;
   const slice = members.slice(page.lo, page.hi);
   const inReadOrder = fromEnd ? [...slice].reverse() : slice;
-  const reserved = slice.length === 0 ? 0 : loaders.contentBudget.reserve(PAGE_CONTENT_BYTES);
+  // The light rows give the page's size before its content is read: reserve that (at most a page's
+  // bound), not a whole page's bound, so that the pages of many messages read at once (a page of
+  // messages, each with its alternatives) do not starve each other of an answer they fit in.
+  const wanted = slice.reduce((sum, m) => sum + (m.contentBytes ?? PAGE_CONTENT_BYTES), 0);
+  const reserved = slice.length === 0 ? 0 : loaders.contentBudget.reserve(Math.min(PAGE_CONTENT_BYTES, wanted));
   const {
     kept: [kept],
   } = cutPages([{ rows: inReadOrder }], (m) => m.contentBytes ?? 0, reserved);

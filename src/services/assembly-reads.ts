@@ -222,6 +222,7 @@ export class AssemblyReads {
           mimeType: row.mimeType,
           size: row.size,
           kind: row.kind,
+          sha256: row.sha256,
           bytes: bytesOf.get(row.id) ?? null,
           width: row.width,
           height: row.height,

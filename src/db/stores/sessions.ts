@@ -111,7 +111,7 @@ export function forkInsert(fork: NewFork, params: SqlParams): InsertShape<Sessio
  * else `cut`. One primary-key read, in the INSERT (the migration `branch_anchors` backfills the
  * same rule).
  */
-function branchAnchorSql(cut: string): string {
+export function branchAnchorSql(cut: string): string {
   return `COALESCE((SELECT o."branchAnchorId" FROM "Message" am JOIN "Session" o ON o.id = am."sessionId"
      WHERE am.id = ${cut}::text AND o."forkIndex" = am.position), ${cut}::text)`;
 }

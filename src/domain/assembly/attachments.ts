@@ -239,6 +239,7 @@ export function createAttachmentResolver(attachments: ReadonlyMap<string, Resolv
       ...(pages === undefined ? {} : { pages }),
       tokens,
       ...(part.providerMetadata === undefined ? {} : { providerMetadata: part.providerMetadata }),
+      ...(stored.sha256 === undefined ? {} : { identity: `sha256:${stored.sha256}` }),
     };
     return { partIndex, attachmentId: part.attachmentId, text: '', tokens, media: resolved };
   };

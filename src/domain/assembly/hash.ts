@@ -10,10 +10,11 @@
  *
  * INLINE MEDIA are hashed by identity, not by data (`hashAs`): the object of a payload that holds an
  * image's or a PDF's base64 (a data URL, Anthropic's `source`, Gemini's `inlineData`, …) is hashed
- * as that object with the data replaced by `attachment:<id>`, so megabytes of base64 are never
- * hashed on the request thread. This holds because an attachment's bytes never change under its
- * id (attachments are written once, never updated) and every format sends them as stored: the id
- * names the data. A change that sends other data for an id (a resized image) must put what it did
+ * as that object with the data replaced by `sha256:<hex>` of the stored content (`attachment:<id>`
+ * when not known), so megabytes of base64 are never hashed on the request thread. This holds
+ * because an attachment's bytes never change (attachments are written once, never updated) and
+ * every format sends them as stored: the stored SHA-256 names the data, and names it the same in
+ * an imported copy of the session (`MediaPart.identity`). A change that sends other data for an id (a resized image) must put what it did
  * into the identity.
  */
 import { createHash, type Hash } from 'node:crypto';

@@ -60,13 +60,16 @@ export const mediaType = (p: MediaPart) => baseMimeType(p.mimeType);
 /** A base64 media's data URL (OpenAI's image_url, file_data). */
 export const dataUrl = (p: MediaPart & { source: { type: 'base64' } }) => `data:${mediaType(p)};base64,${p.source.data}`;
 
+/** What a hash names `p`'s data by: its content's SHA-256 when known, else its attachment id (hash.ts, "INLINE MEDIA"). */
+export const mediaIdentity = (p: Pick<MediaPart, 'attachmentId' | 'identity'>) => p.identity ?? `attachment:${p.attachmentId}`;
+
 /**
  * `block`, which holds `p`'s base64 (or its data URL) in `key`, marked to be hashed with the
  * attachment's identity in its place (hash.ts, "INLINE MEDIA"). Build the block only for this call:
  * the mark is on the object.
  */
 export function hashedByIdentity<T extends object>(block: T, key: keyof T & string, p: MediaPart): T {
-  return hashAs(block, key, `attachment:${p.attachmentId}`);
+  return hashAs(block, key, mediaIdentity(p));
 }
 
 /**

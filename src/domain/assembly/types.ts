@@ -146,6 +146,12 @@ export interface MediaPart {
   pages?: number;
   tokens: number;
   providerMetadata?: ProviderMetadata;
+  /**
+   * What a context hash writes in place of the base64 (hash.ts, "INLINE MEDIA"): `sha256:<hex>`
+   * of the stored content when known, so a copy of the session (an import) hashes the same;
+   * absent: `attachment:<id>`.
+   */
+  identity?: string;
 }
 
 /**
