@@ -149,6 +149,23 @@ describe(`share links (${backend.label})`, () => {
     expect(parts.node).toBeNull();
   });
 
+  it('cannot export (its session or another) nor import: 403, nothing written', async () => {
+    const link = await share(F);
+    const origin = new URL(app.url).origin;
+    const auth = { authorization: `Bearer ${link.token}` };
+    for (const id of [F, A, B]) {
+      const globalId = Buffer.from(`Session:${id}`).toString('base64');
+      const response = await fetch(`${origin}/export/sessions/${globalId}?tree=true`, { headers: auth });
+      expect(response.status).toBe(403);
+      expect(((await response.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe('FORBIDDEN');
+    }
+    const before = await app.runtime.db.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM "Session"');
+    const imported = await fetch(`${origin}/import`, { method: 'POST', headers: auth, body: '{"type":"header"}\n' });
+    expect(imported.status).toBe(403);
+    const after = await app.runtime.db.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM "Session"');
+    expect(after[0].n).toBe(before[0].n);
+  });
+
   it("the explorer's read-only view: its url opens the session, and its documents run with the token (HTTP and WebSocket)", async () => {
     const link = await share(F);
     const fragment = new URLSearchParams(link.url.slice(link.url.indexOf('#') + 1));
