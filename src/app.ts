@@ -197,7 +197,7 @@ export async function buildApp(config: AppConfig, options: BuildAppOptions = {})
       eventEntities: new EventMemo(),
       downloads: new AttachmentDownloads(db.sql.reads),
       exports: new ExportService(db.sql.reads, db.sql.oneConnection ? EXPORT_PAGING.oneConnection : EXPORT_PAGING.pooled),
-      imports: new ImportService(db.sql, caps),
+      imports: new ImportService(db.sql, caps, precount),
       sharedReads: new SharedReads(new KeptReads(db.sql.reads, config.caches.keptReadsMaxChars)),
       retention:
         config.eventRetentionMs === null

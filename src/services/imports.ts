@@ -20,7 +20,11 @@ import { checkLine } from '../domain/export-line.js';
 import { importLineBytes, LIMITS, type TextCaps } from '../domain/limits.js';
 import { ownerOf } from '../domain/lineage.js';
 import type { Session } from '../generated/prisma/client.js';
+import type { TokenPrecount } from '../caches/token-precount.js';
+import { countStoredTokens } from '../domain/tokens.js';
+import type { StoredPart } from '../domain/types.js';
 import { ImportSpool } from './import-spool.js';
+import { precountFinished } from './message-appends.js';
 
 export interface ImportResult {
   /** Each imported session: its new id and its id in the file, in file order. */
@@ -44,6 +48,8 @@ export class ImportService {
   constructor(
     private readonly sql: Sql,
     private readonly caps: TextCaps,
+    /** Counts the long texts of imported messages in the token worker (see TreeWriter's messages). */
+    private readonly precount: TokenPrecount,
   ) {}
 
   /** `importSessions`: a small body given whole; the imported sessions' rows, in file order. */
@@ -131,7 +137,7 @@ export class ImportService {
   /** Second pass: the kept lines written in one transaction, under new ids. */
   private write(workspaceId: string, checker: ExportChecker, spool: ImportSpool): Promise<ImportResult> {
     return this.sql.transaction(async (sql) => {
-      const writer = new TreeWriter(sql, workspaceId, checker, {
+      const writer = new TreeWriter(sql, workspaceId, checker, this.precount, {
         rows: this.sql.oneConnection ? BATCH_ROWS.oneConnection : BATCH_ROWS.pooled,
         chars: this.caps.stringLength,
       });
@@ -182,6 +188,7 @@ class TreeWriter {
     private readonly sql: SqlClient,
     private readonly workspaceId: string,
     private readonly checker: ExportChecker,
+    private readonly precount: TokenPrecount,
     private readonly limits: { rows: number; chars: number },
   ) {}
 
@@ -226,20 +233,33 @@ class TreeWriter {
           (batch as Extract<Batchable, { type: 'usage' }>[]).map((u) => ({ ...u, id: uuidv7(), turnId: this.turnIds.get(u.turnId)! })),
         );
         break;
-      case 'message':
-        await store.insertImportedMessages(
-          this.sql,
-          (batch as MessageLine[]).map((m) => ({
-            ...m,
-            id: uuidv7(),
-            sessionId,
-            turnId: m.turnId === null ? null : this.turnIds.get(m.turnId)!,
-            parts: m.parts.map((p) =>
-              p.type === 'attachment' ? { ...p, attachmentId: this.attachmentIds.get(p.attachmentId as string)! } : p,
-            ),
-          })),
+      case 'message': {
+        const rows = (batch as MessageLine[]).map((m) => ({
+          ...m,
+          id: uuidv7(),
+          sessionId,
+          turnId: m.turnId === null ? null : this.turnIds.get(m.turnId)!,
+          parts: m.parts.map((p) =>
+            p.type === 'attachment' ? { ...p, attachmentId: this.attachmentIds.get(p.attachmentId as string)! } : p,
+          ),
+        }));
+        // A finished message's counts are counted here as an append counts them, never taken from
+        // the file: the window and the gauge trust stored counts, and a file may hold none (the
+        // ChatGPT and Claude importers), or wrong ones. Long texts go to the token worker first.
+        // (The parts are stored parts: the first pass checked each as the server writes it.)
+        const finished = rows.filter((m) => !m.generating);
+        await precountFinished(
+          this.precount,
+          finished.map((m) => m.parts as unknown as StoredPart[]),
         );
+        for (const m of finished) {
+          const tokens = countStoredTokens(m.parts as unknown as StoredPart[], this.precount);
+          m.tokensO200k = tokens.O200K_BASE;
+          m.tokensCl100k = tokens.CL100K_BASE;
+        }
+        await store.insertImportedMessages(this.sql, rows);
         break;
+      }
       case 'compaction':
         await store.insertImportedCompactions(
           this.sql,

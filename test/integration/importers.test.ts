@@ -106,6 +106,24 @@ describe(`importers (${backend.label})`, () => {
       ['hi again', root.id],
       ['so cool bro', edited.id],
     ]);
+    // The export holds no token counts: they are counted on import as an append counts them, so the
+    // gauge (which reads stored counts) agrees with an assembly of each imported session.
+    for (const { id } of out.body.sessions!) {
+      const { session: s } = await gqlOk<{ session: { contextGauge: { usedTokens: number } } }, unknown>(
+        app,
+        `query($id: ID!) { session(id: $id) { contextGauge(format: OPENAI_CHAT) { usedTokens } } }`,
+        { id },
+        { apiKey: API_KEYS.alpha },
+      );
+      const { assembleContext } = await gqlOk<{ assembleContext: { tokenCount: number } }, unknown>(
+        app,
+        `mutation($id: ID!) { assembleContext(input: { sessionId: $id, format: OPENAI_CHAT }) { tokenCount } }`,
+        { id },
+        { apiKey: API_KEYS.alpha },
+      );
+      expect(s.contextGauge.usedTokens).toBe(assembleContext.tokenCount);
+      expect(s.contextGauge.usedTokens).toBeGreaterThan(20);
+    }
   });
 
   it('imports a Claude export: one session in file order, an attachment’s extracted text kept', async () => {
