@@ -311,18 +311,24 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       '"Try another answer": forks before the ASSISTANT message at index 3, so the branch ends on the question it answered; append the new answer there and it becomes one of `alternatives` of the old one. Titles and cost as forkSession; another role is refused (`REGENERATE_NOT_ASSISTANT_MESSAGE`).',
     document: `mutation RegenerateMessage($input: RegenerateMessageInput!) {
-  regenerateMessage(input: $input) 
-    session 
+  regenerateMessage(input: $input) {
+    session {
       title
       forkIndex
       messageCount
-      messages(last: 1) 
-        edges 
-          node 
+      messages(last: 1) {
+        edges {
+          node {
             text
-    excludedMessage 
+          }
+        }
+      }
+    }
+    excludedMessage {
       index
       role
+    }
+  }
 }`,
     variables: { input: { messageId: ANSWER_MESSAGE_ID } },
     response: {
@@ -344,19 +350,25 @@ export const EXAMPLES: ApiExample[] = [
       '"Change my question": forks before the USER message at index 2 and appends its new version, in one call. The new version and the original are `alternatives` of each other (the forkSession example\'s branch has no message at index 2, so it adds none): what a "‹ 1 / 2 ›" switcher draws.',
     document: `mutation EditMessage($input: EditMessageInput!) {
   editMessage(input: $input) {
-    session 
+    session {
       title
       messageCount
-    message 
+    }
+    message {
       index
       text
-      alternatives(first: 10) 
+      alternatives(first: 10) {
         totalCount
-        edges 
-          node 
+        edges {
+          node {
             text
-            session 
+            session {
               title
+            }
+          }
+        }
+      }
+    }
   }
 }`,
     variables: { input: { messageId: FORK_POINT_MESSAGE_ID, text: 'Add a day trip to Cascais instead.' } },
@@ -383,12 +395,14 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Imports a small export file (the JSON Lines of `GET /export/sessions/<id>`, docs/export-format.md): a header, one session with its two messages, and the end line. The session gets a new id in your workspace; its structure and timestamps are kept. Larger files go to `POST /import`, which streams them.',
     document: `mutation ImportSessions($input: ImportSessionsInput!) {
-  importSessions(input: $input) 
-    sessions 
+  importSessions(input: $input) {
+    sessions {
       title
       kind
       messageCount
       createdAt
+    }
+  }
 }`,
     variables: {
       input: {
@@ -413,13 +427,16 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Hides message 2 in the session: it stays in `messages` (flagged `hidden`), and `assembleContext` leaves it out with the decision `HIDDEN` and the reason. The fork made above does not see it: it was made before.',
     document: `mutation HideMessages($input: HideMessagesInput!) {
-  hideMessages(input: $input) 
-    messages 
+  hideMessages(input: $input) {
+    messages {
       index
       hidden
       hiddenReason
-    session 
+    }
+    session {
       messageCount
+    }
+  }
 }`,
     variables: { input: { sessionId: SESSION_ID, messageIds: [FORK_POINT_MESSAGE_ID], reason: 'explored in a fork instead' } },
     response: {
@@ -434,10 +451,12 @@ export const EXAMPLES: ApiExample[] = [
     kind: 'mutation',
     summary: 'Shows message 2 again: `assembleContext` considers it as before.',
     document: `mutation UnhideMessages($input: UnhideMessagesInput!) {
-  unhideMessages(input: $input) 
-    messages 
+  unhideMessages(input: $input) {
+    messages {
       index
       hidden
+    }
+  }
 }`,
     variables: { input: { sessionId: SESSION_ID, messageIds: [FORK_POINT_MESSAGE_ID] } },
     response: { unhideMessages: { messages: [{ index: 2, hidden: false }] } },
@@ -448,14 +467,17 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Redacts message 4: `assembleContext` sends the replacement instead of its text, counted exactly (`redaction.tokenCount`), while `text` still reads the original, flagged `redacted`.',
     document: `mutation RedactMessage($input: RedactMessageInput!) {
-  redactMessage(input: $input) 
-    message 
+  redactMessage(input: $input) {
+    message {
       index
       text
       redacted
-      redaction 
+      redaction {
         replacement
         tokenCount
+      }
+    }
+  }
 }`,
     variables: { input: { messageId: APPENDED_MESSAGE_ID, replacement: 'The user asked about the weather.' } },
     response: {
@@ -474,10 +496,12 @@ export const EXAMPLES: ApiExample[] = [
     kind: 'mutation',
     summary: 'Lifts the redaction: `assembleContext` sends the original text again.',
     document: `mutation UnredactMessage($input: UnredactMessageInput!) {
-  unredactMessage(input: $input) 
-    message 
+  unredactMessage(input: $input) {
+    message {
       index
       redacted
+    }
+  }
 }`,
     variables: { input: { messageId: APPENDED_MESSAGE_ID } },
     response: { unredactMessage: { message: { index: 4, redacted: false } } },
@@ -488,9 +512,10 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'From now on every tool result of messages [0, 4) is sent as a stub (`[tool result elided: N characters]`), whatever `keepToolCallRounds` says; the messages themselves keep their results.',
     document: `mutation StripToolOutputs($input: StripToolOutputsInput!) {
-  stripToolOutputs(input: $input) 
+  stripToolOutputs(input: $input) {
     id
     toolOutputsStrippedUpto
+  }
 }`,
     variables: { input: { sessionId: SESSION_ID, uptoIndex: 4 } },
     response: { stripToolOutputs: { id: SESSION_ID, toolOutputsStrippedUpto: 4 } },
@@ -501,11 +526,13 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Starts the next turn of a session with the agents that will work on it. One turn is active per session at a time (`TURN_ALREADY_ACTIVE`); `turnId` is your key for the call: starting again with it returns the same turn, so a retry is safe.',
     document: `mutation StartTurn($input: StartTurnInput!) {
-  startTurn(input: $input) 
+  startTurn(input: $input) {
     ${TURN_FIELDS}
-    initiator 
+    initiator {
       kind
       id
+    }
+  }
 }`,
     variables: {
       input: {
@@ -535,9 +562,10 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Tells the server an active turn is still being worked on. A turn with no usage report, message or heartbeat for `TURN_TIMEOUT_MS` (10 minutes by default) is failed by the server.',
     document: `mutation HeartbeatTurn($input: HeartbeatTurnInput!) {
-  heartbeatTurn(input: $input) 
+  heartbeatTurn(input: $input) {
     id
     status
+  }
 }`,
     variables: { input: { turnId: TURN_ID } },
     response: { heartbeatTurn: { id: TURN_ID, status: 'ACTIVE' } },
@@ -548,12 +576,15 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "Adds one model call's usage to its agent and its turn. `callId` makes a retried report a no-op; `model` lets usage be read per model (`usageByModel`). Usage reported after the turn ended still counts.",
     document: `mutation ReportUsage($input: ReportUsageInput!) {
-  reportUsage(input: $input) 
+  reportUsage(input: $input) {
     ${TURN_FIELDS}
-    usageByModel 
+    usageByModel {
       model
-      usage 
+      usage {
         totalTokens
+      }
+    }
+  }
 }`,
     variables: {
       input: { turnId: TURN_ID, agentId: 'planner', callId: 'call-1', model: 'gpt-4o', inputTokens: 1200, outputTokens: 300, cost: 0.0045 },
@@ -578,8 +609,9 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'One agent is done. When the last agent completes, the turn becomes `COMPLETED`, or `FAILED` if any agent failed (each agent keeps its error), exactly once whatever the concurrency. Here the writer is still working, so the turn stays active.',
     document: `mutation CompleteAgent($input: CompleteAgentInput!) {
-  completeAgent(input: $input) 
+  completeAgent(input: $input) {
     ${TURN_FIELDS}
+  }
 }`,
     variables: { input: { turnId: TURN_ID, agentId: 'planner', success: true } },
     response: {
@@ -601,16 +633,19 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "With `parentTurnId` and `agentId`, `createSession` makes a sub-agent session nested in that (ACTIVE) turn: the planner delegates to a researcher that works in its own conversation. Its usage rolls up into the turn's `usage` (`ownUsage` leaves it out), its events appear on the parent's `sessionEvents` as `SubSessionEvent`, and its messages in the parent's `timeline` (not in its `messages`). It is the root of its own fork tree. An ended turn is refused with `TURN_NOT_ACTIVE`.",
     document: `mutation CreateSubSession($input: CreateSessionInput!) {
-  createSession(input: $input) 
+  createSession(input: $input) {
     id
     kind
     agentId
     parentMessageCount
-    parentTurn 
+    parentTurn {
       id
-      subSessions 
+      subSessions {
         totalCount
+      }
+    }
     messageCount
+  }
 }`,
     variables: {
       input: {
@@ -637,13 +672,15 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "Ends an active turn early; agents still working are marked `CANCELLED` and the reason is kept as the turn's `error`. An ended turn is refused with `TURN_NOT_ACTIVE`.",
     document: `mutation CancelTurn($input: CancelTurnInput!) {
-  cancelTurn(input: $input) 
+  cancelTurn(input: $input) {
     id
     status
     error
-    agents 
+    agents {
       agentId
       status
+    }
+  }
 }`,
     variables: { input: { turnId: TURN_ID, reason: 'The user pressed stop.' } },
     response: {
@@ -664,12 +701,13 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "Makes a read-only link to one session, with a key of scope FULL. `token` and `url` are in this answer only (only the token's SHA-256 is stored). Sent as `Authorization: Bearer <token>`, the token reads that session (`session(id:)`, `node(id:)`, its messages with the inherited prefix, turns, usage, attachments, `sessionEvents`) and nothing else: another session is null, a field that leads away (parent, forks, sessions, search, any mutation) is `FORBIDDEN`. `expiresAt` must be in the future and at most 366 days away; without it, 30 days. `url` is the explorer's read-only view (prefix this server's origin).",
     document: `mutation CreateShareLink($input: CreateShareLinkInput!) {
-  createShareLink(input: $input) 
+  createShareLink(input: $input) {
     id
     token
     url
     expiresAt
     active
+  }
 }`,
     variables: { input: { sessionId: SESSION_ID } },
     response: {
@@ -688,11 +726,12 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "Revokes a share link: its token is refused (`UNAUTHENTICATED`) at once on this server instance and within `API_KEY_CACHE_TTL_MS` (5 s by default) on every other. Revoking again returns the link unchanged; `Session.shareLinks` lists a session's links (never their tokens).",
     document: `mutation RevokeShareLink($input: RevokeShareLinkInput!) {
-  revokeShareLink(input: $input) 
+  revokeShareLink(input: $input) {
     id
     active
     revokedAt
     token
+  }
 }`,
     variables: { input: { id: SHARE_LINK_ID } },
     response: {
@@ -705,8 +744,9 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Deletes a session with its messages, turns and events, and the sub-agent sessions nested in its turns (here the researcher). With `cascade: true` its forks go too; every deleted ID is returned.',
     document: `mutation DeleteSession($input: DeleteSessionInput!) {
-  deleteSession(input: $input) 
+  deleteSession(input: $input) {
     deletedSessionIds
+  }
 }`,
     variables: { input: { sessionId: SESSION_ID, cascade: true } },
     response: {
@@ -727,15 +767,18 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Follows a session live, over WebSocket (graphql-ws) or SSE (`Accept: text/event-stream`) on the same endpoint. `afterSequence: 0` replays every stored event first; reconnect with the last `sequence` you saw to miss nothing and see nothing twice. One event:',
     document: `subscription SessionEvents($sessionId: ID!, $afterSequence: Int) {
-  sessionEvents(sessionId: $sessionId, afterSequence: $afterSequence) 
+  sessionEvents(sessionId: $sessionId, afterSequence: $afterSequence) {
     __typename
     sequence
     at
-    ... on MessageAdded 
+    ... on MessageAdded {
       index
-      message 
+      message {
         role
         text
+      }
+    }
+  }
 }`,
     variables: { sessionId: SESSION_ID, afterSequence: 0 },
     response: {
@@ -754,20 +797,25 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "The turn events of a session: its `sessionEvents` filtered to turns, with the same sequence numbers and replay. `TurnUsageUpdated` carries each report's `delta` and the turn's `total` after it, for live spend. One event:",
     document: `subscription TurnEvents($sessionId: ID!, $afterSequence: Int) {
-  turnEvents(sessionId: $sessionId, afterSequence: $afterSequence) 
+  turnEvents(sessionId: $sessionId, afterSequence: $afterSequence) {
     __typename
     sequence
     at
-    ... on TurnStarted 
+    ... on TurnStarted {
       number
       agentIds
-    ... on TurnUsageUpdated 
+    }
+    ... on TurnUsageUpdated {
       agentId
-      delta 
+      delta {
         totalTokens
-      total 
+      }
+      total {
         totalTokens
         cost
+      }
+    }
+  }
 }`,
     variables: { sessionId: SESSION_ID, afterSequence: 0 },
     before: [
@@ -786,17 +834,19 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Reads an attachment a page at a time, as an agent running the `read_attachment` tool does with the `id` of an `<attachment_ref>` block (`assembleContext` with `attachmentMode: REFERENCE`). Offsets and lengths count characters (Unicode code points: the emoji is one); read on from `nextOffset` until it is null.',
     document: `query ReadAttachment($id: ID!, $offset: Int, $length: Int) {
-  attachment(id: $id) 
+  attachment(id: $id) {
     name
     mimeType
     size
-    content(offset: $offset, length: $length) 
+    content(offset: $offset, length: $length) {
       text
       offset
       length
       totalLength
       hasMore
       nextOffset
+    }
+  }
 }`,
     variables: { id: ATTACHMENT_ID, offset: 0, length: 54 },
     response: {
@@ -821,9 +871,10 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       'Stores a transcript as the model produced it: Kimi K2 names its calls `functions.get_weather:0`, and the tool is the MCP-style `weather.lookup`. Call ids and tool names are kept exactly as sent (any text up to 256 characters without control characters); each `assembleContext` format maps what its provider refuses (next examples).',
     document: `mutation CreateKimiSession($input: CreateSessionInput!) {
-  createSession(input: $input) 
+  createSession(input: $input) {
     id
     messageCount
+  }
 }`,
     variables: {
       input: {
@@ -857,16 +908,19 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "The Kimi transcript for OpenAI's Responses API (`format: OPENAI_RESPONSES`): `payload.input` holds message items, one `function_call` item per call (`arguments` is the stored JSON text) and each `function_call_output` after its call. OpenAI refuses the dotted name and the ids, so they are sent cleaned (an id with a short hash of the original, so two ids never collide); `toolMappings` lists each pair to map the model's answer back, and the decision of each message concerned says what was sent. The system prompt is a `system` message item rather than `instructions`, so its place and the exact count are kept; the count is the Chat Completions one.",
     document: `mutation AssembleForResponses($input: AssembleContextInput!) {
-  assembleContext(input: $input) 
+  assembleContext(input: $input) {
     tokenCount
-    toolMappings 
+    toolMappings {
       kind
       original
       sent
-    decisions 
+    }
+    decisions {
       index
       reason
+    }
     payload
+  }
 }`,
     variables: { input: { sessionId: KIMI_SESSION_ID, format: 'OPENAI_RESPONSES', system: 'You are a travel planner.' } },
     response: {
@@ -909,12 +963,14 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "The same transcript for Gemini (`format: GEMINI`): `systemInstruction` and `contents` with roles `user` and `model`; each `functionResponse` answers its call by the call's name, in the user turn right after the model turn that called, in call order. Gemini accepts dotted names and takes no call ids, so nothing is mapped (`toolMappings` is empty). The count is content only: Gemini publishes no framing, so none is added.",
     document: `mutation AssembleForGemini($input: AssembleContextInput!) {
-  assembleContext(input: $input) 
+  assembleContext(input: $input) {
     tokenCount
-    toolMappings 
+    toolMappings {
       original
       sent
+    }
     payload
+  }
 }`,
     variables: { input: { sessionId: KIMI_SESSION_ID, format: 'GEMINI', system: 'You are a travel planner.' } },
     response: {
@@ -952,20 +1008,25 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "Stores a provider's own payload: here an Anthropic Message from a model with extended thinking, whose thinking block (with its signature) must go back first in the assistant message of the next call of the tool loop. Every part keeps its provider data; `assembleContext(format: ANTHROPIC_MESSAGES)` sends the blocks back as they came, and the other formats leave the thinking out and say so. `messages` takes request items instead (Anthropic `messages`, Chat `messages`, Responses `input`, Gemini `contents`); with `turnId` and `agentId`, a response's usage is reported to the turn.",
     document: `mutation AppendProviderMessages($input: AppendProviderMessagesInput!) {
-  appendProviderMessages(input: $input) 
-    messages 
+  appendProviderMessages(input: $input) {
+    messages {
       role
       text
-      parts 
+      parts {
         __typename
-        ... on ReasoningPart 
+        ... on ReasoningPart {
           text
           redacted
           providerMetadata
-        ... on ToolCallPart 
+        }
+        ... on ToolCallPart {
           callId
           name
           arguments
+        }
+      }
+    }
+  }
 }`,
     variables: {
       input: {
@@ -1022,21 +1083,27 @@ export const EXAMPLES: ApiExample[] = [
     summary:
       "The new part inputs by hand (appendProviderMessages fills them from a provider's payload): a `reasoning` part with the provider data its provider needs to take it back (here a Gemini thought signature), `providerMetadata` on any part (here the signature Gemini put on a function call), and a `providerPart`, a block this server does not model, stored whole and sent only to its provider's format(s).",
     document: `mutation AppendMessagesWithProviderData($input: AppendMessagesInput!) {
-  appendMessages(input: $input) 
-    messages 
+  appendMessages(input: $input) {
+    messages {
       role
-      parts 
+      parts {
         __typename
-        ... on ReasoningPart 
+        ... on ReasoningPart {
           text
           redacted
           providerMetadata
-        ... on ToolCallPart 
+        }
+        ... on ToolCallPart {
           name
           providerMetadata
-        ... on ProviderPart 
+        }
+        ... on ProviderPart {
           provider
           data
+        }
+      }
+    }
+  }
 }`,
     variables: {
       input: {

@@ -142,6 +142,10 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     redisPrefix: `sgtest:${randomBytes(4).toString('hex')}:`,
     logLevel: 'silent',
     apiKeys: [],
+    // The suite's fetch (undici) drops an idle pooled socket after 4 s; a server closing it at 5 s
+    // races a request sent on it then, worst when one event loop runs both under load ("other side
+    // closed"). A server that keeps sockets longer than the client never closes one under a request.
+    timeouts: { ...defaults.timeouts, keepAliveMs: 30_000 },
     ...overrides,
   };
 }

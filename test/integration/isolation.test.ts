@@ -255,6 +255,9 @@ const probes: Record<string, Probe[]> = {
   'Mutation.revokeShareLink': [
     { query: M('revokeShareLink', 'RevokeShareLinkInput'), variables: () => ({ input: { id: ids.shareLink } }) },
   ],
+  // Takes no id of the workspace: a file's ids are the file's own (a fork naming a session the file
+  // does not define is refused as BAD_USER_INPUT, echoing only what was sent): export-import.test.ts.
+  'Mutation.importSessions': [],
   'Mutation.heartbeatTurn': [{ query: M('heartbeatTurn', 'HeartbeatTurnInput'), variables: () => ({ input: { turnId: ids.turn } }) }],
   'Subscription.turnEvents': [
     {
